@@ -1,0 +1,90 @@
+// ib-core's device and CQ objects, and the driver operations core calls
+// (the slice of struct ib_device / ib_device_ops / struct ib_cq the CQ layer uses).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <string>
+
+#include "driver/core/ib_verbs.h"
+
+namespace ibcore {
+
+class ib_device;
+
+struct ib_cq_init_attr {
+  unsigned cqe = 0;
+  unsigned comp_vector = 0;
+  uint32_t flags = 0;
+};
+
+struct ib_cq {
+  virtual ~ib_cq() = default;
+
+  ib_device* device = nullptr;
+  std::function<void(ib_cq*)> comp_handler;
+  void* cq_context = nullptr;
+  int cqe = 0;                 // capacity as the driver reports it
+  unsigned cqe_used = 0;       // pool accounting
+  unsigned usecnt = 0;         // QPs using this CQ
+  ib_poll_context poll_ctx = IB_POLL_DIRECT;
+  std::array<ib_wc, IB_POLL_BATCH> wc{};
+  unsigned comp_vector = 0;
+  bool shared = false;
+};
+
+struct ib_device_attr {
+  int max_cqe = 0;
+};
+
+// How ib_cq_pool_get picks among fitting CQs.
+enum class cq_pool_policy {
+  // As documented: the least-used CQ that fits and matches the vector (-1: of any vector).
+  least_used,
+  // As drivers/infiniband/core/cq.c does it: first fit in list order, newest batch first,
+  // round-robin vector for a negative hint.
+  kernel_first_fit,
+};
+
+// Warnings core raises where the kernel would WARN_ON_ONCE; collected, never fatal.
+struct ib_warning_log {
+  std::function<void(const std::string&)> sink;
+  void warn(const std::string& what) const {
+    if (sink) sink(what);
+  }
+};
+
+class ib_device {
+ public:
+  virtual ~ib_device() = default;
+
+  // Driver operations (ib_device_ops). create_cq returns the driver's CQ object, which
+  // core owns until destroy_cq; on failure it returns nullptr and sets `err`.
+  virtual ib_cq* create_cq(const ib_cq_init_attr& attr, int& err) = 0;
+  virtual int destroy_cq(ib_cq* cq) = 0;
+  virtual int poll_cq(ib_cq* cq, int num_entries, ib_wc* wc) = 0;
+  virtual int req_notify_cq(ib_cq* cq, unsigned flags) = 0;
+
+  ib_device_attr attrs;
+  unsigned num_comp_vectors = 1;
+  unsigned num_online_cpus = 1;
+
+  cq_pool_policy pool_policy = cq_pool_policy::least_used;
+  // The shared CQ pools, one list per pool poll context, newest growth batch first.
+  std::array<std::list<ib_cq*>, IB_POLL_LAST_POOL_TYPE + 1> cq_pools;
+  // The kernel keeps this counter static in ib_cq_pool_get; per device keeps runs reproducible.
+  int default_comp_vector = 0;
+  ib_warning_log warnings;
+};
+
+inline int ib_poll_cq(ib_cq* cq, int num_entries, ib_wc* wc) {
+  return cq->device->poll_cq(cq, num_entries, wc);
+}
+
+inline int ib_req_notify_cq(ib_cq* cq, unsigned flags) {
+  return cq->device->req_notify_cq(cq, flags);
+}
+
+}  // namespace ibcore

@@ -1,0 +1,80 @@
+// The slice of ib-core's QP vocabulary the completion paths need: work requests and the
+// QP object (include/rdma/ib_verbs.h values).
+#pragma once
+
+#include <cstdint>
+
+#include "driver/core/ib_verbs.h"
+
+namespace ibcore {
+
+enum ib_qp_type : int {
+  IB_QPT_RC = 2,
+  IB_QPT_UD = 4,
+};
+
+enum ib_wr_opcode : int {
+  IB_WR_RDMA_WRITE = 0,
+  IB_WR_RDMA_WRITE_WITH_IMM = 1,
+  IB_WR_SEND = 2,
+  IB_WR_SEND_WITH_IMM = 3,
+  IB_WR_RDMA_READ = 4,
+};
+
+enum ib_send_flags : int {
+  IB_SEND_FENCE = 1 << 0,
+  IB_SEND_SIGNALED = 1 << 1,
+  IB_SEND_SOLICITED = 1 << 2,
+};
+
+struct ib_sge {
+  uint64_t addr = 0;  // device address of the buffer
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+};
+
+struct ib_send_wr {
+  const ib_send_wr* next = nullptr;
+  union {
+    uint64_t wr_id;
+    ib_cqe* wr_cqe;
+  };
+  const ib_sge* sg_list = nullptr;
+  int num_sge = 0;
+  ib_wr_opcode opcode = IB_WR_SEND;
+  int send_flags = 0;
+  uint32_t imm_data = 0;  // big-endian, as __be32
+  ib_send_wr() : wr_id(0) {}
+};
+
+struct ib_recv_wr {
+  const ib_recv_wr* next = nullptr;
+  union {
+    uint64_t wr_id;
+    ib_cqe* wr_cqe;
+  };
+  const ib_sge* sg_list = nullptr;
+  int num_sge = 0;
+  ib_recv_wr() : wr_id(0) {}
+};
+
+struct ib_qp_init_attr {
+  ib_cq* send_cq = nullptr;
+  ib_cq* recv_cq = nullptr;
+  uint32_t max_send_wr = 0;
+  uint32_t max_recv_wr = 0;
+  uint32_t max_send_sge = 1;
+  uint32_t max_recv_sge = 1;
+  ib_qp_type qp_type = IB_QPT_RC;
+};
+
+class ib_qp {
+ public:
+  virtual ~ib_qp() = default;
+  ib_cq* send_cq = nullptr;
+  ib_cq* recv_cq = nullptr;
+  uint32_t qp_num = 0;
+  ib_qp_type qp_type = IB_QPT_RC;
+};
+
+}  // namespace ibcore

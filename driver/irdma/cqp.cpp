@@ -1,0 +1,173 @@
+#include "driver/irdma/cqp.h"
+
+#include <cerrno>
+#include <cstring>
+
+namespace irdma {
+namespace {
+
+constexpr uint32_t kCcqSize = irdma_cqp::kSqSize + 1;
+constexpr uint32_t kCcqShadowReadThreshold = 16;
+constexpr uint64_t kStatusPollNs = 1'000;
+
+uint32_t log2u(uint32_t v) {
+  uint32_t l = 0;
+  while (v >>= 1) l++;
+  return l;
+}
+
+}  // namespace
+
+irdma_cqp::~irdma_cqp() { destroy(); }
+
+int irdma_cqp::create(irdma_vers hw_rev) {
+  sq_ = hw_.dma.alloc_coherent(kSqSize * IRDMA_CQP_WQE_SIZE_BYTES, 0x200);
+  host_ctx_ = hw_.dma.alloc_coherent(64, 64);
+  ccq_ring_ = hw_.dma.alloc_coherent(kCcqSize * IRDMA_CQE_SIZE_BYTES, 256);
+  ccq_shadow_ = hw_.dma.alloc_coherent(IRDMA_SHADOW_AREA_SIZE_BYTES, 64);
+  if (!sq_ || !host_ctx_ || !ccq_ring_ || !ccq_shadow_) {
+    destroy();
+    return -ENOMEM;
+  }
+  sq_ring_ = {0, 0, kSqSize};
+  polarity_ = 0;
+
+  auto* ctx = static_cast<uint64_t*>(host_ctx_.cpu);
+  // SQ size is encoded as log2(size) - 1 for the CQP.
+  ctx[0] = FIELD_PREP(IRDMA_CQPHC_SQSIZE, log2u(kSqSize) - 1);
+  ctx[1] = sq_.iova;
+  ctx[3] = reinterpret_cast<uint64_t>(this);  // echoed in every CCQ CQE
+  ctx[4] = FIELD_PREP(IRDMA_CQPHC_HW_MAJVER, hw_rev == IRDMA_GEN_1 ? 0 : hw_rev - 1);
+  hal::dma_wmb();
+  hw_.bar0.write32(IRDMA_CCQPHIGH, uint32_t(host_ctx_.iova >> 32));
+  hw_.bar0.write32(IRDMA_CCQPLOW, uint32_t(host_ctx_.iova));
+
+  const uint64_t start = hw_.exec.now_ns();
+  uint32_t status = 0;
+  while ((status = hw_.bar0.read32(IRDMA_CCQPSTATUS)) == 0) {
+    if (hw_.exec.now_ns() - start > kTimeoutNs) return -ETIMEDOUT;
+    hw_.exec.delay_ns(kStatusPollNs);
+  }
+  if (status & IRDMA_CCQPSTATUS_CCQP_ERR) return -EOPNOTSUPP;
+  return create_ccq();
+}
+
+int irdma_cqp::create_ccq() {
+  irdma_uk_cq_init(&ccq_, static_cast<uint64_t*>(ccq_ring_.cpu),
+                   static_cast<uint64_t*>(ccq_shadow_.cpu), 0, kCcqSize, false);
+  const uint32_t old_tail = hw_.bar0.read32(IRDMA_CQPTAIL) & IRDMA_CQPTAIL_WQTAIL;
+  const int64_t idx = post(IRDMA_CQP_OP_CREATE_CQ, [this](uint64_t* wqe) {
+    wqe[0] = kCcqSize;
+    wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, reinterpret_cast<uint64_t>(&ccq_) >> 1);
+    wqe[2] = FIELD_PREP(IRDMA_CQPSQ_CQ_SHADOW_READ_THRESHOLD, kCcqShadowReadThreshold);
+    wqe[4] = ccq_ring_.iova;
+    wqe[5] = ccq_shadow_.iova;
+    return FIELD_PREP(IRDMA_CQPSQ_CQ_CQID, 0) | IRDMA_CQPSQ_CQ_CHKOVERFLOW |
+           IRDMA_CQPSQ_CQ_CEQIDVALID;
+  });
+  if (idx < 0) return int(idx);
+  slots_[idx].pending = false;  // completed by CQPTAIL, not by a CCQ CQE
+  if (int ret = wait_by_tail(old_tail)) return ret;
+  ccq_ready_ = true;
+  return 0;
+}
+
+int irdma_cqp::wait_by_tail(uint32_t old_tail) {
+  const uint64_t start = hw_.exec.now_ns();
+  for (;;) {
+    const uint32_t reg = hw_.bar0.read32(IRDMA_CQPTAIL);
+    if (reg & IRDMA_CQPTAIL_CQP_OP_ERR) return -EIO;
+    if ((reg & IRDMA_CQPTAIL_WQTAIL) != old_tail) break;
+    if (hw_.exec.now_ns() - start > kTimeoutNs) return -ETIMEDOUT;
+    hw_.exec.delay_ns(kStatusPollNs);
+  }
+  sq_ring_.tail = ring_next(sq_ring_.tail, sq_ring_.size);
+  return 0;
+}
+
+void irdma_cqp::destroy() {
+  if (host_ctx_) {
+    hw_.bar0.write32(IRDMA_CCQPHIGH, 0);
+    hw_.bar0.write32(IRDMA_CCQPLOW, 0);
+  }
+  for (hal::DmaBuffer* b : {&sq_, &host_ctx_, &ccq_ring_, &ccq_shadow_}) {
+    if (*b) hw_.dma.free_coherent(*b);
+    *b = {};
+  }
+  ccq_ready_ = false;
+}
+
+int64_t irdma_cqp::post(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill) {
+  // Commands run one at a time, so the ring never fills; a full ring means lost completions.
+  if (ring_used(sq_ring_) + 1 >= sq_ring_.size) return -EBUSY;
+  const uint32_t idx = sq_ring_.head;
+  if (idx == 0) polarity_ ^= 1;
+  sq_ring_.head = ring_next(idx, sq_ring_.size);
+
+  uint64_t* wqe = static_cast<uint64_t*>(sq_.cpu) + idx * (IRDMA_CQP_WQE_SIZE_BYTES / 8);
+  std::memset(wqe, 0, IRDMA_CQP_WQE_SIZE_BYTES);
+  const uint64_t hdr = fill(wqe) | FIELD_PREP(IRDMA_CQPSQ_OPCODE, opcode) |
+                       FIELD_PREP(IRDMA_CQPSQ_WQEVALID, polarity_);
+  hal::dma_wmb();
+  WRITE_ONCE(wqe[3], hdr);
+  slots_[idx] = slot{true, false, {}};
+  hw_.bar0.write32(IRDMA_CQPDB, sq_ring_.head);
+  return idx;
+}
+
+int irdma_cqp::process_ccq() {
+  int consumed = 0;
+  for (;;) {
+    uint64_t* cqe = ccq_.cqe_at(ccq_.cq_ring.head);
+    const uint64_t qword3 = READ_ONCE(cqe[3]);
+    if (FIELD_GET(IRDMA_CQ_VALID, qword3) != ccq_.polarity) break;
+    hal::dma_rmb();
+    const uint32_t idx = uint32_t(FIELD_GET(IRDMA_CQ_WQEIDX, qword3));
+    if (READ_ONCE(cqe[1]) == reinterpret_cast<uint64_t>(this) && idx < kSqSize &&
+        slots_[idx].pending) {
+      slot& s = slots_[idx];
+      s.pending = false;
+      s.done = true;
+      if (qword3 & IRDMA_CQ_ERROR) {
+        s.result.major_err = uint16_t(FIELD_GET(IRDMA_CQ_MAJERR, qword3));
+        s.result.minor_err = uint16_t(FIELD_GET(IRDMA_CQ_MINERR, qword3));
+      }
+      s.result.op_ret_val = uint32_t(FIELD_GET(IRDMA_CCQ_OPRETVAL, READ_ONCE(cqe[2])));
+    } else {
+      ccq_.corrupt_cqes++;
+    }
+    if (++ccq_.cq_ring.head == ccq_.cq_ring.size) {
+      ccq_.cq_ring.head = 0;
+      ccq_.polarity ^= 1;
+    }
+    WRITE_ONCE(ccq_.shadow_area[0], uint64_t(ccq_.cq_ring.head));
+    hal::dma_wmb();
+    sq_ring_.tail = ring_next(sq_ring_.tail, sq_ring_.size);
+    consumed++;
+  }
+  return consumed;
+}
+
+int irdma_cqp::exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
+                    cqp_completion* out) {
+  if (!ccq_ready_) return -ENODEV;
+  const int64_t idx = post(opcode, fill);
+  if (idx < 0) return int(idx);
+  uint64_t last_progress = hw_.exec.now_ns();
+  while (!slots_[idx].done) {
+    if (process_ccq() > 0) {
+      last_progress = hw_.exec.now_ns();
+      continue;
+    }
+    if (hw_.exec.now_ns() - last_progress > kTimeoutNs) {
+      slots_[idx].pending = false;
+      return -ETIMEDOUT;
+    }
+    hw_.exec.cpu_relax();
+  }
+  const cqp_completion result = slots_[idx].result;
+  if (out) *out = result;
+  return result.major_err || result.minor_err ? -EIO : 0;
+}
+
+}  // namespace irdma

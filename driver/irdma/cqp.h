@@ -1,0 +1,61 @@
+// The control QP and its completion queue (CCQ): how the driver asks the device to create
+// and destroy CQs and QPs (spec F; irdma_sc_cqp_* and irdma_sc_ccq_* in Linux).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "driver/hal/platform.h"
+#include "driver/irdma/uk.h"
+
+namespace irdma {
+
+struct cqp_completion {
+  uint16_t major_err = 0;
+  uint16_t minor_err = 0;
+  uint32_t op_ret_val = 0;
+};
+
+class irdma_cqp {
+ public:
+  static constexpr uint32_t kSqSize = 64;          // WQEs; a power of two in 4..2048
+  static constexpr uint64_t kTimeoutNs = 5'000'000'000;  // 500 waits of 10 ms
+
+  explicit irdma_cqp(hal::Platform& hw) : hw_(hw) {}
+  ~irdma_cqp();
+  irdma_cqp(const irdma_cqp&) = delete;
+  irdma_cqp& operator=(const irdma_cqp&) = delete;
+
+  // Hands the CQP to the device, then creates the CCQ (CQ 0) through it, completing that
+  // one command by watching CQPTAIL. Returns 0, -ENOMEM, -EOPNOTSUPP, -ETIMEDOUT or -EIO.
+  int create(irdma_vers hw_rev);
+  void destroy();
+
+  // Posts one command and waits for its CCQ completion. `fill` writes the WQE's qwords
+  // 0-2 and 4-7 and returns qword3 without opcode and valid bit. Returns 0, -EIO (the
+  // device completed it with an error, see `out`), or -ETIMEDOUT.
+  int exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
+           cqp_completion* out = nullptr);
+
+ private:
+  int64_t post(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill);
+  int wait_by_tail(uint32_t old_tail);
+  // Consumes every CCQ CQE there is; returns how many.
+  int process_ccq();
+  int create_ccq();
+
+  hal::Platform& hw_;
+  hal::DmaBuffer sq_, host_ctx_, ccq_ring_, ccq_shadow_;
+  irdma_ring sq_ring_;
+  uint8_t polarity_ = 0;
+  irdma_cq_uk ccq_;
+  bool ccq_ready_ = false;
+  struct slot {
+    bool pending = false;
+    bool done = false;
+    cqp_completion result;
+  };
+  slot slots_[kSqSize];
+};
+
+}  // namespace irdma

@@ -1,0 +1,198 @@
+// The irdma hardware interface as the driver sees it: register offsets, descriptor fields
+// and codes, named as Linux's irdma names them (defs.h, icrdma_hw.h; spec C, D.9, F).
+#pragma once
+
+#include <cstdint>
+
+namespace irdma {
+
+constexpr uint64_t GENMASK_ULL(unsigned high, unsigned low) {
+  return (~0ull >> (63 - high)) & (~0ull << low);
+}
+constexpr uint64_t BIT_ULL(unsigned n) { return 1ull << n; }
+
+constexpr unsigned mask_shift(uint64_t mask) {
+  unsigned s = 0;
+  while (!(mask & 1)) {
+    mask >>= 1;
+    s++;
+  }
+  return s;
+}
+// FIELD_GET / FIELD_PREP for 64-bit descriptor words.
+constexpr uint64_t FIELD_GET(uint64_t mask, uint64_t word) {
+  return (word & mask) >> mask_shift(mask);
+}
+constexpr uint64_t FIELD_PREP(uint64_t mask, uint64_t value) {
+  return (value << mask_shift(mask)) & mask;
+}
+
+enum irdma_vers : uint8_t {
+  IRDMA_GEN_1 = 1,
+  IRDMA_GEN_2 = 2,
+  IRDMA_GEN_3 = 3,
+};
+
+// GEN_2 (icrdma) PF BAR0 register offsets.
+enum irdma_gen2_regs : uint32_t {
+  IRDMA_CQPTAIL = 0x00500880,
+  IRDMA_CQPDB = 0x00500800,
+  IRDMA_CCQPSTATUS = 0x0050A000,
+  IRDMA_CCQPHIGH = 0x0050A100,
+  IRDMA_CCQPLOW = 0x0050A080,
+  IRDMA_CQARM = 0x00502C00,
+  IRDMA_CQACK = 0x00502C80,
+  IRDMA_AEQALLOC = 0x00502D00,
+  IRDMA_CQPERRCODES = 0x0050A200,
+  IRDMA_WQEALLOC = 0x00504400,
+};
+inline constexpr uint32_t IRDMA_CCQPSTATUS_CCQP_DONE = 1u << 0;
+inline constexpr uint32_t IRDMA_CCQPSTATUS_CCQP_ERR = 1u << 31;
+inline constexpr uint32_t IRDMA_CQPTAIL_WQTAIL = 0x7FF;
+inline constexpr uint32_t IRDMA_CQPTAIL_CQP_OP_ERR = 1u << 31;
+
+// Sizes in bytes.
+inline constexpr unsigned IRDMA_CQE_SIZE_BYTES = 32;
+inline constexpr unsigned IRDMA_EXTENDED_CQE_SIZE_BYTES = 64;
+inline constexpr unsigned IRDMA_CQP_WQE_SIZE_BYTES = 64;
+inline constexpr unsigned IRDMA_SHADOW_AREA_SIZE_BYTES = 64;
+inline constexpr unsigned IRDMA_QP_CTX_SIZE_BYTES = 256;
+inline constexpr unsigned IRDMA_QP_WQE_MIN_SIZE = 32;  // one SQ/RQ quantum
+inline constexpr uint32_t IRDMA_MIN_CQ_SIZE = 1;
+inline constexpr uint32_t IRDMA_MAX_CQ_SIZE = 1048575;
+inline constexpr uint32_t IRDMA_MAX_CQ_READ_THRESH = 0x3FFFF;
+
+// CQE (spec C.3/C.4).
+inline constexpr uint64_t IRDMACQ_PAYLDLEN = GENMASK_ULL(31, 0);
+inline constexpr uint64_t IRDMACQ_TCPSEQNUMRTT = GENMASK_ULL(63, 32);
+inline constexpr uint64_t IRDMACQ_INVSTAG = GENMASK_ULL(31, 0);
+inline constexpr uint64_t IRDMACQ_UDSRCQPN = GENMASK_ULL(31, 0);
+inline constexpr uint64_t IRDMACQ_QPID = GENMASK_ULL(55, 32);
+inline constexpr uint64_t IRDMA_CQ_MINERR = GENMASK_ULL(15, 0);
+inline constexpr uint64_t IRDMA_CQ_MAJERR = GENMASK_ULL(31, 16);
+inline constexpr uint64_t IRDMA_CQ_WQEIDX = GENMASK_ULL(46, 32);
+inline constexpr uint64_t IRDMA_CQ_EXTCQE = BIT_ULL(50);
+inline constexpr uint64_t IRDMACQ_PSHDROP = BIT_ULL(51);
+inline constexpr uint64_t IRDMACQ_STAG = BIT_ULL(53);
+inline constexpr uint64_t IRDMACQ_IPV4 = BIT_ULL(53);
+inline constexpr uint64_t IRDMACQ_SOEVENT = BIT_ULL(54);
+inline constexpr uint64_t IRDMA_CQ_ERROR = BIT_ULL(55);
+inline constexpr uint64_t IRDMACQ_OP = GENMASK_ULL(61, 56);
+inline constexpr uint64_t IRDMA_CQ_SQ = BIT_ULL(62);
+inline constexpr uint64_t IRDMA_CQ_VALID = BIT_ULL(63);
+inline constexpr uint64_t IRDMA_CQ_IMMDATALOW32 = GENMASK_ULL(31, 0);
+inline constexpr uint64_t IRDMA_CQ_UDSMAC = GENMASK_ULL(47, 0);
+inline constexpr uint64_t IRDMA_CQ_UDVLAN = GENMASK_ULL(63, 48);
+inline constexpr uint64_t IRDMA_CQ_UDVLANVALID = BIT_ULL(60);
+inline constexpr uint64_t IRDMA_CQ_UDSMACVALID = BIT_ULL(61);
+inline constexpr uint64_t IRDMA_CQ_IMMVALID = BIT_ULL(62);
+inline constexpr uint64_t IRDMA_CCQ_OPRETVAL = GENMASK_ULL(31, 0);
+
+// CQ shadow area qword4 (spec C.7).
+inline constexpr uint64_t IRDMA_CQ_DBSA_SW_CQ_SELECT = GENMASK_ULL(13, 0);
+inline constexpr uint64_t IRDMA_CQ_DBSA_ARM_NEXT = BIT_ULL(14);
+inline constexpr uint64_t IRDMA_CQ_DBSA_ARM_NEXT_SE = BIT_ULL(15);
+inline constexpr uint64_t IRDMA_CQ_DBSA_ARM_SEQ_NUM = GENMASK_ULL(17, 16);
+
+// CQP host context (irdma_sc_cqp_create).
+inline constexpr uint64_t IRDMA_CQPHC_SQSIZE = GENMASK_ULL(11, 8);
+inline constexpr uint64_t IRDMA_CQPHC_HW_MAJVER = GENMASK_ULL(31, 16);
+
+// CQP WQE common header (qword3).
+inline constexpr uint64_t IRDMA_CQPSQ_OPCODE = GENMASK_ULL(37, 32);
+inline constexpr uint64_t IRDMA_CQPSQ_WQEVALID = BIT_ULL(63);
+
+enum irdma_cqp_op : uint8_t {
+  IRDMA_CQP_OP_CREATE_QP = 0x00,
+  IRDMA_CQP_OP_DESTROY_QP = 0x02,
+  IRDMA_CQP_OP_CREATE_CQ = 0x03,
+  IRDMA_CQP_OP_DESTROY_CQ = 0x05,
+};
+
+// CREATE_CQ / DESTROY_CQ (spec F.2/F.3, GEN_2 field widths).
+inline constexpr uint64_t IRDMA_CQPSQ_CQ_SHADOW_READ_THRESHOLD = GENMASK_ULL(17, 0);
+inline constexpr uint64_t IRDMA_CQPSQ_CQ_CQCTX = GENMASK_ULL(62, 0);
+inline constexpr uint64_t IRDMA_CQPSQ_CQ_CQID = GENMASK_ULL(18, 0);
+inline constexpr uint64_t IRDMA_CQPSQ_CQ_CEQID = GENMASK_ULL(31, 22);
+inline constexpr uint64_t IRDMA_CQPSQ_CQ_CHKOVERFLOW = BIT_ULL(46);
+inline constexpr uint64_t IRDMA_CQPSQ_CQ_VIRTMAP = BIT_ULL(47);
+inline constexpr uint64_t IRDMA_CQPSQ_CQ_ENCEQEMASK = BIT_ULL(48);
+inline constexpr uint64_t IRDMA_CQPSQ_CQ_CEQIDVALID = BIT_ULL(49);
+inline constexpr uint64_t IRDMA_CQPSQ_CQ_AVOIDMEMCNFLCT = BIT_ULL(61);
+
+// CREATE_QP / DESTROY_QP and the RoCE QP host context.
+inline constexpr uint64_t IRDMA_CQPSQ_QP_QPID = GENMASK_ULL(23, 0);
+inline constexpr uint64_t IRDMA_CQPSQ_QP_CQNUMVALID = BIT_ULL(47);
+inline constexpr uint64_t IRDMA_CQPSQ_QP_QPTYPE = GENMASK_ULL(50, 48);
+inline constexpr uint8_t IRDMA_QP_TYPE_ROCE_RC = 3;
+inline constexpr uint8_t IRDMA_QP_TYPE_ROCE_UD = 4;
+inline constexpr uint64_t IRDMAQPC_RQWQESIZE = GENMASK_ULL(9, 8);     // qword0
+inline constexpr uint64_t IRDMAQPC_RQSIZE = GENMASK_ULL(11, 8);       // qword3
+inline constexpr uint64_t IRDMAQPC_SQSIZE = GENMASK_ULL(15, 12);      // qword3
+inline constexpr uint64_t IRDMAQPC_DESTQP = GENMASK_ULL(23, 0);       // qword8
+inline constexpr uint64_t IRDMAQPC_TXCQNUM = GENMASK_ULL(18, 0);      // qword17
+inline constexpr uint64_t IRDMAQPC_RXCQNUM = GENMASK_ULL(50, 32);     // qword17
+inline constexpr unsigned IRDMAQPC_SQADDR_QWORD = 1;
+inline constexpr unsigned IRDMAQPC_RQADDR_QWORD = 2;
+inline constexpr unsigned IRDMAQPC_SIZES_QWORD = 3;
+inline constexpr unsigned IRDMAQPC_DESTQP_QWORD = 8;
+inline constexpr unsigned IRDMAQPC_CQNUM_QWORD = 17;
+inline constexpr unsigned IRDMAQPC_QPCOMPCTX_QWORD = 21;
+
+// SQ/RQ WQEs (GEN_2 fragment format).
+inline constexpr uint64_t IRDMAQPSQ_OPCODE = GENMASK_ULL(37, 32);
+inline constexpr uint64_t IRDMAQPSQ_ADDFRAGCNT = GENMASK_ULL(41, 38);
+inline constexpr uint64_t IRDMAQPSQ_IMMDATAFLAG = BIT_ULL(47);
+inline constexpr uint64_t IRDMAQPSQ_SIGCOMPL = BIT_ULL(62);
+inline constexpr uint64_t IRDMAQPSQ_VALID = BIT_ULL(63);
+inline constexpr uint64_t IRDMAQPSQ_FRAG_LEN = GENMASK_ULL(62, 32);
+inline constexpr uint64_t IRDMAQPSQ_FRAG_STAG = GENMASK_ULL(31, 0);
+inline constexpr uint64_t IRDMAQPSQ_FRAG_VALID = BIT_ULL(63);
+
+enum irdma_op_type : uint8_t {
+  IRDMA_OP_TYPE_RDMA_WRITE = 0x00,
+  IRDMA_OP_TYPE_RDMA_READ = 0x01,
+  IRDMA_OP_TYPE_SEND = 0x03,
+  IRDMA_OP_TYPE_SEND_INV = 0x04,
+  IRDMA_OP_TYPE_SEND_SOL = 0x05,
+  IRDMA_OP_TYPE_SEND_SOL_INV = 0x06,
+  IRDMA_OP_TYPE_BIND_MW = 0x08,
+  IRDMA_OP_TYPE_FAST_REG_NSMR = 0x09,
+  IRDMA_OP_TYPE_INV_STAG = 0x0a,
+  IRDMA_OP_TYPE_RDMA_READ_INV_STAG = 0x0b,
+  IRDMA_OP_TYPE_NOP = 0x0c,
+  IRDMA_OP_TYPE_RDMA_WRITE_SOL = 0x0d,
+  IRDMA_OP_TYPE_ATOMIC_FETCH_AND_ADD = 0x0f,
+  IRDMA_OP_TYPE_ATOMIC_COMPARE_AND_SWAP = 0x11,
+  IRDMA_OP_TYPE_REC = 0x3e,
+  IRDMA_OP_TYPE_REC_IMM = 0x3f,
+};
+
+enum irdma_cmpl_status : uint8_t {
+  IRDMA_COMPL_STATUS_SUCCESS = 0,
+  IRDMA_COMPL_STATUS_FLUSHED = 1,
+  IRDMA_COMPL_STATUS_UNKNOWN = 24,
+};
+
+enum irdma_flush_opcode : uint16_t {
+  FLUSH_INVALID = 0,
+  FLUSH_GENERAL_ERR = 1,
+  FLUSH_PROT_ERR = 2,
+  FLUSH_REM_ACCESS_ERR = 3,
+  FLUSH_LOC_QP_OP_ERR = 4,
+  FLUSH_REM_OP_ERR = 5,
+  FLUSH_LOC_LEN_ERR = 6,
+  FLUSH_FATAL_ERR = 7,
+  FLUSH_RETRY_EXC_ERR = 8,
+  FLUSH_MW_BIND_ERR = 9,
+  FLUSH_REM_INV_REQ_ERR = 10,
+  FLUSH_RNR_RETRY_EXC_ERR = 11,
+};
+inline constexpr uint16_t IRDMA_FLUSH_MAJOR_ERR = 1;
+
+enum irdma_cmpl_notify : uint8_t {
+  IRDMA_CQ_COMPL_EVENT = 0,
+  IRDMA_CQ_COMPL_SOLICITED = 1,
+};
+
+}  // namespace irdma

@@ -1,0 +1,42 @@
+#include "driver/irdma/irdma_device.h"
+
+#include <cerrno>
+
+#include "driver/core/cq_pool.h"
+
+namespace irdma {
+
+irdma_device::irdma_device(hal::Platform& hw, const irdma_device_caps& caps)
+    : hw_(hw), caps_(caps), cqp_(hw), cq_used_(caps.max_cq), qp_used_(caps.max_qp),
+      qp_table_(caps.max_qp, nullptr) {
+  attrs.max_cqe = caps.max_cqe;
+  num_comp_vectors = caps.num_ceqs;
+  num_online_cpus = hw.exec.num_cpus();
+}
+
+irdma_device::~irdma_device() = default;
+
+int irdma_device::probe() { return cqp_.create(caps_.hw_rev); }
+
+void irdma_device::remove() {
+  ibcore::ib_cq_pool_cleanup(this);
+  cqp_.destroy();
+}
+
+// Next-fit over the id space, as irdma allocates CQ and QP numbers.
+int64_t irdma_device::alloc_id(std::vector<bool>& used, uint32_t& next, uint32_t first) {
+  const uint32_t n = uint32_t(used.size());
+  if (first >= n) return -ENOSPC;
+  for (uint32_t i = 0; i < n - first; i++) {
+    uint32_t id = next + i;
+    if (id >= n) id = first + (id - n);
+    if (!used[id]) {
+      used[id] = true;
+      next = id + 1 >= n ? first : id + 1;
+      return id;
+    }
+  }
+  return -ENOSPC;
+}
+
+}  // namespace irdma

@@ -1,0 +1,84 @@
+// The irdma provider as ib-core sees it: the device, its CQs and QPs, and the verbs
+// (irdma_create_cq, irdma_poll_cq, irdma_req_notify_cq, irdma_post_send, ...).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "driver/core/err_ptr.h"
+#include "driver/core/ib_device.h"
+#include "driver/core/ib_qp.h"
+#include "driver/hal/platform.h"
+#include "driver/irdma/cqp.h"
+#include "driver/irdma/uk.h"
+
+namespace irdma {
+
+// What the device offers, as the driver learns it at probe.
+struct irdma_device_caps {
+  irdma_vers hw_rev = IRDMA_GEN_2;
+  uint32_t max_cq = 1024;      // CQ ids 0 .. max_cq - 1 (0-2 reserved)
+  uint32_t max_qp = 1024;      // QP ids 0 .. max_qp - 1 (0-1 reserved)
+  uint32_t num_ceqs = 1;       // completion vectors
+  int max_cqe = IRDMA_MAX_CQ_SIZE - 1;  // as reported to ib-core
+  bool cqe_64byte = false;     // IRDMA_FEATURE_64_BYTE_CQE
+};
+
+struct irdma_cq : ibcore::ib_cq {
+  irdma_cq_uk sc_cq;
+  hal::DmaBuffer ring, shadow;
+  uint32_t cq_num = 0;
+  irdma_cq_poll_info cur_cqe;  // reused across polls, as the kernel does
+  bool armed = false;
+  irdma_cmpl_notify last_notify = IRDMA_CQ_COMPL_EVENT;
+};
+
+struct irdma_qp : ibcore::ib_qp {
+  irdma_qp_uk qp_uk;
+  hal::DmaBuffer queues;    // SQ, then RQ, then the QP shadow area
+  hal::DmaBuffer host_ctx;
+};
+
+class irdma_device final : public ibcore::ib_device {
+ public:
+  irdma_device(hal::Platform& hw, const irdma_device_caps& caps);
+  ~irdma_device() override;
+
+  // Brings up the CQP and CCQ. Returns 0 or a negative errno.
+  int probe();
+  // Frees pool CQs and stops the CQP; CQs and QPs the caller still holds are its own.
+  void remove();
+
+  ibcore::ib_cq* create_cq(const ibcore::ib_cq_init_attr& attr, int& err) override;
+  int destroy_cq(ibcore::ib_cq* cq) override;
+  int poll_cq(ibcore::ib_cq* cq, int num_entries, ibcore::ib_wc* wc) override;
+  int req_notify_cq(ibcore::ib_cq* cq, unsigned flags) override;
+
+  ibcore::ErrPtr<irdma_qp> create_qp(const ibcore::ib_qp_init_attr& attr);
+  // Points an RC QP at its peer and moves it to RTS (MODIFY_QP through the CQP).
+  int connect_qp(irdma_qp* qp, uint32_t dest_qp_num);
+  int destroy_qp(irdma_qp* qp);
+  int post_send(irdma_qp* qp, const ibcore::ib_send_wr* wr, const ibcore::ib_send_wr** bad_wr);
+  int post_recv(irdma_qp* qp, const ibcore::ib_recv_wr* wr, const ibcore::ib_recv_wr** bad_wr);
+
+  const irdma_device_caps& caps() const { return caps_; }
+  hal::Platform& hw() { return hw_; }
+
+ private:
+  int64_t alloc_id(std::vector<bool>& used, uint32_t& next, uint32_t first);
+  int write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num);
+
+  hal::Platform& hw_;
+  irdma_device_caps caps_;
+  irdma_cqp cqp_;
+  std::vector<bool> cq_used_, qp_used_;
+  uint32_t next_cq_ = 3, next_qp_ = 2;
+  std::vector<irdma_qp_uk*> qp_table_;  // CQEs are checked against it
+};
+
+// One CQE into one ib_wc: irdma_poll_one, and the mapping of spec G.6.
+int irdma_poll_one(irdma_cq_uk* ukcq, irdma_cq_poll_info* info, ibcore::ib_wc* wc);
+void irdma_process_cqe(ibcore::ib_wc* wc, const irdma_cq_poll_info& info);
+
+}  // namespace irdma

@@ -1,0 +1,160 @@
+// irdma's "user-kernel" shared layer: the CQ and QP rings as the driver keeps them, the
+// CQE reader (irdma_uk_cq_poll_cmpl) and the WQE writers (spec D, G; uk.c in Linux).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "driver/hal/bar.h"
+#include "driver/irdma/defs.h"
+
+namespace irdma {
+
+// Plain loads and stores the compiler may not merge or cache: descriptor memory is
+// shared with the device.
+template <typename T>
+inline T READ_ONCE(const T& v) {
+  return __atomic_load_n(&v, __ATOMIC_RELAXED);
+}
+template <typename T>
+inline void WRITE_ONCE(T& v, T x) {
+  __atomic_store_n(&v, x, __ATOMIC_RELAXED);
+}
+
+struct irdma_ring {
+  uint32_t head = 0;
+  uint32_t tail = 0;
+  uint32_t size = 0;
+};
+
+// Ring steps without division: ring sizes are runtime values and need not be powers of two.
+inline uint32_t ring_next(uint32_t idx, uint32_t size) { return idx + 1 == size ? 0 : idx + 1; }
+inline uint32_t ring_add(uint32_t idx, uint32_t n, uint32_t size) {
+  const uint32_t r = idx + n;
+  return r >= size ? r - size : r;
+}
+inline uint32_t ring_used(const irdma_ring& r) {
+  return r.head >= r.tail ? r.head - r.tail : r.head + r.size - r.tail;
+}
+
+struct irdma_sq_wr_trk_info {
+  uint64_t wrid = 0;
+  uint32_t wr_len = 0;
+  uint16_t quanta = 0;
+  uint8_t op = 0;
+};
+
+struct irdma_qp_uk {
+  uint64_t* sq_base = nullptr;  // 32-byte quanta
+  uint64_t* rq_base = nullptr;  // RQ WQEs of (32 << rq_shift) bytes
+  uint64_t* shadow_area = nullptr;
+  hal::Bar* db = nullptr;       // WQEALLOC doorbell
+  std::vector<irdma_sq_wr_trk_info> sq_wrtrk_array;
+  std::vector<uint64_t> rq_wrid_array;
+  irdma_ring sq_ring;           // in quanta
+  irdma_ring rq_ring;           // in WQEs
+  irdma_ring initial_ring;      // SQ head at the last doorbell
+  uint32_t qp_id = 0;
+  uint32_t max_sq_frag_cnt = 1;
+  uint32_t max_rq_frag_cnt = 1;
+  uint8_t rq_shift = 0;
+  uint8_t qp_type = IRDMA_QP_TYPE_ROCE_RC;
+  uint8_t swqe_polarity = 0;
+  uint8_t rwqe_polarity = 0;
+  bool destroy_pending = false;
+  bool sq_flush_complete = false;
+  bool rq_flush_complete = false;
+  void* back_qp = nullptr;      // the verbs-level QP
+};
+
+struct irdma_cq_poll_info {
+  uint64_t wr_id = 0;
+  irdma_qp_uk* qp_handle = nullptr;
+  uint32_t bytes_xfered = 0;
+  uint32_t tcp_seq_num_rtt = 0;
+  uint32_t qp_id = 0;
+  uint32_t ud_src_qpn = 0;
+  uint32_t imm_data = 0;
+  uint32_t inv_stag = 0;
+  irdma_cmpl_status comp_status = IRDMA_COMPL_STATUS_SUCCESS;
+  uint16_t major_err = 0;
+  uint16_t minor_err = 0;
+  uint16_t ud_vlan = 0;
+  uint8_t ud_smac[6] = {};
+  uint8_t op_type = 0;
+  uint8_t q_type = 0;
+  bool stag_invalid_set = false;
+  bool push_dropped = false;
+  bool error = false;
+  bool solicited_event = false;
+  bool ipv4 = false;
+  bool ud_vlan_valid = false;
+  bool ud_smac_valid = false;
+  bool imm_valid = false;
+};
+
+// The QPs a CQ's completions may name, indexed by QP id. The poll path checks a CQE's
+// context against it, so a corrupt CQE is skipped instead of dereferenced.
+struct irdma_qp_table {
+  irdma_qp_uk* const* qps = nullptr;
+  uint32_t size = 0;
+};
+
+struct irdma_cq_uk {
+  uint64_t* cq_base = nullptr;
+  uint64_t* shadow_area = nullptr;
+  hal::Bar* db = nullptr;       // CQARM
+  irdma_ring cq_ring;
+  uint32_t cq_id = 0;
+  uint32_t cq_size = 0;
+  uint8_t polarity = 1;
+  bool avoid_mem_cflct = false;  // 64-byte CQEs
+  irdma_vers hw_rev = IRDMA_GEN_2;
+  irdma_qp_table qp_table;
+  uint64_t corrupt_cqes = 0;     // CQEs skipped for an unknown context or index
+
+  uint64_t* cqe_at(uint32_t idx) const { return cq_base + (uint64_t(idx) << (avoid_mem_cflct ? 3 : 2)); }
+};
+
+void irdma_uk_cq_init(irdma_cq_uk* cq, uint64_t* base, uint64_t* shadow, uint32_t cq_id,
+                      uint32_t cq_size, bool avoid_mem_cflct);
+// Reads the CQE at head into `info`. Returns 0, -ENOENT (nothing new; or a flush CQE with
+// nothing left to flush, consumed), or -EFAULT (a CQE for a destroyed QP or a corrupt one,
+// consumed; the caller skips it).
+int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info);
+// Arms the CQ through its shadow qword4 and the CQARM doorbell.
+void irdma_uk_cq_request_notification(irdma_cq_uk* cq, irdma_cmpl_notify notify);
+// True when the CQE at head is valid (irdma_cq_empty's negation).
+bool irdma_uk_cq_has_cqe(const irdma_cq_uk* cq);
+
+struct irdma_sge {
+  uint64_t addr = 0;
+  uint32_t length = 0;
+  uint32_t lkey = 0;
+};
+
+struct irdma_post_sq_info {
+  uint64_t wr_id = 0;
+  uint8_t op_type = IRDMA_OP_TYPE_SEND;
+  bool signaled = true;
+  bool imm_data_valid = false;
+  uint32_t imm_data = 0;
+  const irdma_sge* sg_list = nullptr;
+  uint32_t num_sges = 0;
+};
+
+// Sizes the SQ/RQ rings as irdma does (reserve quanta included). Returns -EINVAL when the
+// request is out of range.
+int irdma_uk_qp_init(irdma_qp_uk* qp, uint32_t qp_id, uint32_t sq_wrs, uint32_t rq_wrs,
+                     uint32_t max_sq_frags, uint32_t max_rq_frags);
+uint32_t irdma_uk_sq_depth_quanta(uint32_t sq_wrs, uint32_t max_sq_frags);
+uint32_t irdma_uk_rq_depth_wqes(uint32_t rq_wrs, uint32_t max_rq_frags, uint8_t* rq_shift);
+
+// Writes a SEND-family WQE; -ENOMEM when the SQ is full, -EINVAL for too many fragments.
+int irdma_uk_send(irdma_qp_uk* qp, const irdma_post_sq_info& info);
+int irdma_uk_post_receive(irdma_qp_uk* qp, uint64_t wr_id, const irdma_sge* sg_list,
+                          uint32_t num_sges);
+// Rings the WQEALLOC doorbell for what was posted since the last call.
+void irdma_uk_qp_post_wr(irdma_qp_uk* qp);
+
+}  // namespace irdma

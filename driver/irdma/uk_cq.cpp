@@ -1,0 +1,220 @@
+// The CQE reader: irdma_uk_cq_poll_cmpl as spec D.4 describes it (GEN_2 rules).
+#include <cerrno>
+#include <cstring>
+
+#include "driver/hal/dma.h"
+#include "driver/irdma/uk.h"
+
+namespace irdma {
+namespace {
+
+// Steps head once, flipping the expected polarity where the ring wraps.
+inline void cq_move_head(irdma_cq_uk* cq) {
+  if (++cq->cq_ring.head == cq->cq_ring.size) {
+    cq->cq_ring.head = 0;
+    cq->polarity ^= 1;
+  }
+}
+
+// Locates the extended half and checks its valid bit. In 32-byte mode it is the next slot,
+// which belongs to the next pass when it is slot 0.
+inline const uint64_t* ext_half(const irdma_cq_uk* cq, const uint64_t* cqe) {
+  uint8_t expected = cq->polarity;
+  const uint64_t* ext;
+  if (cq->avoid_mem_cflct) {
+    ext = cqe + 4;
+  } else {
+    const uint32_t next = ring_next(cq->cq_ring.head, cq->cq_ring.size);
+    if (next == 0) expected ^= 1;
+    ext = cq->cqe_at(next);
+  }
+  const uint64_t qword7 = READ_ONCE(ext[3]);
+  return FIELD_GET(IRDMA_CQ_VALID, qword7) == expected ? ext : nullptr;
+}
+
+void read_ext(const uint64_t* ext, irdma_cq_poll_info* info) {
+  const uint64_t qword7 = READ_ONCE(ext[3]);
+  info->imm_valid = qword7 & IRDMA_CQ_IMMVALID;
+  info->ud_smac_valid = qword7 & IRDMA_CQ_UDSMACVALID;
+  info->ud_vlan_valid = qword7 & IRDMA_CQ_UDVLANVALID;
+  if (info->imm_valid) info->imm_data = uint32_t(FIELD_GET(IRDMA_CQ_IMMDATALOW32, READ_ONCE(ext[0])));
+  if (info->ud_smac_valid || info->ud_vlan_valid) {
+    const uint64_t qword6 = READ_ONCE(ext[2]);
+    info->ud_vlan = uint16_t(FIELD_GET(IRDMA_CQ_UDVLAN, qword6));
+    const uint64_t mac = FIELD_GET(IRDMA_CQ_UDSMAC, qword6);
+    for (int i = 0; i < 6; i++) info->ud_smac[i] = uint8_t(mac >> (8 * (5 - i)));
+  }
+}
+
+// The QP a CQE names, or null when its context is null, unknown, or belongs to a QP being
+// destroyed.
+inline irdma_qp_uk* cqe_qp(const irdma_cq_uk* cq, uint64_t qword1, uint32_t qp_id) {
+  auto* qp = reinterpret_cast<irdma_qp_uk*>(qword1);
+  if (!qp) return nullptr;
+  if (qp_id >= cq->qp_table.size || cq->qp_table.qps[qp_id] != qp) return nullptr;
+  return qp;
+}
+
+}  // namespace
+
+void irdma_uk_cq_init(irdma_cq_uk* cq, uint64_t* base, uint64_t* shadow, uint32_t cq_id,
+                      uint32_t cq_size, bool avoid_mem_cflct) {
+  cq->cq_base = base;
+  cq->shadow_area = shadow;
+  cq->cq_id = cq_id;
+  cq->cq_size = cq_size;
+  cq->cq_ring = {0, 0, cq_size};
+  cq->polarity = 1;
+  cq->avoid_mem_cflct = avoid_mem_cflct;
+}
+
+bool irdma_uk_cq_has_cqe(const irdma_cq_uk* cq) {
+  const uint64_t qword3 = READ_ONCE(cq->cqe_at(cq->cq_ring.head)[3]);
+  return FIELD_GET(IRDMA_CQ_VALID, qword3) == cq->polarity;
+}
+
+int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
+  uint64_t* cqe = cq->cqe_at(cq->cq_ring.head);
+  uint64_t qword3 = READ_ONCE(cqe[3]);
+  if (FIELD_GET(IRDMA_CQ_VALID, qword3) != cq->polarity) return -ENOENT;
+  hal::dma_rmb();
+
+  const bool ext_valid = qword3 & IRDMA_CQ_EXTCQE;
+  if (ext_valid) {
+    const uint64_t* ext = ext_half(cq, cqe);
+    if (!ext) return -ENOENT;  // the extended half is not written yet: consume nothing
+    hal::dma_rmb();
+    read_ext(ext, info);
+  } else {
+    info->imm_valid = info->ud_smac_valid = info->ud_vlan_valid = false;
+  }
+
+  info->q_type = uint8_t(FIELD_GET(IRDMA_CQ_SQ, qword3));
+  info->error = qword3 & IRDMA_CQ_ERROR;
+  info->push_dropped = qword3 & IRDMACQ_PSHDROP;
+  info->ipv4 = qword3 & IRDMACQ_IPV4;
+  if (info->error) {
+    info->major_err = uint16_t(FIELD_GET(IRDMA_CQ_MAJERR, qword3));
+    info->minor_err = uint16_t(FIELD_GET(IRDMA_CQ_MINERR, qword3));
+    if (info->major_err == IRDMA_FLUSH_MAJOR_ERR) {
+      info->comp_status = IRDMA_COMPL_STATUS_FLUSHED;
+      // Later re-reads of a parked flush CQE report a generic flush.
+      if (info->minor_err != FLUSH_GENERAL_ERR) {
+        qword3 = (qword3 & ~IRDMA_CQ_MINERR) | FIELD_PREP(IRDMA_CQ_MINERR, FLUSH_GENERAL_ERR);
+        WRITE_ONCE(cqe[3], qword3);
+      }
+    } else {
+      info->comp_status = IRDMA_COMPL_STATUS_UNKNOWN;
+    }
+  } else {
+    info->comp_status = IRDMA_COMPL_STATUS_SUCCESS;
+  }
+
+  const uint64_t qword0 = READ_ONCE(cqe[0]);
+  const uint64_t qword2 = READ_ONCE(cqe[2]);
+  info->tcp_seq_num_rtt = uint32_t(FIELD_GET(IRDMACQ_TCPSEQNUMRTT, qword0));
+  info->qp_id = uint32_t(FIELD_GET(IRDMACQ_QPID, qword2));
+  info->ud_src_qpn = uint32_t(FIELD_GET(IRDMACQ_UDSRCQPN, qword2));
+  info->solicited_event = qword3 & IRDMACQ_SOEVENT;
+
+  int ret = 0;
+  bool move_cq_head = true;
+  irdma_ring* pring = nullptr;
+  const uint64_t qword1 = READ_ONCE(cqe[1]);
+  irdma_qp_uk* qp = cqe_qp(cq, qword1, info->qp_id);
+  const uint32_t wqe_idx = uint32_t(FIELD_GET(IRDMA_CQ_WQEIDX, qword3));
+  info->qp_handle = qp;
+  info->op_type = uint8_t(FIELD_GET(IRDMACQ_OP, qword3));
+
+  if (!qp || qp->destroy_pending) {
+    if (qword1 && !qp) cq->corrupt_cqes++;
+    ret = -EFAULT;
+  } else if (info->q_type == 0) {  // RQ
+    uint32_t array_idx = wqe_idx >> qp->rq_shift;
+    if (info->comp_status != IRDMA_COMPL_STATUS_SUCCESS) {
+      if (ring_used(qp->rq_ring) == 0) {
+        ret = -ENOENT;
+      } else {
+        array_idx = qp->rq_ring.tail;
+      }
+    } else if (array_idx >= qp->rq_ring.size) {
+      cq->corrupt_cqes++;
+      ret = -EFAULT;
+    }
+    if (ret == 0) {
+      info->wr_id = qp->rq_wrid_array[array_idx];
+      info->bytes_xfered = uint32_t(FIELD_GET(IRDMACQ_PAYLDLEN, qword0));
+      info->stag_invalid_set = qword3 & IRDMACQ_STAG;
+      if (info->stag_invalid_set) info->inv_stag = uint32_t(FIELD_GET(IRDMACQ_INVSTAG, qword2));
+      qp->rq_ring.tail = ring_next(array_idx, qp->rq_ring.size);
+      if (info->comp_status == IRDMA_COMPL_STATUS_FLUSHED) {
+        if (ring_used(qp->rq_ring) == 0) qp->rq_flush_complete = true;
+      }
+      pring = &qp->rq_ring;
+    }
+  } else {  // SQ
+    if (info->comp_status != IRDMA_COMPL_STATUS_FLUSHED) {
+      if (wqe_idx >= qp->sq_ring.size || qp->sq_wrtrk_array[wqe_idx].quanta == 0) {
+        cq->corrupt_cqes++;
+        ret = -EFAULT;
+      } else {
+        const irdma_sq_wr_trk_info& trk = qp->sq_wrtrk_array[wqe_idx];
+        info->wr_id = trk.wrid;
+        if (info->comp_status == IRDMA_COMPL_STATUS_SUCCESS) info->bytes_xfered = trk.wr_len;
+        qp->sq_ring.tail = ring_add(wqe_idx, trk.quanta, qp->sq_ring.size);
+      }
+    } else if (ring_used(qp->sq_ring) == 0) {
+      ret = -ENOENT;
+    } else {
+      // Report the oldest outstanding WQE, skipping NOPs, which complete silently.
+      for (;;) {
+        const uint32_t tail = qp->sq_ring.tail;
+        const irdma_sq_wr_trk_info& trk = qp->sq_wrtrk_array[tail];
+        info->op_type = trk.op;
+        qp->sq_ring.tail = ring_add(tail, trk.quanta ? trk.quanta : 1, qp->sq_ring.size);
+        if (info->op_type != IRDMA_OP_TYPE_NOP) {
+          info->wr_id = trk.wrid;
+          info->bytes_xfered = trk.wr_len;
+          break;
+        }
+        if (ring_used(qp->sq_ring) == 0) {
+          ret = -ENOENT;  // only NOPs were left
+          break;
+        }
+      }
+      if (info->op_type == IRDMA_OP_TYPE_BIND_MW && info->minor_err == FLUSH_PROT_ERR)
+        info->minor_err = FLUSH_MW_BIND_ERR;
+      if (ring_used(qp->sq_ring) == 0) qp->sq_flush_complete = true;
+    }
+    if (ret == 0) pring = &qp->sq_ring;
+  }
+
+  // GEN_1/2 flush: one hardware CQE stands for the whole queue; park head on it until the
+  // queue is drained, rewriting its index to the next WQE to report.
+  if (ret == 0 && info->comp_status == IRDMA_COMPL_STATUS_FLUSHED && cq->hw_rev <= IRDMA_GEN_2 &&
+      ring_used(*pring) != 0)
+    move_cq_head = false;
+
+  if (move_cq_head) {
+    cq_move_head(cq);
+    if (ext_valid && !cq->avoid_mem_cflct) cq_move_head(cq);
+    WRITE_ONCE(cq->shadow_area[0], uint64_t(cq->cq_ring.head));
+  } else {
+    qword3 = (qword3 & ~IRDMA_CQ_WQEIDX) | FIELD_PREP(IRDMA_CQ_WQEIDX, pring->tail);
+    WRITE_ONCE(cqe[3], qword3);
+  }
+  return ret;
+}
+
+void irdma_uk_cq_request_notification(irdma_cq_uk* cq, irdma_cmpl_notify notify) {
+  const uint64_t old = READ_ONCE(cq->shadow_area[4]);
+  const uint64_t seq = (FIELD_GET(IRDMA_CQ_DBSA_ARM_SEQ_NUM, old) + 1) & 3;
+  const uint64_t word = FIELD_PREP(IRDMA_CQ_DBSA_ARM_SEQ_NUM, seq) |
+                        (old & IRDMA_CQ_DBSA_SW_CQ_SELECT) | IRDMA_CQ_DBSA_ARM_NEXT_SE |
+                        (notify == IRDMA_CQ_COMPL_EVENT ? IRDMA_CQ_DBSA_ARM_NEXT : 0);
+  WRITE_ONCE(cq->shadow_area[4], word);
+  hal::dma_wmb();
+  cq->db->write32(IRDMA_CQARM, cq->cq_id);
+}
+
+}  // namespace irdma

@@ -1,0 +1,135 @@
+// CQ verbs: irdma_create_cq, irdma_destroy_cq, irdma_poll_cq, irdma_req_notify_cq
+// (spec G.1, G.3, G.4, G.8).
+#include <algorithm>
+#include <cerrno>
+
+#include "driver/irdma/irdma_device.h"
+
+namespace irdma {
+
+using namespace ibcore;
+
+namespace {
+
+constexpr uint32_t IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION = 1;
+
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+}  // namespace
+
+ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
+  if (attr.flags & ~IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION) {
+    err = -EOPNOTSUPP;
+    return nullptr;
+  }
+  if (attr.cqe < IRDMA_MIN_CQ_SIZE || attr.cqe > IRDMA_MAX_CQ_SIZE) {
+    err = -EINVAL;
+    return nullptr;
+  }
+  const int64_t cq_num = alloc_id(cq_used_, next_cq_, 3);
+  if (cq_num < 0) {
+    err = int(cq_num);
+    return nullptr;
+  }
+
+  // GEN_2 rings hold twice the request (+1), so extended CQEs in 32-byte mode fit; sizes
+  // are even.
+  uint32_t entries = attr.cqe + 1;
+  if (caps_.hw_rev >= IRDMA_GEN_2 && !caps_.cqe_64byte) entries *= 2;
+  if (entries & 1) entries++;
+  const unsigned cqe_bytes = caps_.cqe_64byte ? IRDMA_EXTENDED_CQE_SIZE_BYTES : IRDMA_CQE_SIZE_BYTES;
+
+  auto cq = std::make_unique<irdma_cq>();
+  cq->cq_num = uint32_t(cq_num);
+  cq->cqe = int(attr.cqe);
+  cq->ring = hw_.dma.alloc_coherent(round_up(uint64_t(entries) * cqe_bytes, 256), 256);
+  cq->shadow = hw_.dma.alloc_coherent(IRDMA_SHADOW_AREA_SIZE_BYTES, 64);
+  const auto release = [&] {
+    if (cq->ring) hw_.dma.free_coherent(cq->ring);
+    if (cq->shadow) hw_.dma.free_coherent(cq->shadow);
+    cq_used_[cq_num] = false;
+  };
+  if (!cq->ring || !cq->shadow) {
+    release();
+    err = -ENOMEM;
+    return nullptr;
+  }
+  irdma_uk_cq_init(&cq->sc_cq, static_cast<uint64_t*>(cq->ring.cpu),
+                   static_cast<uint64_t*>(cq->shadow.cpu), uint32_t(cq_num), entries,
+                   caps_.cqe_64byte);
+  cq->sc_cq.db = &hw_.bar0;
+  cq->sc_cq.hw_rev = caps_.hw_rev;
+  cq->sc_cq.qp_table = {qp_table_.data(), uint32_t(qp_table_.size())};
+
+  const uint32_t ceq_id = attr.comp_vector < caps_.num_ceqs ? attr.comp_vector : 0;
+  const uint32_t threshold = std::min(entries / 2, IRDMA_MAX_CQ_READ_THRESH);
+  irdma_cq* obj = cq.get();
+  const int ret = cqp_.exec(IRDMA_CQP_OP_CREATE_CQ, [&](uint64_t* wqe) {
+    wqe[0] = entries;
+    wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, reinterpret_cast<uint64_t>(&obj->sc_cq) >> 1);
+    wqe[2] = FIELD_PREP(IRDMA_CQPSQ_CQ_SHADOW_READ_THRESHOLD, threshold);
+    wqe[4] = obj->ring.iova;
+    wqe[5] = obj->shadow.iova;
+    return FIELD_PREP(IRDMA_CQPSQ_CQ_CQID, uint64_t(cq_num)) |
+           FIELD_PREP(IRDMA_CQPSQ_CQ_CEQID, ceq_id) | IRDMA_CQPSQ_CQ_CHKOVERFLOW |
+           IRDMA_CQPSQ_CQ_ENCEQEMASK | IRDMA_CQPSQ_CQ_CEQIDVALID |
+           (caps_.cqe_64byte ? IRDMA_CQPSQ_CQ_AVOIDMEMCNFLCT : 0);
+  });
+  if (ret) {
+    release();
+    err = ret;
+    return nullptr;
+  }
+  return cq.release();
+}
+
+int irdma_device::destroy_cq(ib_cq* ibcq) {
+  auto* cq = static_cast<irdma_cq*>(ibcq);
+  const int ret = cqp_.exec(IRDMA_CQP_OP_DESTROY_CQ, [&](uint64_t* wqe) {
+    wqe[0] = cq->sc_cq.cq_size;
+    wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, reinterpret_cast<uint64_t>(&cq->sc_cq) >> 1);
+    wqe[5] = cq->shadow.iova;
+    return uint64_t(cq->cq_num);
+  });
+  // The device may still hold the ring if the command failed: keep the memory then.
+  if (ret) return ret;
+  hw_.dma.free_coherent(cq->ring);
+  hw_.dma.free_coherent(cq->shadow);
+  cq_used_[cq->cq_num] = false;
+  delete cq;
+  return 0;
+}
+
+int irdma_device::poll_cq(ib_cq* ibcq, int num_entries, ib_wc* wc) {
+  auto* cq = static_cast<irdma_cq*>(ibcq);
+  int npolled = 0;
+  while (npolled < num_entries) {
+    const int ret = irdma_poll_one(&cq->sc_cq, &cq->cur_cqe, &wc[npolled]);
+    if (ret == 0) {
+      npolled++;
+    } else if (ret == -ENOENT) {
+      break;
+    } else if (ret != -EFAULT) {
+      return ret;
+    }
+  }
+  return npolled;
+}
+
+int irdma_device::req_notify_cq(ib_cq* ibcq, unsigned flags) {
+  auto* cq = static_cast<irdma_cq*>(ibcq);
+  // Only SOLICITED alone arms for solicited CQEs; SOLICITED|REPORT_MISSED_EVENTS is an
+  // event arm, as irdma compares the flags for equality.
+  const irdma_cmpl_notify notify =
+      flags == IB_CQ_SOLICITED ? IRDMA_CQ_COMPL_SOLICITED : IRDMA_CQ_COMPL_EVENT;
+  const bool promo = cq->last_notify == IRDMA_CQ_COMPL_SOLICITED && flags != IB_CQ_SOLICITED;
+  if (!cq->armed || promo) {
+    cq->armed = true;
+    cq->last_notify = notify;
+    irdma_uk_cq_request_notification(&cq->sc_cq, notify);
+  }
+  if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && irdma_uk_cq_has_cqe(&cq->sc_cq)) return 1;
+  return 0;
+}
+
+}  // namespace irdma

@@ -1,0 +1,188 @@
+// QP verbs: create, connect (modify to RTS), destroy, post_send, post_recv.
+#include <cerrno>
+#include <vector>
+
+#include "driver/irdma/irdma_device.h"
+
+namespace irdma {
+
+using namespace ibcore;
+
+namespace {
+
+constexpr uint8_t IRDMA_CQP_OP_MODIFY_QP = 0x01;
+
+uint32_t log2u(uint32_t v) {
+  uint32_t l = 0;
+  while (v >>= 1) l++;
+  return l;
+}
+
+uint32_t rq_bytes(const irdma_qp_uk& q) { return q.rq_ring.size * (32u << q.rq_shift); }
+
+uint64_t qp_cmd_header(const irdma_qp_uk& q) {
+  return FIELD_PREP(IRDMA_CQPSQ_QP_QPID, q.qp_id) | IRDMA_CQPSQ_QP_CQNUMVALID |
+         FIELD_PREP(IRDMA_CQPSQ_QP_QPTYPE, q.qp_type);
+}
+
+}  // namespace
+
+int irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num) {
+  const irdma_qp_uk& q = qp->qp_uk;
+  auto* ctx = static_cast<uint64_t*>(qp->host_ctx.cpu);
+  const uint64_t sq_pa = qp->queues.iova;
+  const uint64_t rq_pa = sq_pa + uint64_t(q.sq_ring.size) * IRDMA_QP_WQE_MIN_SIZE;
+  // Queue sizes are encoded as log2(quanta) - 2.
+  ctx[0] = FIELD_PREP(IRDMAQPC_RQWQESIZE, q.rq_shift);
+  ctx[IRDMAQPC_SQADDR_QWORD] = sq_pa;
+  ctx[IRDMAQPC_RQADDR_QWORD] = rq_pa;
+  ctx[IRDMAQPC_SIZES_QWORD] =
+      FIELD_PREP(IRDMAQPC_RQSIZE, log2u(q.rq_ring.size << q.rq_shift) - 2) |
+      FIELD_PREP(IRDMAQPC_SQSIZE, log2u(q.sq_ring.size) - 2);
+  ctx[IRDMAQPC_DESTQP_QWORD] = FIELD_PREP(IRDMAQPC_DESTQP, dest_qp_num);
+  ctx[IRDMAQPC_CQNUM_QWORD] =
+      FIELD_PREP(IRDMAQPC_TXCQNUM, static_cast<irdma_cq*>(qp->send_cq)->cq_num) |
+      FIELD_PREP(IRDMAQPC_RXCQNUM, static_cast<irdma_cq*>(qp->recv_cq)->cq_num);
+  ctx[IRDMAQPC_QPCOMPCTX_QWORD] = reinterpret_cast<uint64_t>(&qp->qp_uk);
+  return 0;
+}
+
+ErrPtr<irdma_qp> irdma_device::create_qp(const ib_qp_init_attr& attr) {
+  if (!attr.send_cq || !attr.recv_cq || attr.send_cq->device != this ||
+      attr.recv_cq->device != this)
+    return ErrPtr<irdma_qp>::error(-EINVAL);
+  if (attr.qp_type != IB_QPT_RC) return ErrPtr<irdma_qp>::error(-EOPNOTSUPP);
+  auto qp = std::make_unique<irdma_qp>();
+  irdma_qp_uk& q = qp->qp_uk;
+  const int64_t qp_num = alloc_id(qp_used_, next_qp_, 2);
+  if (qp_num < 0) return ErrPtr<irdma_qp>::error(int(qp_num));
+  if (int ret = irdma_uk_qp_init(&q, uint32_t(qp_num), attr.max_send_wr, attr.max_recv_wr,
+                                 attr.max_send_sge, attr.max_recv_sge)) {
+    qp_used_[qp_num] = false;
+    return ErrPtr<irdma_qp>::error(ret);
+  }
+  q.qp_type = IRDMA_QP_TYPE_ROCE_RC;
+  q.db = &hw_.bar0;
+  q.back_qp = static_cast<ib_qp*>(qp.get());
+  qp->qp_num = uint32_t(qp_num);
+  qp->qp_type = attr.qp_type;
+  qp->send_cq = attr.send_cq;
+  qp->recv_cq = attr.recv_cq;
+
+  const uint64_t sq_bytes = uint64_t(q.sq_ring.size) * IRDMA_QP_WQE_MIN_SIZE;
+  qp->queues = hw_.dma.alloc_coherent(sq_bytes + rq_bytes(q) + IRDMA_SHADOW_AREA_SIZE_BYTES, 4096);
+  qp->host_ctx = hw_.dma.alloc_coherent(IRDMA_QP_CTX_SIZE_BYTES, 64);
+  const auto release = [&] {
+    if (qp->queues) hw_.dma.free_coherent(qp->queues);
+    if (qp->host_ctx) hw_.dma.free_coherent(qp->host_ctx);
+    qp_used_[qp_num] = false;
+  };
+  if (!qp->queues || !qp->host_ctx) {
+    release();
+    return ErrPtr<irdma_qp>::error(-ENOMEM);
+  }
+  auto* base = static_cast<uint8_t*>(qp->queues.cpu);
+  q.sq_base = reinterpret_cast<uint64_t*>(base);
+  q.rq_base = reinterpret_cast<uint64_t*>(base + sq_bytes);
+  q.shadow_area = reinterpret_cast<uint64_t*>(base + sq_bytes + rq_bytes(q));
+  write_qp_ctx(qp.get(), 0);
+
+  const uint64_t shadow_pa = qp->queues.iova + sq_bytes + rq_bytes(q);
+  const int ret = cqp_.exec(IRDMA_CQP_OP_CREATE_QP, [&](uint64_t* wqe) {
+    wqe[2] = qp->host_ctx.iova;
+    wqe[5] = shadow_pa;
+    return qp_cmd_header(q);
+  });
+  if (ret) {
+    release();
+    return ErrPtr<irdma_qp>::error(ret);
+  }
+  qp_table_[qp_num] = &q;
+  qp->send_cq->usecnt++;
+  qp->recv_cq->usecnt++;
+  return qp.release();
+}
+
+int irdma_device::connect_qp(irdma_qp* qp, uint32_t dest_qp_num) {
+  write_qp_ctx(qp, dest_qp_num);
+  return cqp_.exec(IRDMA_CQP_OP_MODIFY_QP, [&](uint64_t* wqe) {
+    wqe[2] = qp->host_ctx.iova;
+    return qp_cmd_header(qp->qp_uk);
+  });
+}
+
+int irdma_device::destroy_qp(irdma_qp* qp) {
+  qp->qp_uk.destroy_pending = true;
+  const int ret = cqp_.exec(IRDMA_CQP_OP_DESTROY_QP, [&](uint64_t* wqe) {
+    wqe[2] = qp->host_ctx.iova;
+    return qp_cmd_header(qp->qp_uk);
+  });
+  if (ret) {
+    qp->qp_uk.destroy_pending = false;
+    return ret;
+  }
+  qp_table_[qp->qp_num] = nullptr;
+  qp_used_[qp->qp_num] = false;
+  qp->send_cq->usecnt--;
+  qp->recv_cq->usecnt--;
+  hw_.dma.free_coherent(qp->queues);
+  hw_.dma.free_coherent(qp->host_ctx);
+  delete qp;
+  return 0;
+}
+
+int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr** bad_wr) {
+  int ret = 0;
+  irdma_sge sges[16];
+  for (; wr; wr = wr->next) {
+    irdma_post_sq_info info;
+    info.wr_id = wr->wr_id;
+    info.signaled = wr->send_flags & IB_SEND_SIGNALED;
+    const bool solicited = wr->send_flags & IB_SEND_SOLICITED;
+    switch (wr->opcode) {
+      case IB_WR_SEND_WITH_IMM:
+        info.imm_data_valid = true;
+        info.imm_data = __builtin_bswap32(wr->imm_data);  // ntohl
+        [[fallthrough]];
+      case IB_WR_SEND:
+        info.op_type = solicited ? IRDMA_OP_TYPE_SEND_SOL : IRDMA_OP_TYPE_SEND;
+        break;
+      default:
+        ret = -EINVAL;
+    }
+    if (!ret && (wr->num_sge < 0 || wr->num_sge > 16)) ret = -EINVAL;
+    if (!ret) {
+      for (int i = 0; i < wr->num_sge; i++)
+        sges[i] = {wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+      info.sg_list = sges;
+      info.num_sges = uint32_t(wr->num_sge);
+      ret = irdma_uk_send(&qp->qp_uk, info);
+    }
+    if (ret) {
+      if (bad_wr) *bad_wr = wr;
+      break;
+    }
+  }
+  irdma_uk_qp_post_wr(&qp->qp_uk);
+  return ret;
+}
+
+int irdma_device::post_recv(irdma_qp* qp, const ib_recv_wr* wr, const ib_recv_wr** bad_wr) {
+  int ret = 0;
+  irdma_sge sges[16];
+  for (; wr; wr = wr->next) {
+    ret = wr->num_sge < 0 || wr->num_sge > 16 ? -EINVAL : 0;
+    if (!ret) {
+      for (int i = 0; i < wr->num_sge; i++)
+        sges[i] = {wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+      ret = irdma_uk_post_receive(&qp->qp_uk, wr->wr_id, sges, uint32_t(wr->num_sge));
+    }
+    if (ret) {
+      if (bad_wr) *bad_wr = wr;
+      break;
+    }
+  }
+  return ret;
+}
+
+}  // namespace irdma

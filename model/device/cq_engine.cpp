@@ -1,0 +1,75 @@
+#include "model/device/cq_engine.h"
+
+#include <cstring>
+
+namespace irdma_sim::device {
+
+CqEngine::CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time,
+                   trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter)
+    : cfg_(cfg), dma_(dma), time_(time), trace_(trace), formatter_(std::move(formatter)) {}
+
+const CqContext* CqEngine::find(uint32_t cq_id) const {
+  auto it = cqs_.find(cq_id);
+  return it == cqs_.end() ? nullptr : &it->second;
+}
+
+void CqEngine::step(CqContext& cq) {
+  if (++cq.tail == cq.size) {
+    cq.tail = 0;
+    cq.polarity = !cq.polarity;
+  }
+}
+
+void CqEngine::write_half(CqContext& cq, uint32_t slot, uint32_t offset, const CqeHalf& half) {
+  const unsigned stride = cq.cqe_64byte ? 64 : 32;
+  const uint64_t addr = cq.base + uint64_t(slot) * stride + offset;
+  // One 32-byte write: the host sees qword3, the valid qword, no earlier than the rest.
+  dma_.write(addr, half.data(), sizeof half);
+}
+
+bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
+  auto it = cqs_.find(cq_id);
+  if (it == cqs_.end()) {
+    counters_.cqes_dropped++;
+    trace_.event(time_.now_ps(), "cqe_dropped").num("cq", cq_id);
+    return false;
+  }
+  CqContext& cq = it->second;
+  time_.cycles(cfg_.cycles.cqe_format);
+  const uint32_t slot = cq.tail;
+  const CqeHalf main = formatter_->format_main(fields, cq.polarity);
+  CqeHalf ext{};
+  if (fields.extended) {
+    if (cq.cqe_64byte) {
+      ext = formatter_->format_ext(fields, cq.polarity);
+      write_half(cq, slot, 32, ext);
+    } else {
+      // The extended half takes the next slot, with that slot's pass polarity. It is
+      // written first so a reader that sees the main half valid finds the rest valid too.
+      step(cq);
+      ext = formatter_->format_ext(fields, cq.polarity);
+      write_half(cq, cq.tail, 0, ext);
+    }
+    counters_.extended_cqes++;
+  }
+  time_.cycles(cfg_.cycles.cqe_write);
+  write_half(cq, slot, 0, main);
+  step(cq);
+  counters_.cqes_written++;
+  if (cq_id == 0) counters_.ccq_cqes++;
+
+  if (trace_.enabled()) {
+    uint8_t bytes[64];
+    std::memcpy(bytes, main.data(), 32);
+    if (fields.extended) std::memcpy(bytes + 32, ext.data(), 32);
+    const unsigned stride = cq.cqe_64byte ? 64 : 32;
+    trace_.event(time_.now_ps(), "cqe")
+        .num("cq", cq_id)
+        .num("slot", slot)
+        .addr("addr", cq.base + uint64_t(slot) * stride)
+        .hex("bytes", bytes, fields.extended ? 64 : 32);
+  }
+  return true;
+}
+
+}  // namespace irdma_sim::device

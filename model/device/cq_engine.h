@@ -1,0 +1,67 @@
+// The CQ engine: the CQ context table and, for each completion, a CQE written at the
+// ring's tail with the pass polarity in its valid bit, valid qword last.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
+#include "model/device/cqe_format.h"
+#include "model/device/dma_port.h"
+#include "model/device/device_config.h"
+#include "model/trace/trace_log.h"
+
+namespace irdma_sim::device {
+
+struct CqContext {
+  uint32_t id = 0;
+  uint32_t size = 0;           // ring entries
+  uint64_t base = 0;           // ring address
+  uint64_t shadow = 0;         // shadow area address
+  uint64_t ctx = 0;            // CQ context (CEQE payload)
+  uint32_t ceq_id = 0;
+  bool ceq_id_valid = false;
+  bool check_overflow = false;
+  bool ceqe_mask = false;
+  bool cqe_64byte = false;
+  uint32_t shadow_read_threshold = 0;
+  // Producer state.
+  uint32_t tail = 0;
+  bool polarity = true;
+};
+
+struct CqEngineCounters {
+  uint64_t cqes_written = 0;
+  uint64_t ccq_cqes = 0;       // of cqes_written, on the CCQ (CQ 0)
+  uint64_t extended_cqes = 0;
+  uint64_t cqes_dropped = 0;   // for a CQ that does not exist
+};
+
+class CqEngine {
+ public:
+  CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, trace::TraceLog& trace,
+           std::unique_ptr<CqeFormatter> formatter);
+
+  bool exists(uint32_t cq_id) const { return cqs_.count(cq_id) != 0; }
+  void add(const CqContext& cq) { cqs_[cq.id] = cq; }
+  bool remove(uint32_t cq_id) { return cqs_.erase(cq_id) != 0; }
+  const CqContext* find(uint32_t cq_id) const;
+
+  // Writes one completion to CQ `cq_id`; false when there is no such CQ.
+  bool post(uint32_t cq_id, const CqeFields& fields);
+  const CqEngineCounters& counters() const { return counters_; }
+
+ private:
+  void write_half(CqContext& cq, uint32_t slot, uint32_t offset, const CqeHalf& half);
+  void step(CqContext& cq);
+
+  const DeviceConfig& cfg_;
+  DmaPort& dma_;
+  EngineTime& time_;
+  trace::TraceLog& trace_;
+  std::unique_ptr<CqeFormatter> formatter_;
+  std::unordered_map<uint32_t, CqContext> cqs_;
+  CqEngineCounters counters_;
+};
+
+}  // namespace irdma_sim::device

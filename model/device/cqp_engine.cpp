@@ -1,0 +1,149 @@
+#include "model/device/cqp_engine.h"
+
+#include "model/device/regs.h"
+
+namespace irdma_sim::device {
+
+using namespace regs;
+
+namespace {
+
+constexpr unsigned kWqeBytes = 64;
+constexpr uint32_t kMaxCqSizeField = (1u << 21) - 1;  // CQSIZE is bits 20:0
+
+}  // namespace
+
+CqpEngine::CqpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
+                     QpEngine& qps, trace::TraceLog& trace)
+    : cfg_(cfg), dma_(dma), time_(time), cqs_(cqs), qps_(qps), trace_(trace) {}
+
+void CqpEngine::fail(uint16_t major, uint16_t minor) {
+  status_ = CCQPSTATUS_DONE | CCQPSTATUS_ERR;
+  errcodes_ = uint32_t(major) << 16 | minor;
+}
+
+void CqpEngine::start(uint64_t host_ctx) {
+  uint64_t ctx[8];
+  if (!dma_.read(host_ctx, ctx, sizeof ctx)) return fail(CQP_MAJOR_ERROR, CQP_MINOR_DMA_ERROR);
+  // SQ size is encoded as log2(size) - 1, for sizes 4 .. 2048.
+  const uint64_t enc = get(ctx[0], 11, 8);
+  if (enc < 1 || enc > 10) return fail(CQP_MAJOR_ERROR, CQP_MINOR_BAD_SIZE);
+  sq_size_ = 1u << (enc + 1);
+  sq_base_ = ctx[1];
+  cqp_ctx_ = ctx[3];
+  tail_ = 0;
+  polarity_ = true;
+  op_err_ = false;
+  running_ = true;
+  status_ = CCQPSTATUS_DONE;
+  trace_.event(time_.now_ps(), "cqp_start").num("sq_size", sq_size_);
+}
+
+void CqpEngine::stop() {
+  running_ = false;
+  status_ = 0;
+}
+
+void CqpEngine::doorbell(uint32_t head) {
+  if (!running_ || head >= sq_size_) {
+    op_err_ = true;
+    return;
+  }
+  uint64_t wqe[kWqeBytes / 8];
+  while (tail_ != head) {
+    if (!dma_.read(sq_base_ + uint64_t(tail_) * kWqeBytes, wqe, kWqeBytes) ||
+        bit(wqe[3], 63) != polarity_) {
+      // Rung for a WQE that is not there: the driver's bug, reported, not executed.
+      op_err_ = true;
+      errcodes_ = uint32_t(CQP_MAJOR_ERROR) << 16 | CQP_MINOR_BAD_OPCODE;
+      counters_.errors++;
+      trace_.event(time_.now_ps(), "cqp_error").num("index", tail_);
+      return;
+    }
+    time_.cycles(cfg_.cycles.cqp_wqe);
+    // The CCQ completes commands only once it exists; its own creation is seen in CQPTAIL.
+    const bool ccq_before = cqs_.exists(0);
+    const Outcome out = execute(wqe);
+    counters_.commands++;
+    if (out.major) counters_.errors++;
+    trace_.event(time_.now_ps(), "cqp_op")
+        .num("index", tail_)
+        .num("opcode", get(wqe[3], 37, 32))
+        .num("major", out.major)
+        .num("minor", out.minor);
+    if (ccq_before) {
+      CqeFields f;
+      f.qp_ctx = cqp_ctx_;
+      f.wqe_idx = uint16_t(tail_);
+      f.stag_or_src_qpn = out.op_ret;
+      f.op = uint8_t(get(wqe[3], 37, 32));
+      f.error = out.major != 0;
+      f.major_err = out.major;
+      f.minor_err = out.minor;
+      cqs_.post(0, f);
+    }
+    if (++tail_ == sq_size_) {
+      tail_ = 0;
+      polarity_ = !polarity_;
+    }
+  }
+}
+
+CqpEngine::Outcome CqpEngine::execute(const uint64_t* wqe) {
+  const uint8_t op = uint8_t(get(wqe[3], 37, 32));
+  switch (op) {
+    case OP_CREATE_CQ: return create_cq(wqe);
+    case OP_DESTROY_CQ: return destroy_cq(wqe);
+    case OP_CREATE_QP:
+    case OP_MODIFY_QP:
+    case OP_DESTROY_QP: return qp_command(op, wqe);
+    default: return {CQP_MAJOR_ERROR, CQP_MINOR_BAD_OPCODE, 0};
+  }
+}
+
+CqpEngine::Outcome CqpEngine::create_cq(const uint64_t* wqe) {
+  const uint32_t id = uint32_t(get(wqe[3], 18, 0));
+  if (id >= cfg_.max_cq) return {CQP_MAJOR_ERROR, CQP_MINOR_BAD_ID, 0};
+  if (cqs_.exists(id)) return {CQP_MAJOR_ERROR, CQP_MINOR_ID_IN_USE, 0};
+  if (bit(wqe[3], 47)) return {CQP_MAJOR_ERROR, CQP_MINOR_UNSUPPORTED, 0};  // PBL rings
+  CqContext cq;
+  cq.id = id;
+  const uint64_t size = wqe[0];
+  if (size < 2 || size > kMaxCqSizeField) return {CQP_MAJOR_ERROR, CQP_MINOR_BAD_SIZE, 0};
+  cq.size = uint32_t(size);
+  cq.ctx = get(wqe[1], 62, 0);
+  cq.shadow_read_threshold = uint32_t(get(wqe[2], 17, 0));
+  cq.base = wqe[4];
+  cq.shadow = wqe[5];
+  cq.ceq_id_valid = bit(wqe[3], 49);
+  cq.ceq_id = cq.ceq_id_valid ? uint32_t(get(wqe[3], 31, 22)) : 0;
+  if (cq.ceq_id_valid && cq.ceq_id >= cfg_.num_ceqs) return {CQP_MAJOR_ERROR, CQP_MINOR_BAD_ID, 0};
+  cq.check_overflow = bit(wqe[3], 46);
+  cq.ceqe_mask = bit(wqe[3], 48);
+  cq.cqe_64byte = bit(wqe[3], 61);
+  if (cq.cqe_64byte && !cfg_.cqe_64byte) return {CQP_MAJOR_ERROR, CQP_MINOR_UNSUPPORTED, 0};
+  cqs_.add(cq);
+  return {};
+}
+
+CqpEngine::Outcome CqpEngine::qp_command(uint8_t op, const uint64_t* wqe) {
+  const uint32_t id = uint32_t(get(wqe[3], 23, 0));
+  uint16_t minor = 0;
+  if (op == OP_CREATE_QP)
+    minor = qps_.create(id, uint8_t(get(wqe[3], 50, 48)), wqe[2]);
+  else if (op == OP_MODIFY_QP)
+    minor = qps_.modify(id, wqe[2]);
+  else
+    minor = qps_.destroy(id);
+  return {minor ? CQP_MAJOR_ERROR : uint16_t(0), minor, 0};
+}
+
+CqpEngine::Outcome CqpEngine::destroy_cq(const uint64_t* wqe) {
+  const uint32_t id = uint32_t(get(wqe[3], 18, 0));
+  if (!cqs_.exists(id)) return {CQP_MAJOR_ERROR, CQP_MINOR_NO_SUCH_OBJECT, 0};
+  if (qps_.cq_in_use(id)) return {CQP_MAJOR_ERROR, CQP_MINOR_IN_USE, 0};
+  cqs_.remove(id);
+  return {};
+}
+
+}  // namespace irdma_sim::device

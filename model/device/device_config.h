@@ -1,0 +1,32 @@
+// What a device instance is: its generation, sizes, and the cycle costs of its stages.
+#pragma once
+
+#include <cstdint>
+
+namespace irdma_sim::device {
+
+enum class FormatterKind { tlm, rtl };
+
+struct StageCycles {
+  uint32_t doorbell = 4;     // decode a doorbell write, queue the work
+  uint32_t cqp_wqe = 40;     // execute one control command
+  uint32_t wqe_decode = 8;   // parse one SQ or RQ WQE
+  uint32_t execute = 16;     // per message, on top of its DMA
+  uint32_t cqe_format = 4;   // build one CQE
+  uint32_t cqe_write = 2;    // issue the CQE write
+};
+
+struct DeviceConfig {
+  uint8_t generation = 2;       // GEN_2 (E810) rules
+  double clock_mhz = 500.0;
+  StageCycles cycles;
+  uint32_t max_cq = 1024;
+  uint32_t max_qp = 1024;
+  uint32_t num_ceqs = 1;
+  uint32_t max_cqe = 1048574;   // largest CQ the device reports to ib-core
+  bool cqe_64byte = false;
+  uint32_t rnr_retry_cycles = 2000;  // until an SQ blocked on an empty peer RQ retries
+  FormatterKind formatter = FormatterKind::tlm;
+};
+
+}  // namespace irdma_sim::device

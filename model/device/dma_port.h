@@ -1,0 +1,32 @@
+// The device's DMA master: reads and writes host memory through its initiator socket,
+// annotated with the engine's local time.
+#pragma once
+
+#include <cstdint>
+
+#include <tlm>
+
+#include "model/device/engine_time.h"
+
+namespace irdma_sim::device {
+
+class DmaPort {
+ public:
+  DmaPort(tlm::tlm_initiator_socket<>& socket, EngineTime& time) : socket_(socket), time_(time) {}
+
+  // False when the host answered with an error (nothing read).
+  bool read(uint64_t addr, void* dst, uint32_t len);
+  // Posted: false only when the link refused it outright.
+  bool write(uint64_t addr, const void* src, uint32_t len);
+  uint64_t errors() const { return errors_; }
+
+ private:
+  bool transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len);
+
+  tlm::tlm_initiator_socket<>& socket_;
+  EngineTime& time_;
+  tlm::tlm_generic_payload trans_;
+  uint64_t errors_ = 0;
+};
+
+}  // namespace irdma_sim::device

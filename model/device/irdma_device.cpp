@@ -1,0 +1,164 @@
+#include "model/device/irdma_device.h"
+
+#include <cstring>
+
+#include "model/device/regs.h"
+
+namespace irdma_sim::device {
+
+using namespace regs;
+using sc_core::sc_time;
+
+namespace {
+
+constexpr unsigned kMsixEntryBytes = 16;
+
+}  // namespace
+
+IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
+                         sc_time quantum, trace::TraceLog& trace,
+                         std::unique_ptr<CqeFormatter> formatter)
+    : sc_module(name),
+      bar0("bar0"),
+      dma("dma"),
+      cfg_(cfg),
+      trace_(trace),
+      time_(cfg.clock_mhz, quantum),
+      dma_port_(dma, time_),
+      cq_(cfg_, dma_port_, time_, trace, std::move(formatter)),
+      qp_(cfg_, dma_port_, time_, cq_, trace),
+      cqp_(cfg_, dma_port_, time_, cq_, qp_, trace),
+      msix_(cfg.num_ceqs + 1) {
+  bar0.register_b_transport(this, &IrdmaDevice::bar0_b_transport);
+  SC_THREAD(engine_thread);
+}
+
+void IrdmaDevice::bar0_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
+  const uint64_t off = trans.get_address();
+  const uint32_t len = trans.get_data_length();
+  if ((len != 4 && len != 8) || off + len > BAR0_SIZE || trans.get_byte_enable_ptr()) {
+    counters_.bad_mmio++;
+    trans.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
+    return;
+  }
+  const uint64_t due_ps = (sc_core::sc_time_stamp() + delay).value();
+  if (trans.is_write()) {
+    counters_.mmio_writes++;
+    uint64_t v = 0;
+    std::memcpy(&v, trans.get_data_ptr(), len);
+    write_reg(off, uint32_t(v), due_ps);
+    if (len == 8) write_reg(off + 4, uint32_t(v >> 32), due_ps);
+  } else {
+    counters_.mmio_reads++;
+    uint64_t v = read_reg(off);
+    if (len == 8) v |= uint64_t(read_reg(off + 4)) << 32;
+    std::memcpy(trans.get_data_ptr(), &v, len);
+  }
+  trans.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+uint32_t IrdmaDevice::read_reg(uint64_t off) {
+  switch (off) {
+    case CQPTAIL: return cqp_.tail_reg();
+    case CCQPSTATUS: return cqp_.status_reg();
+    case CQPERRCODES: return cqp_.errcodes_reg();
+    case CCQPHIGH: return ccqp_high_;
+    case CCQPLOW: return ccqp_low_;
+    default: break;
+  }
+  if (off >= MSIX_TABLE && off < MSIX_TABLE + msix_.size() * kMsixEntryBytes) {
+    const MsixEntry& e = msix_[(off - MSIX_TABLE) / kMsixEntryBytes];
+    switch ((off - MSIX_TABLE) % kMsixEntryBytes) {
+      case 0: return uint32_t(e.addr);
+      case 4: return uint32_t(e.addr >> 32);
+      case 8: return e.data;
+      case 12: return e.ctrl;
+    }
+  }
+  return 0;
+}
+
+void IrdmaDevice::write_reg(uint64_t off, uint32_t value, uint64_t due_ps) {
+  switch (off) {
+    case CCQPHIGH: ccqp_high_ = value; return;
+    case CCQPLOW:
+      ccqp_low_ = value;
+      if (ccqp_high_ == 0 && ccqp_low_ == 0)
+        queue(WorkKind::cqp_stop, 0, due_ps);
+      else
+        queue(WorkKind::cqp_start, uint64_t(ccqp_high_) << 32 | ccqp_low_, due_ps);
+      return;
+    case CQPDB: queue(WorkKind::cqp_doorbell, value, due_ps); return;
+    case WQEALLOC: queue(WorkKind::sq_doorbell, value & 0x3FFFF, due_ps); return;
+    case CQARM:
+      // Arming drives CEQE generation, which this device does not model yet; counted.
+      counters_.cq_arms++;
+      return;
+    default: break;
+  }
+  if (off >= MSIX_TABLE && off < MSIX_TABLE + msix_.size() * kMsixEntryBytes) {
+    MsixEntry& e = msix_[(off - MSIX_TABLE) / kMsixEntryBytes];
+    switch ((off - MSIX_TABLE) % kMsixEntryBytes) {
+      case 0: e.addr = (e.addr & ~0xFFFFFFFFull) | value; return;
+      case 4: e.addr = (e.addr & 0xFFFFFFFFull) | uint64_t(value) << 32; return;
+      case 8: e.data = value; return;
+      case 12: e.ctrl = value; return;
+    }
+  }
+  counters_.bad_mmio++;
+}
+
+void IrdmaDevice::queue(WorkKind kind, uint64_t arg, uint64_t due_ps) {
+  work_.push({due_ps, work_seq_++, kind, arg});
+  work_ev_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void IrdmaDevice::schedule_msix(unsigned vector) {
+  queue(WorkKind::msix, vector, sc_core::sc_time_stamp().value());
+}
+
+void IrdmaDevice::raise_msix(unsigned vector) {
+  if (vector >= msix_.size() || (msix_[vector].ctrl & 1) || msix_[vector].addr == 0) {
+    counters_.msix_masked++;
+    return;
+  }
+  counters_.msix_sent++;
+  dma_port_.write(msix_[vector].addr, &msix_[vector].data, 4);
+}
+
+void IrdmaDevice::engine_thread() {
+  for (;;) {
+    if (work_.empty()) {
+      time_.sync();
+      sc_core::wait(work_ev_);
+      continue;
+    }
+    const Work w = work_.top();
+    const uint64_t now = time_.now_ps();
+    if (w.due_ps > now) {
+      // Idle until the next item arrives, or an earlier one is queued.
+      time_.sync();
+      sc_core::wait(sc_time(double(w.due_ps - time_.now_ps()), sc_core::SC_PS), work_ev_);
+      continue;
+    }
+    work_.pop();
+    run(w);
+  }
+}
+
+void IrdmaDevice::run(const Work& w) {
+  time_.cycles(cfg_.cycles.doorbell);
+  switch (w.kind) {
+    case WorkKind::cqp_start: cqp_.start(w.arg); break;
+    case WorkKind::cqp_stop: cqp_.stop(); break;
+    case WorkKind::cqp_doorbell: cqp_.doorbell(uint32_t(w.arg)); break;
+    case WorkKind::sq_doorbell:
+      if (qp_.process_sq(uint32_t(w.arg)) == QpEngine::Result::rnr)
+        queue(WorkKind::sq_doorbell, w.arg,
+              time_.now_ps() + (time_.period() * double(cfg_.rnr_retry_cycles)).value());
+      break;
+    case WorkKind::msix: raise_msix(unsigned(w.arg)); break;
+  }
+}
+
+}  // namespace irdma_sim::device

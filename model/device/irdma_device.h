@@ -1,0 +1,98 @@
+// The irdma device as a PCIe endpoint: a BAR0 target socket (registers, doorbells, the
+// MSI-X table), a DMA initiator socket into host memory, and MSI-X raised as memory
+// writes. One engine thread executes the work doorbells queue, in arrival order.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <queue>
+#include <vector>
+
+#include <systemc>
+
+#include "model/sc_compat.h"
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "model/device/cq_engine.h"
+#include "model/device/cqp_engine.h"
+#include "model/device/device_config.h"
+#include "model/device/dma_port.h"
+#include "model/device/engine_time.h"
+#include "model/device/qp_engine.h"
+#include "model/trace/trace_log.h"
+
+namespace irdma_sim::device {
+
+struct DeviceCounters {
+  uint64_t mmio_writes = 0;
+  uint64_t mmio_reads = 0;
+  uint64_t bad_mmio = 0;
+  uint64_t cq_arms = 0;
+  uint64_t msix_sent = 0;
+  uint64_t msix_masked = 0;
+};
+
+class IrdmaDevice : public sc_core::sc_module {
+ public:
+  IRDMA_SC_HAS_PROCESS(IrdmaDevice);
+  tlm_utils::simple_target_socket<IrdmaDevice> bar0;
+  tlm_utils::simple_initiator_socket<IrdmaDevice> dma;
+
+  IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg, sc_core::sc_time quantum,
+              trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter);
+
+  // Queues MSI-X `vector` for the engine, which sends it as its table entry says; a masked
+  // or unprogrammed vector is counted and not sent. The CEQ engine's interrupt output.
+  void schedule_msix(unsigned vector);
+
+  const DeviceConfig& config() const { return cfg_; }
+  const DeviceCounters& counters() const { return counters_; }
+  const CqEngine& cq_engine() const { return cq_; }
+  const QpEngine& qp_engine() const { return qp_; }
+  const CqpEngine& cqp_engine() const { return cqp_; }
+  uint64_t dma_errors() const { return dma_port_.errors(); }
+
+ private:
+  enum class WorkKind { cqp_start, cqp_stop, cqp_doorbell, sq_doorbell, msix };
+  struct Work {
+    uint64_t due_ps;
+    uint64_t seq;
+    WorkKind kind;
+    uint64_t arg;
+    bool operator>(const Work& o) const {
+      return due_ps != o.due_ps ? due_ps > o.due_ps : seq > o.seq;
+    }
+  };
+  struct MsixEntry {
+    uint64_t addr = 0;
+    uint32_t data = 0;
+    uint32_t ctrl = 1;  // masked until programmed
+  };
+
+  void bar0_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  uint32_t read_reg(uint64_t offset);
+  void write_reg(uint64_t offset, uint32_t value, uint64_t due_ps);
+  void queue(WorkKind kind, uint64_t arg, uint64_t due_ps);
+  void engine_thread();
+  void run(const Work& w);
+  void raise_msix(unsigned vector);
+
+  DeviceConfig cfg_;
+  trace::TraceLog& trace_;
+  EngineTime time_;
+  DmaPort dma_port_;
+  CqEngine cq_;
+  QpEngine qp_;
+  CqpEngine cqp_;
+  std::priority_queue<Work, std::vector<Work>, std::greater<Work>> work_;
+  uint64_t work_seq_ = 0;
+  sc_core::sc_event work_ev_;
+  uint32_t ccqp_high_ = 0;
+  uint32_t ccqp_low_ = 0;
+  std::vector<MsixEntry> msix_;
+  DeviceCounters counters_;
+};
+
+}  // namespace irdma_sim::device

@@ -1,0 +1,237 @@
+#include "model/device/qp_engine.h"
+
+#include <algorithm>
+
+#include "model/device/regs.h"
+
+namespace irdma_sim::device {
+
+using namespace regs;
+
+namespace {
+
+constexpr unsigned kQuantum = 32;
+constexpr unsigned kMaxQuanta = 8;
+constexpr unsigned kQpCtxBytes = 256;
+
+struct Status {
+  QpEngine::Result result = QpEngine::Result::done;
+  uint16_t major = 0;
+  uint16_t minor = 0;
+};
+
+}  // namespace
+
+QpEngine::QpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
+                   trace::TraceLog& trace)
+    : cfg_(cfg), dma_(dma), time_(time), cqs_(cqs), trace_(trace) {}
+
+uint16_t QpEngine::load_ctx(QpContext& qp) {
+  uint64_t ctx[kQpCtxBytes / 8];
+  if (!dma_.read(qp.host_ctx, ctx, kQpCtxBytes)) return CQP_MINOR_DMA_ERROR;
+  qp.rq_shift = uint8_t(get(ctx[0], 9, 8));
+  qp.sq_base = ctx[1];
+  qp.rq_base = ctx[2];
+  // Sizes are log2(quanta) - 2.
+  qp.rq_wqes = (1u << (get(ctx[3], 11, 8) + 2)) >> qp.rq_shift;
+  qp.sq_quanta = 1u << (get(ctx[3], 15, 12) + 2);
+  qp.dest_qp = uint32_t(get(ctx[8], 23, 0));
+  qp.send_cq = uint32_t(get(ctx[17], 18, 0));
+  qp.recv_cq = uint32_t(get(ctx[17], 50, 32));
+  qp.compl_ctx = ctx[21];
+  if (!cqs_.exists(qp.send_cq) || !cqs_.exists(qp.recv_cq)) return CQP_MINOR_NO_SUCH_OBJECT;
+  if (qp.sq_quanta < kMaxQuanta || qp.rq_wqes == 0) return CQP_MINOR_BAD_SIZE;
+  return 0;
+}
+
+uint16_t QpEngine::create(uint32_t qp_id, uint8_t type, uint64_t host_ctx) {
+  if (qp_id >= cfg_.max_qp) return CQP_MINOR_BAD_ID;
+  if (exists(qp_id)) return CQP_MINOR_ID_IN_USE;
+  QpContext qp;
+  qp.id = qp_id;
+  qp.type = type;
+  qp.host_ctx = host_ctx;
+  if (uint16_t err = load_ctx(qp)) return err;
+  qps_[qp_id] = qp;
+  return 0;
+}
+
+uint16_t QpEngine::modify(uint32_t qp_id, uint64_t host_ctx) {
+  auto it = qps_.find(qp_id);
+  if (it == qps_.end()) return CQP_MINOR_NO_SUCH_OBJECT;
+  QpContext updated = it->second;
+  updated.host_ctx = host_ctx;
+  if (uint16_t err = load_ctx(updated)) return err;
+  it->second = updated;  // producer/consumer state carries over
+  return 0;
+}
+
+uint16_t QpEngine::destroy(uint32_t qp_id) {
+  return qps_.erase(qp_id) ? 0 : CQP_MINOR_NO_SUCH_OBJECT;
+}
+
+bool QpEngine::cq_in_use(uint32_t cq_id) const {
+  return std::any_of(qps_.begin(), qps_.end(), [cq_id](const auto& kv) {
+    return kv.second.send_cq == cq_id || kv.second.recv_cq == cq_id;
+  });
+}
+
+// Fragment slot i sits at qwords {0,1} (i = 0) or {4 + 2(i-1), 5 + 2(i-1)}; length 62:32.
+std::vector<QpEngine::Fragment> QpEngine::fragments(const uint64_t* wqe, unsigned first_slot,
+                                                    unsigned slots) {
+  std::vector<Fragment> out;
+  for (unsigned i = first_slot; i < slots; i++) {
+    const uint64_t* s = i == 0 ? wqe : wqe + 4 + 2 * (i - 1);
+    const uint32_t len = uint32_t(get(s[1], 62, 32));
+    if (len) out.push_back({s[0], len});
+  }
+  return out;
+}
+
+void QpEngine::complete_sq(const QpContext& qp, uint8_t op, uint16_t major, uint16_t minor) {
+  CqeFields f;
+  f.qp_ctx = qp.compl_ctx;
+  f.qp_id = qp.id;
+  f.wqe_idx = uint16_t(qp.sq_head);
+  f.op = op;
+  f.sq = true;
+  f.error = major != 0;
+  f.major_err = major;
+  f.minor_err = minor;
+  cqs_.post(qp.send_cq, f);
+}
+
+QpEngine::Result QpEngine::execute_send(QpContext& qp, const uint64_t* wqe, uint8_t op) {
+  Status sq;
+  const unsigned slots = unsigned(get(wqe[3], 41, 38)) + 1;
+  const bool imm = bit(wqe[3], 47);
+  auto peer_it = qps_.find(qp.dest_qp);
+  if (peer_it == qps_.end()) {
+    complete_sq(qp, op, FLUSH_MAJOR, FLUSH_REM_INV_REQ_ERR);
+    return Result::done;
+  }
+  QpContext& peer = peer_it->second;
+
+  // The peer must have a receive posted before anything moves (RNR otherwise).
+  const uint32_t rwqe_bytes = kQuantum << peer.rq_shift;
+  uint64_t rwqe[(kQuantum << 3) / 8];
+  if (!dma_.read(peer.rq_base + uint64_t(peer.rq_head) * rwqe_bytes, rwqe, rwqe_bytes)) {
+    counters_.wqe_errors++;
+    complete_sq(qp, op, FLUSH_MAJOR, FLUSH_REM_INV_REQ_ERR);
+    return Result::done;
+  }
+  if (bit(rwqe[3], 63) != peer.rq_polarity) return Result::rnr;
+  time_.cycles(cfg_.cycles.wqe_decode);
+
+  uint32_t total = 0;
+  const auto src = fragments(wqe, imm ? 1 : 0, slots);
+  for (const Fragment& f : src) total += f.len;
+  payload_.resize(total);
+  uint32_t off = 0;
+  bool ok = true;
+  for (const Fragment& f : src) {
+    ok = ok && dma_.read(f.addr, payload_.data() + off, f.len);
+    off += f.len;
+  }
+  time_.cycles(cfg_.cycles.execute);
+
+  const auto dst = fragments(rwqe, 0, unsigned(get(rwqe[3], 41, 38)) + 1);
+  uint32_t capacity = 0;
+  for (const Fragment& f : dst) capacity += f.len;
+
+  CqeFields rq;
+  rq.qp_ctx = peer.compl_ctx;
+  rq.qp_id = peer.id;
+  rq.wqe_idx = uint16_t(peer.rq_head << peer.rq_shift);
+  rq.op = imm ? BTH_SEND_ONLY_WITH_IMMEDIATE : BTH_SEND_ONLY;
+  rq.solicited = op == SQ_SEND_SOL;
+  if (!ok) {
+    counters_.wqe_errors++;
+    sq.major = FLUSH_MAJOR;
+    sq.minor = FLUSH_LOC_QP_OP_ERR;
+  } else if (total > capacity) {
+    counters_.wqe_errors++;
+    rq.error = true;
+    rq.major_err = FLUSH_MAJOR;
+    rq.minor_err = FLUSH_LOC_LEN_ERR;
+    sq.major = FLUSH_MAJOR;
+    sq.minor = FLUSH_REM_INV_REQ_ERR;
+  } else {
+    off = 0;
+    for (const Fragment& f : dst) {
+      if (off == total) break;
+      const uint32_t n = std::min(f.len, total - off);
+      dma_.write(f.addr, payload_.data() + off, n);
+      off += n;
+    }
+    rq.payload_len = total;
+    if (imm) {
+      rq.extended = true;
+      rq.imm_valid = true;
+      rq.imm_data = uint32_t(wqe[0]);
+    }
+    counters_.sends++;
+    counters_.bytes_moved += total;
+  }
+  if (ok) {
+    cqs_.post(peer.recv_cq, rq);
+    if (++peer.rq_head == peer.rq_wqes) {
+      peer.rq_head = 0;
+      peer.rq_polarity = !peer.rq_polarity;
+    }
+  }
+  if (bit(wqe[3], 62) || sq.major) complete_sq(qp, op, sq.major, sq.minor);
+  return Result::done;
+}
+
+QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
+  auto it = qps_.find(qp_id);
+  if (it == qps_.end()) {
+    counters_.bad_doorbells++;
+    trace_.event(time_.now_ps(), "bad_doorbell").num("qp", qp_id);
+    return Result::done;
+  }
+  QpContext& qp = it->second;
+  qp.rnr_wait = false;
+  uint64_t wqe[kMaxQuanta * kQuantum / 8];
+  for (;;) {
+    const uint64_t addr = qp.sq_base + uint64_t(qp.sq_head) * kQuantum;
+    if (!dma_.read(addr, wqe, kQuantum)) {
+      counters_.wqe_errors++;
+      return Result::done;
+    }
+    if (bit(wqe[3], 63) != qp.sq_polarity) return Result::done;
+    time_.cycles(cfg_.cycles.wqe_decode);
+    const uint8_t op = uint8_t(get(wqe[3], 37, 32));
+    const unsigned addfrag = unsigned(get(wqe[3], 41, 38));
+    const unsigned quanta = 1 + (addfrag + 1) / 2;
+    Result r = Result::done;
+    if (quanta > kMaxQuanta || qp.sq_head + quanta > qp.sq_quanta) {
+      counters_.wqe_errors++;
+      complete_sq(qp, op, FLUSH_MAJOR, FLUSH_LOC_QP_OP_ERR);
+    } else if (quanta > 1 && !dma_.read(addr + kQuantum, wqe + 4, (quanta - 1) * kQuantum)) {
+      counters_.wqe_errors++;
+      return Result::done;
+    } else if (op == SQ_SEND || op == SQ_SEND_SOL) {
+      r = execute_send(qp, wqe, op);
+    } else if (op == SQ_NOP) {
+      if (bit(wqe[3], 62)) complete_sq(qp, op, 0, 0);
+    } else {
+      counters_.wqe_errors++;
+      complete_sq(qp, op, FLUSH_MAJOR, FLUSH_LOC_QP_OP_ERR);
+    }
+    if (r == Result::rnr) {
+      counters_.rnr_stalls++;
+      qp.rnr_wait = true;
+      return r;
+    }
+    counters_.wqes_executed++;
+    qp.sq_head += std::min(quanta, qp.sq_quanta - qp.sq_head);
+    if (qp.sq_head == qp.sq_quanta) {
+      qp.sq_head = 0;
+      qp.sq_polarity = !qp.sq_polarity;
+    }
+  }
+}
+
+}  // namespace irdma_sim::device

@@ -1,0 +1,89 @@
+// The QP engine: QP contexts, SQ WQEs fetched after the WQEALLOC doorbell, executed by
+// loopback to the peer QP (consuming one of its RQ WQEs and moving the payload), and
+// completions handed to the CQ engine.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "model/device/cq_engine.h"
+#include "model/device/device_config.h"
+#include "model/device/dma_port.h"
+#include "model/device/engine_time.h"
+#include "model/trace/trace_log.h"
+
+namespace irdma_sim::device {
+
+struct QpContext {
+  uint32_t id = 0;
+  uint8_t type = 0;            // CREATE_QP QPTYPE
+  uint64_t host_ctx = 0;
+  uint64_t sq_base = 0;
+  uint64_t rq_base = 0;
+  uint32_t sq_quanta = 0;
+  uint32_t rq_wqes = 0;
+  uint8_t rq_shift = 0;        // RQ WQE = 32 << rq_shift bytes
+  uint32_t dest_qp = 0;
+  uint32_t send_cq = 0;
+  uint32_t recv_cq = 0;
+  uint64_t compl_ctx = 0;      // echoed in CQE qword1
+  // Consumer state of the device.
+  uint32_t sq_head = 0;
+  bool sq_polarity = true;
+  uint32_t rq_head = 0;
+  bool rq_polarity = true;
+  bool rnr_wait = false;       // the SQ is blocked on an empty peer RQ
+};
+
+struct QpEngineCounters {
+  uint64_t wqes_executed = 0;
+  uint64_t sends = 0;
+  uint64_t bytes_moved = 0;
+  uint64_t rnr_stalls = 0;
+  uint64_t bad_doorbells = 0;
+  uint64_t wqe_errors = 0;
+};
+
+class QpEngine {
+ public:
+  enum class Result { done, rnr };
+
+  QpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
+           trace::TraceLog& trace);
+
+  // Loads the QP host context at `host_ctx`; returns a CQP minor code or 0.
+  uint16_t create(uint32_t qp_id, uint8_t type, uint64_t host_ctx);
+  uint16_t modify(uint32_t qp_id, uint64_t host_ctx);
+  uint16_t destroy(uint32_t qp_id);
+  bool exists(uint32_t qp_id) const { return qps_.count(qp_id) != 0; }
+  // True when some QP uses CQ `cq_id`.
+  bool cq_in_use(uint32_t cq_id) const;
+
+  // Runs the SQ of `qp_id` until it holds no valid WQE (done) or is blocked on an empty
+  // peer RQ (rnr: retry later).
+  Result process_sq(uint32_t qp_id);
+  const QpEngineCounters& counters() const { return counters_; }
+
+ private:
+  struct Fragment {
+    uint64_t addr;
+    uint32_t len;
+  };
+  uint16_t load_ctx(QpContext& qp);
+  Result execute_send(QpContext& qp, const uint64_t* wqe, uint8_t op);
+  void complete_sq(const QpContext& qp, uint8_t op, uint16_t major, uint16_t minor);
+  static std::vector<Fragment> fragments(const uint64_t* wqe, unsigned first_slot,
+                                         unsigned slots);
+
+  const DeviceConfig& cfg_;
+  DmaPort& dma_;
+  EngineTime& time_;
+  CqEngine& cqs_;
+  trace::TraceLog& trace_;
+  std::unordered_map<uint32_t, QpContext> qps_;
+  std::vector<uint8_t> payload_;
+  QpEngineCounters counters_;
+};
+
+}  // namespace irdma_sim::device

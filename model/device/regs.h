@@ -1,0 +1,71 @@
+// The device's register map and descriptor fields as the silicon defines them (GEN_2
+// PF BAR0; spec C, D.9, F). Kept apart from the driver's copy on purpose.
+#pragma once
+
+#include <cstdint>
+
+namespace irdma_sim::device::regs {
+
+constexpr uint64_t mask(unsigned hi, unsigned lo) { return (~0ull >> (63 - hi)) & (~0ull << lo); }
+constexpr uint64_t get(uint64_t word, unsigned hi, unsigned lo) { return (word & mask(hi, lo)) >> lo; }
+constexpr bool bit(uint64_t word, unsigned n) { return (word >> n) & 1; }
+
+// BAR0 offsets.
+inline constexpr uint64_t CQPDB = 0x00500800;
+inline constexpr uint64_t CQPTAIL = 0x00500880;
+inline constexpr uint64_t CQARM = 0x00502C00;
+inline constexpr uint64_t CQACK = 0x00502C80;
+inline constexpr uint64_t AEQALLOC = 0x00502D00;
+inline constexpr uint64_t WQEALLOC = 0x00504400;
+inline constexpr uint64_t CCQPSTATUS = 0x0050A000;
+inline constexpr uint64_t CCQPLOW = 0x0050A080;
+inline constexpr uint64_t CCQPHIGH = 0x0050A100;
+inline constexpr uint64_t CQPERRCODES = 0x0050A200;
+// This model's MSI-X table (16-byte PCI MSI-X entries); the real E810 keeps it in another
+// BAR, which the model folds into BAR0 above the register space.
+inline constexpr uint64_t MSIX_TABLE = 0x00800000;
+inline constexpr uint64_t BAR0_SIZE = 0x01000000;
+
+inline constexpr uint32_t CCQPSTATUS_DONE = 1u << 0;
+inline constexpr uint32_t CCQPSTATUS_ERR = 1u << 31;
+inline constexpr uint32_t CQPTAIL_OP_ERR = 1u << 31;
+
+// CQP opcodes (WQE qword3 37:32).
+enum CqpOp : uint8_t {
+  OP_CREATE_QP = 0x00,
+  OP_MODIFY_QP = 0x01,
+  OP_DESTROY_QP = 0x02,
+  OP_CREATE_CQ = 0x03,
+  OP_DESTROY_CQ = 0x05,
+};
+
+// SQ WQE opcodes (WQE qword3 37:32) and what the RQ CQE's op field carries on RoCE: the
+// BTH opcode of the message's last packet.
+enum SqOp : uint8_t {
+  SQ_SEND = 0x03,
+  SQ_SEND_SOL = 0x05,
+  SQ_NOP = 0x0c,
+};
+inline constexpr uint8_t BTH_SEND_ONLY = 0x04;
+inline constexpr uint8_t BTH_SEND_ONLY_WITH_IMMEDIATE = 0x05;
+
+// CQP completion codes. Majors and minors other than the spec's are this model's own.
+inline constexpr uint16_t CQP_MAJOR_ERROR = 0xFFFF;
+enum CqpMinor : uint16_t {
+  CQP_MINOR_BAD_OPCODE = 0x0001,
+  CQP_MINOR_BAD_ID = 0x0002,
+  CQP_MINOR_ID_IN_USE = 0x0003,
+  CQP_MINOR_NO_SUCH_OBJECT = 0x0004,
+  CQP_MINOR_BAD_SIZE = 0x0005,
+  CQP_MINOR_UNSUPPORTED = 0x0006,
+  CQP_MINOR_DMA_ERROR = 0x0007,
+  CQP_MINOR_IN_USE = 0x0008,
+};
+
+// WQE completion codes the QP engine produces (major 1 = flush, minors as in spec G.5).
+inline constexpr uint16_t FLUSH_MAJOR = 1;
+inline constexpr uint16_t FLUSH_LOC_QP_OP_ERR = 4;
+inline constexpr uint16_t FLUSH_LOC_LEN_ERR = 6;
+inline constexpr uint16_t FLUSH_REM_INV_REQ_ERR = 10;
+
+}  // namespace irdma_sim::device::regs

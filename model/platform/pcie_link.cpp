@@ -1,0 +1,151 @@
+#include "model/platform/pcie_link.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace irdma_sim::platform {
+
+using sc_core::sc_time;
+using sc_core::SC_PS;
+
+namespace {
+
+uint64_t ps(const sc_time& t) { return uint64_t(t.to_seconds() * 1e12 + 0.5); }
+
+}  // namespace
+
+PcieLink::PcieLink(sc_core::sc_module_name name, const LinkConfig& cfg, bool defer_posted_writes,
+                   trace::TraceLog& trace)
+    : sc_module(name),
+      host_mmio("host_mmio"),
+      dev_bar("dev_bar"),
+      dev_dma("dev_dma"),
+      host_mem("host_mem"),
+      cfg_(cfg),
+      defer_(defer_posted_writes),
+      trace_(trace),
+      mmio_latency_(cfg.mmio_latency_ns * 1000, SC_PS),
+      dma_latency_(cfg.dma_latency_ns * 1000, SC_PS),
+      byte_time_(1000.0 / cfg.bandwidth_gbytes, SC_PS) {
+  host_mmio.register_b_transport(this, &PcieLink::mmio_b_transport);
+  dev_dma.register_b_transport(this, &PcieLink::dma_b_transport);
+  dev_dma.register_get_direct_mem_ptr(this, &PcieLink::dma_get_dmi);
+  host_mem.register_invalidate_direct_mem_ptr(this, &PcieLink::dma_invalidate_dmi);
+  SC_METHOD(apply_due_writes);
+  sensitive << posted_due_;
+  dont_initialize();
+}
+
+sc_time PcieLink::serialisation(uint32_t bytes, uint32_t max_tlp) const {
+  const uint32_t tlps = std::max(1u, (bytes + max_tlp - 1) / max_tlp);
+  return byte_time_ * double(bytes + uint64_t(tlps) * cfg_.tlp_overhead_bytes);
+}
+
+void PcieLink::mmio_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
+  const uint32_t len = trans.get_data_length();
+  uint64_t value = 0;
+  if (trans.is_write()) {
+    std::memcpy(&value, trans.get_data_ptr(), std::min<uint32_t>(len, 8));
+    // Posted: the CPU pays the request's serialisation; the device sees it a latency later.
+    delay += serialisation(len, cfg_.max_payload_bytes);
+    sc_time arrival = delay + mmio_latency_;
+    dev_bar->b_transport(trans, arrival);
+    trace_.event(ps(sc_core::sc_time_stamp() + delay + mmio_latency_), "mmio_write")
+        .addr("off", trans.get_address())
+        .num("len", len)
+        .addr("value", value);
+  } else {
+    sc_time at_device = delay + serialisation(0, cfg_.max_payload_bytes) + mmio_latency_;
+    dev_bar->b_transport(trans, at_device);
+    std::memcpy(&value, trans.get_data_ptr(), std::min<uint32_t>(len, 8));
+    trace_.event(ps(sc_core::sc_time_stamp() + at_device), "mmio_read")
+        .addr("off", trans.get_address())
+        .num("len", len)
+        .addr("value", value);
+    delay = at_device + serialisation(len, cfg_.max_payload_bytes) + mmio_latency_;
+  }
+  if (!trans.is_response_ok()) mmio_errors_++;
+}
+
+void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
+  const uint64_t addr = trans.get_address();
+  const uint32_t len = trans.get_data_length();
+  if (trans.is_write()) {
+    delay += serialisation(len, cfg_.max_payload_bytes);
+    const sc_time arrival = sc_core::sc_time_stamp() + delay + dma_latency_;
+    if (addr >= kMsiBase && addr < kMsiBase + kMsiSize && len == 4) {
+      uint32_t data;
+      std::memcpy(&data, trans.get_data_ptr(), 4);
+      trace_.event(ps(arrival), "msix").addr("addr", addr).num("data", data);
+      if (on_msi) on_msi(data, arrival);
+      trans.set_response_status(tlm::TLM_OK_RESPONSE);
+      return;
+    }
+    // Posted: the device is told OK; an unmapped target shows up as a dma_error event.
+    trans.set_response_status(tlm::TLM_OK_RESPONSE);
+    if (defer_) {
+      const uint8_t* p = trans.get_data_ptr();
+      posted_.push_back({arrival, addr, std::vector<uint8_t>(p, p + len)});
+      if (posted_.size() == 1) posted_due_.notify(arrival - sc_core::sc_time_stamp());
+    } else {
+      apply_write(addr, trans.get_data_ptr(), len, ps(arrival));
+    }
+    return;
+  }
+  // Non-posted read: request out, completions back in max-payload TLPs.
+  const sc_time at_host = delay + serialisation(0, cfg_.max_read_request_bytes) + dma_latency_;
+  sc_time mem_delay = at_host;
+  host_mem->b_transport(trans, mem_delay);
+  const uint64_t t = ps(sc_core::sc_time_stamp() + at_host);
+  if (trans.is_response_ok()) {
+    trace_.event(t, "dma_read").addr("addr", addr).num("len", len);
+  } else {
+    dma_errors_++;
+    trace_.event(t, "dma_error").str("op", "read").addr("addr", addr).num("len", len);
+  }
+  delay = at_host + serialisation(len, cfg_.max_payload_bytes) + dma_latency_;
+}
+
+void PcieLink::apply_write(uint64_t addr, const uint8_t* data, uint32_t len, uint64_t t_ps) {
+  tlm::tlm_generic_payload w;
+  w.set_command(tlm::TLM_WRITE_COMMAND);
+  w.set_address(addr);
+  w.set_data_ptr(const_cast<uint8_t*>(data));
+  w.set_data_length(len);
+  w.set_streaming_width(len);
+  w.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  sc_time zero = sc_core::SC_ZERO_TIME;
+  host_mem->b_transport(w, zero);
+  if (w.is_response_ok()) {
+    trace_.event(t_ps, "dma_write").addr("addr", addr).num("len", len);
+  } else {
+    dma_errors_++;
+    trace_.event(t_ps, "dma_error").str("op", "write").addr("addr", addr).num("len", len);
+  }
+}
+
+void PcieLink::apply_due_writes() {
+  const sc_time now = sc_core::sc_time_stamp();
+  while (!posted_.empty() && posted_.front().arrival <= now) {
+    PostedWrite& w = posted_.front();
+    apply_write(w.addr, w.data.data(), uint32_t(w.data.size()), ps(w.arrival));
+    posted_.pop_front();
+  }
+  if (!posted_.empty()) posted_due_.notify(posted_.front().arrival - now);
+}
+
+bool PcieLink::dma_get_dmi(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi) {
+  // DMI bypasses the link's ordering of posted writes, so it is offered only when writes
+  // are not deferred.
+  if (defer_) return false;
+  if (!host_mem->get_direct_mem_ptr(trans, dmi)) return false;
+  dmi.set_read_latency(dma_latency_ * 2.0);
+  dmi.set_write_latency(dma_latency_);
+  return true;
+}
+
+void PcieLink::dma_invalidate_dmi(sc_dt::uint64 start, sc_dt::uint64 end) {
+  dev_dma->invalidate_direct_mem_ptr(start, end);
+}
+
+}  // namespace irdma_sim::platform

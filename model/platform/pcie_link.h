@@ -1,0 +1,81 @@
+// The PCIe link and root complex between the host and the device: MMIO from the host to
+// the device's BAR0, DMA from the device into host memory, and MSI-X writes routed to the
+// host's interrupt controller. Adds link latency, serialisation at the link bandwidth with
+// per-TLP overhead, and logs every transaction it carries.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <vector>
+
+#include <systemc>
+
+#include "model/sc_compat.h"
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "model/trace/trace_log.h"
+
+namespace irdma_sim::platform {
+
+struct LinkConfig {
+  double mmio_latency_ns = 400;    // one way, host to device register
+  double dma_latency_ns = 300;     // one way, device to host memory
+  double bandwidth_gbytes = 15.75; // per direction (Gen3 x16 after encoding)
+  uint32_t max_payload_bytes = 256;
+  uint32_t max_read_request_bytes = 512;
+  uint32_t tlp_overhead_bytes = 24; // header, sequence number, LCRC, framing
+};
+
+// x86 MSI window: writes here are interrupts, not memory.
+inline constexpr uint64_t kMsiBase = 0xFEE00000ull;
+inline constexpr uint64_t kMsiSize = 0x100000ull;
+
+class PcieLink : public sc_core::sc_module {
+ public:
+  IRDMA_SC_HAS_PROCESS(PcieLink);
+  tlm_utils::simple_target_socket<PcieLink> host_mmio;   // from host CPUs
+  tlm_utils::simple_initiator_socket<PcieLink> dev_bar;  // to the device's BAR0
+  tlm_utils::simple_target_socket<PcieLink> dev_dma;     // from the device
+  tlm_utils::simple_initiator_socket<PcieLink> host_mem; // to host memory
+
+  // `defer_posted_writes`: make a posted write visible in host memory when it arrives
+  // (timing-accurate) rather than when it is issued (loosely timed, faster).
+  PcieLink(sc_core::sc_module_name name, const LinkConfig& cfg, bool defer_posted_writes,
+           trace::TraceLog& trace);
+
+  // Where MSI writes go: (data, arrival time).
+  std::function<void(uint32_t data, sc_core::sc_time at)> on_msi;
+
+  // Link time of moving `bytes` of payload in TLPs of at most `max_tlp` bytes.
+  sc_core::sc_time serialisation(uint32_t bytes, uint32_t max_tlp) const;
+
+  uint64_t dma_errors() const { return dma_errors_; }
+  uint64_t mmio_errors() const { return mmio_errors_; }
+
+ private:
+  void mmio_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  void dma_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  bool dma_get_dmi(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi);
+  void dma_invalidate_dmi(sc_dt::uint64 start, sc_dt::uint64 end);
+  void apply_write(uint64_t addr, const uint8_t* data, uint32_t len, uint64_t t_ps);
+  void apply_due_writes();
+
+  LinkConfig cfg_;
+  bool defer_;
+  trace::TraceLog& trace_;
+  sc_core::sc_time mmio_latency_, dma_latency_, byte_time_;
+  struct PostedWrite {
+    sc_core::sc_time arrival;
+    uint64_t addr;
+    std::vector<uint8_t> data;
+  };
+  std::deque<PostedWrite> posted_;
+  sc_core::sc_event posted_due_;
+  uint64_t dma_errors_ = 0;
+  uint64_t mmio_errors_ = 0;
+};
+
+}  // namespace irdma_sim::platform

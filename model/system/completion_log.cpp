@@ -1,0 +1,59 @@
+#include "model/system/completion_log.h"
+
+#include <stdexcept>
+
+#include "model/system/json_writer.h"
+
+namespace irdma_sim::system {
+
+using namespace ibcore;
+
+CompletionLog::~CompletionLog() { close(); }
+
+void CompletionLog::open(const std::string& path) {
+  close();
+  out_ = std::fopen(path.c_str(), "w");
+  if (!out_) throw std::runtime_error("cannot create " + path);
+}
+
+void CompletionLog::close() {
+  if (out_) std::fclose(out_);
+  out_ = nullptr;
+}
+
+void CompletionLog::write(uint64_t t_ps, uint32_t cq, uint64_t wr_id, uint32_t qp_num,
+                          const ib_wc& wc) {
+  if (!out_) return;
+  char smac[18];
+  std::snprintf(smac, sizeof smac, "%02x:%02x:%02x:%02x:%02x:%02x", wc.smac[0], wc.smac[1],
+                wc.smac[2], wc.smac[3], wc.smac[4], wc.smac[5]);
+  const bool imm = wc.wc_flags & IB_WC_WITH_IMM;
+  const bool inv = wc.wc_flags & IB_WC_WITH_INVALIDATE;
+  JsonWriter j;
+  j.begin_object()
+      .num("t_ps", t_ps)
+      .num("cq", cq)
+      .num("wr_id", wr_id)
+      .num("status", wc.status)
+      .num("opcode", wc.opcode)
+      .num("vendor_err", wc.vendor_err)
+      .num("byte_len", wc.byte_len)
+      .num("qp_num", qp_num)
+      .num("src_qp", wc.src_qp)
+      .num("wc_flags", uint32_t(wc.wc_flags))
+      // The union holds a big-endian immediate or a host-order rkey; both are given as
+      // host-order numbers, and only when the flag says the union holds them.
+      .num("imm_data", imm && !inv ? __builtin_bswap32(wc.ex.imm_data) : 0)
+      .num("invalidate_rkey", inv ? wc.ex.invalidate_rkey : 0)
+      .num("slid", wc.slid)
+      .num("sl", wc.sl)
+      .num("pkey_index", wc.pkey_index)
+      .str("smac", smac)
+      .num("vlan_id", wc.vlan_id)
+      .num("network_hdr_type", wc.network_hdr_type)
+      .end_object();
+  std::fputs(j.text().c_str(), out_);
+  std::fputc('\n', out_);
+}
+
+}  // namespace irdma_sim::system

@@ -1,0 +1,125 @@
+#include "model/system/run_scenario.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "model/system/completion_log.h"
+#include "model/system/json_writer.h"
+#include "model/system/scenario.h"
+#include "model/system/scoreboard.h"
+#include "model/system/simulation.h"
+#include "model/system/workload.h"
+
+namespace irdma_sim::system {
+
+namespace {
+
+const char* const kStatusNames[] = {
+    "IB_WC_SUCCESS", "IB_WC_LOC_LEN_ERR", "IB_WC_LOC_QP_OP_ERR", "IB_WC_LOC_EEC_OP_ERR",
+    "IB_WC_LOC_PROT_ERR", "IB_WC_WR_FLUSH_ERR", "IB_WC_MW_BIND_ERR", "IB_WC_BAD_RESP_ERR",
+    "IB_WC_LOC_ACCESS_ERR", "IB_WC_REM_INV_REQ_ERR", "IB_WC_REM_ACCESS_ERR", "IB_WC_REM_OP_ERR",
+    "IB_WC_RETRY_EXC_ERR", "IB_WC_RNR_RETRY_EXC_ERR", "IB_WC_LOC_RDD_VIOL_ERR",
+    "IB_WC_REM_INV_RD_REQ_ERR", "IB_WC_REM_ABORT_ERR", "IB_WC_INV_EECN_ERR",
+    "IB_WC_INV_EEC_STATE_ERR", "IB_WC_FATAL_ERR", "IB_WC_RESP_TIMEOUT_ERR", "IB_WC_GENERAL_ERR"};
+
+void system_checks(const Simulation& sim, const WorkloadCounters& wl, Scoreboard& sb) {
+  const auto& dev = sim.device();
+  const auto& cq = dev.cq_engine().counters();
+  const uint64_t dma_errors = dev.dma_errors() + sim.link().dma_errors();
+  sb.record("no_dma_errors", dma_errors == 0,
+            std::to_string(dma_errors) + " DMA access(es) to unmapped host memory");
+  const uint64_t data_cqes = cq.cqes_written - cq.ccq_cqes;
+  sb.record("cqes_written_equal_completions_delivered", data_cqes == wl.completions,
+            std::to_string(data_cqes) + " CQEs written, " + std::to_string(wl.completions) +
+                " completions delivered");
+  const auto& qp = dev.qp_engine().counters();
+  sb.record("no_device_wqe_errors", qp.wqe_errors == 0 && qp.bad_doorbells == 0,
+            std::to_string(qp.wqe_errors) + " WQE error(s), " + std::to_string(qp.bad_doorbells) +
+                " doorbell(s) for unknown QPs");
+  const uint64_t cqp_errors = dev.cqp_engine().counters().errors;
+  sb.record("no_control_command_errors", cqp_errors == 0,
+            std::to_string(dev.cqp_engine().counters().commands) + " CQP commands, " +
+                std::to_string(cqp_errors) + " failed");
+}
+
+std::string report_json(const Scenario& sc, const Simulation& sim, const WorkloadCounters& wl,
+                        const std::vector<Check>& checks, bool passed, double wall_s) {
+  const auto& dev = sim.device();
+  const auto& cq = dev.cq_engine().counters();
+  const auto& qp = dev.qp_engine().counters();
+  JsonWriter j;
+  j.begin_object()
+      .str("scenario", sc.name)
+      .str("file", sc.file)
+      .num("seed", sc.seed)
+      .boolean("passed", passed)
+      .num("sim_time_ps", sim.now_ps())
+      .real("wall_time_s", wall_s);
+  j.begin_object("counts")
+      .num("cqes_written", cq.cqes_written - cq.ccq_cqes)
+      .num("extended_cqes", cq.extended_cqes)
+      .num("ccq_cqes", cq.ccq_cqes)
+      .num("completions_delivered", wl.completions)
+      .num("sends_posted", wl.sends_posted)
+      .num("recvs_posted", wl.recvs_posted)
+      .num("send_doorbells", wl.doorbells)
+      .num("device_wqes_executed", qp.wqes_executed)
+      .num("bytes_moved", qp.bytes_moved)
+      .num("rnr_stalls", qp.rnr_stalls)
+      .num("cqp_commands", dev.cqp_engine().counters().commands)
+      .num("mmio_writes", dev.counters().mmio_writes)
+      .num("mmio_reads", dev.counters().mmio_reads)
+      .num("idle_polls", wl.idle_polls)
+      .num("pool_cqs", wl.pool_cqs);
+  j.begin_array("by_status");
+  for (size_t s = 0; s < wl.by_status.size(); s++)
+    if (wl.by_status[s])
+      j.begin_object().num("status", s).str("name", kStatusNames[s]).num("count", wl.by_status[s]).end_object();
+  j.end_array();
+  j.begin_array("by_opcode");
+  for (const auto& [op, n] : wl.by_opcode) j.begin_object().num("opcode", op).num("count", n).end_object();
+  j.end_array();
+  j.end_object();
+  j.begin_array("checks");
+  for (const Check& c : checks)
+    j.begin_object().str("name", c.name).boolean("passed", c.passed).str("detail", c.detail).end_object();
+  j.end_array();
+  j.end_object();
+  return j.text() + "\n";
+}
+
+}  // namespace
+
+RunResult run_scenario(const std::string& scenario_path, const std::string& out_dir,
+                       std::optional<uint64_t> seed, bool trace) {
+  const auto start = std::chrono::steady_clock::now();
+  Scenario sc = load_scenario(scenario_path);
+  if (seed) sc.seed = *seed;
+  std::filesystem::create_directories(out_dir);
+  const std::filesystem::path out(out_dir);
+
+  Simulation sim(sc.config, trace ? (out / "trace.jsonl").string() : "");
+  CompletionLog completions;
+  completions.open((out / "completions.jsonl").string());
+  size_t qps = 2 * sc.pairs.size();
+  Scoreboard sb(qps);
+  Workload wl(sim, sc, sb, completions);
+  sim.run_on_host([&] { wl.run(); });
+  system_checks(sim, wl.counters(), sb);
+  completions.close();
+  sim.close_trace();
+
+  const std::vector<Check> checks = sb.checks();
+  bool passed = true;
+  for (const Check& c : checks) passed = passed && c.passed;
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  RunResult result{passed, (out / "report.json").string()};
+  std::ofstream report(result.report_path);
+  report << report_json(sc, sim, wl.counters(), checks, passed, wall);
+  if (!report) throw std::runtime_error("cannot write " + result.report_path);
+  return result;
+}
+
+}  // namespace irdma_sim::system

@@ -1,0 +1,100 @@
+#include "model/system/scenario.h"
+
+#include "model/system/yaml_reader.h"
+
+namespace irdma_sim::system {
+
+namespace {
+
+void read_device(const YamlMap& m, device::DeviceConfig& d) {
+  m.allow({"generation", "clock_mhz", "cycles", "max_cq", "max_qp", "num_ceqs", "max_cqe",
+           "cqe_64byte", "rnr_retry_cycles", "formatter"});
+  d.generation = uint8_t(m.u32("generation", d.generation, 2, 2));
+  d.clock_mhz = m.f64("clock_mhz", d.clock_mhz, 1, 10000);
+  d.max_cq = m.u32("max_cq", d.max_cq, 4, 1u << 19);
+  d.max_qp = m.u32("max_qp", d.max_qp, 4, 1u << 18);
+  d.num_ceqs = m.u32("num_ceqs", d.num_ceqs, 1, 1024);
+  d.max_cqe = m.u32("max_cqe", d.max_cqe, 1, 1048574);
+  d.cqe_64byte = m.boolean("cqe_64byte", d.cqe_64byte);
+  d.rnr_retry_cycles = m.u32("rnr_retry_cycles", d.rnr_retry_cycles, 1, 1u << 30);
+  d.formatter = device::FormatterKind(m.choice("formatter", size_t(d.formatter), {"tlm", "rtl"}));
+  const YamlMap c = m.map("cycles");
+  c.allow({"doorbell", "cqp_wqe", "wqe_decode", "execute", "cqe_format", "cqe_write"});
+  constexpr uint32_t kMax = 1u << 20;
+  d.cycles.doorbell = c.u32("doorbell", d.cycles.doorbell, 0, kMax);
+  d.cycles.cqp_wqe = c.u32("cqp_wqe", d.cycles.cqp_wqe, 0, kMax);
+  d.cycles.wqe_decode = c.u32("wqe_decode", d.cycles.wqe_decode, 0, kMax);
+  d.cycles.execute = c.u32("execute", d.cycles.execute, 0, kMax);
+  d.cycles.cqe_format = c.u32("cqe_format", d.cycles.cqe_format, 0, kMax);
+  d.cycles.cqe_write = c.u32("cqe_write", d.cycles.cqe_write, 0, kMax);
+}
+
+void read_link(const YamlMap& m, platform::LinkConfig& l) {
+  m.allow({"mmio_latency_ns", "dma_latency_ns", "bandwidth_gbytes", "max_payload_bytes",
+           "max_read_request_bytes", "tlp_overhead_bytes"});
+  l.mmio_latency_ns = m.f64("mmio_latency_ns", l.mmio_latency_ns, 0, 1e6);
+  l.dma_latency_ns = m.f64("dma_latency_ns", l.dma_latency_ns, 0, 1e6);
+  l.bandwidth_gbytes = m.f64("bandwidth_gbytes", l.bandwidth_gbytes, 0.01, 1000);
+  l.max_payload_bytes = m.u32("max_payload_bytes", l.max_payload_bytes, 128, 4096);
+  l.max_read_request_bytes = m.u32("max_read_request_bytes", l.max_read_request_bytes, 128, 4096);
+  l.tlp_overhead_bytes = m.u32("tlp_overhead_bytes", l.tlp_overhead_bytes, 0, 128);
+}
+
+void read_config(const YamlMap& m, SimConfig& cfg) {
+  m.allow({"device", "link", "host", "sync"});
+  read_device(m.map("device"), cfg.device);
+  read_link(m.map("link"), cfg.link);
+  const YamlMap h = m.map("host");
+  h.allow({"cpus", "poll_ns"});
+  cfg.host.cpus = h.u32("cpus", cfg.host.cpus, 1, 256);
+  cfg.host.poll_ns = h.f64("poll_ns", cfg.host.poll_ns, 1, 1e6);
+  const YamlMap s = m.map("sync");
+  s.allow({"mode", "quantum_ns"});
+  cfg.sync = SyncMode(s.choice("mode", size_t(cfg.sync), {"approximate", "loose"}));
+  cfg.quantum_ns = s.f64("quantum_ns", cfg.quantum_ns, 1, 1e9);
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::string& path) {
+  Scenario sc;
+  sc.file = path;
+  const YamlMap top(load_yaml_file(path), path, "");
+  top.allow({"name", "description", "seed", "config", "pool", "qp_pairs", "traffic"});
+  sc.name = top.str("name", "");
+  if (sc.name.empty()) top.fail(YAML::Node(), "key 'name' is required");
+  sc.description = top.str("description", "");
+  sc.seed = top.u64("seed", sc.seed, 0, UINT64_MAX);
+  read_config(top.map("config"), sc.config);
+
+  const YamlMap pool = top.map("pool");
+  pool.allow({"policy", "poll_ctx"});
+  sc.pool_policy = ibcore::cq_pool_policy(
+      pool.choice("policy", size_t(sc.pool_policy), {"least_used", "kernel_first_fit"}));
+  sc.poll_ctx = ibcore::ib_poll_context(pool.choice(
+      "poll_ctx", size_t(sc.poll_ctx), {"softirq", "workqueue", "unbound_workqueue"}));
+
+  for (const YamlMap& p : top.list_of_maps("qp_pairs")) {
+    p.allow({"name", "cq_vector", "sq_depth", "rq_depth"});
+    QpPairSpec q;
+    q.name = p.str("name", "pair" + std::to_string(sc.pairs.size()));
+    q.cq_vector = int(p.i64("cq_vector", q.cq_vector, -1, 1023));
+    q.sq_depth = p.u32("sq_depth", q.sq_depth, 1, 4096);
+    q.rq_depth = p.u32("rq_depth", q.rq_depth, 1, 4096);
+    sc.pairs.push_back(q);
+  }
+  if (sc.pairs.empty()) top.fail(YAML::Node(), "key 'qp_pairs' needs at least one pair");
+
+  const YamlMap t = top.map("traffic");
+  t.allow({"sends_per_qp", "min_bytes", "max_bytes", "imm_every", "solicited_every", "batch"});
+  TrafficSpec& tr = sc.traffic;
+  tr.sends_per_qp = t.u32("sends_per_qp", tr.sends_per_qp, 0, 100'000'000);
+  tr.min_bytes = t.u32("min_bytes", tr.min_bytes, 0, 1u << 20);
+  tr.max_bytes = t.u32("max_bytes", tr.max_bytes, tr.min_bytes, 1u << 20);
+  tr.imm_every = t.u32("imm_every", tr.imm_every, 0, UINT32_MAX);
+  tr.solicited_every = t.u32("solicited_every", tr.solicited_every, 0, UINT32_MAX);
+  tr.batch = t.u32("batch", tr.batch, 1, 256);
+  return sc;
+}
+
+}  // namespace irdma_sim::system

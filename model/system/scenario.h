@@ -1,0 +1,46 @@
+// A scenario: the system's configuration, what the driver sets up (pool CQs, loopback QP
+// pairs), the traffic to run, and what must hold at the end. Loaded from YAML strictly
+// (see README, "Scenario files").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "driver/core/ib_device.h"
+#include "model/system/sim_config.h"
+
+namespace irdma_sim::system {
+
+struct QpPairSpec {
+  std::string name;
+  int cq_vector = -1;        // ib_cq_pool_get hint for both QPs' CQs
+  uint32_t sq_depth = 64;    // send WRs per QP
+  uint32_t rq_depth = 64;    // receive WRs per QP
+};
+
+struct TrafficSpec {
+  uint32_t sends_per_qp = 1000;  // each QP of a pair sends this many to its peer
+  uint32_t min_bytes = 1;
+  uint32_t max_bytes = 4096;
+  uint32_t imm_every = 0;        // every Nth send carries immediate data (0: none)
+  uint32_t solicited_every = 0;  // every Nth send is solicited (0: none)
+  uint32_t batch = 4;            // WRs posted per doorbell
+};
+
+struct Scenario {
+  std::string file;
+  std::string name;
+  std::string description;
+  uint64_t seed = 1;
+  SimConfig config;
+  ibcore::cq_pool_policy pool_policy = ibcore::cq_pool_policy::least_used;
+  ibcore::ib_poll_context poll_ctx = ibcore::IB_POLL_SOFTIRQ;
+  std::vector<QpPairSpec> pairs;
+  TrafficSpec traffic;
+};
+
+// Throws ScenarioError naming the file, the line and the key.
+Scenario load_scenario(const std::string& path);
+
+}  // namespace irdma_sim::system

@@ -1,0 +1,29 @@
+// A whole simulated system's configuration: device, PCIe link, host, and the time
+// synchronisation mode. Every field has a documented default (README, "Configuration").
+#pragma once
+
+#include <string>
+
+#include "model/device/device_config.h"
+#include "model/platform/pcie_link.h"
+#include "model/platform/sim_exec.h"
+
+namespace irdma_sim::system {
+
+enum class SyncMode {
+  // Every device step waits for simulated time and posted writes land when they arrive:
+  // cycle-approximate and the default.
+  approximate,
+  // The device runs ahead by up to a quantum and writes land when issued: faster.
+  loose,
+};
+
+struct SimConfig {
+  device::DeviceConfig device;
+  platform::LinkConfig link;
+  platform::HostConfig host;
+  SyncMode sync = SyncMode::approximate;
+  double quantum_ns = 1000;  // loose mode only
+};
+
+}  // namespace irdma_sim::system

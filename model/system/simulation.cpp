@@ -1,0 +1,123 @@
+#include "model/system/simulation.h"
+
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
+
+#include "model/device/cqe_format.h"
+#include "model/device/regs.h"
+#include "model/sc_compat.h"
+#ifdef IRDMA_SIM_HAVE_RTL
+#include "rtl_bridge/rtl_cqe_formatter.h"
+#endif
+
+namespace irdma_sim::system {
+
+// Host CPU 0's thread: runs one job at a time, then pauses the simulation for the caller.
+struct Simulation::HostJob : sc_core::sc_module {
+  IRDMA_SC_HAS_PROCESS(HostJob);
+  std::function<void()> job;
+  std::exception_ptr error;
+  bool done = true;
+  bool queued = false;  // checked, not only waited for: the first job precedes sc_start
+  sc_core::sc_event start;
+
+  explicit HostJob(sc_core::sc_module_name name, size_t stack) : sc_module(name) {
+    SC_THREAD(run);
+    set_stack_size(int(stack));
+  }
+  void run() {
+    for (;;) {
+      while (!queued) sc_core::wait(start);
+      queued = false;
+      try {
+        job();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      done = true;
+      sc_core::sc_pause();
+    }
+  }
+};
+
+namespace {
+
+bool g_elaborated = false;
+
+std::unique_ptr<device::CqeFormatter> make_formatter(device::FormatterKind kind) {
+  if (kind == device::FormatterKind::tlm) return std::make_unique<device::TlmCqeFormatter>();
+#ifdef IRDMA_SIM_HAVE_RTL
+  return std::make_unique<rtl::RtlCqeFormatter>();
+#else
+  throw std::invalid_argument("device.formatter: rtl needs a build with IRDMA_SIM_RTL=ON");
+#endif
+}
+
+irdma::irdma_device_caps caps_of(const device::DeviceConfig& d) {
+  irdma::irdma_device_caps caps;
+  caps.hw_rev = irdma::irdma_vers(d.generation);
+  caps.max_cq = d.max_cq;
+  caps.max_qp = d.max_qp;
+  caps.num_ceqs = d.num_ceqs;
+  caps.max_cqe = int(d.max_cqe);
+  caps.cqe_64byte = d.cqe_64byte;
+  return caps;
+}
+
+}  // namespace
+
+Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
+    : cfg_(cfg), exec_(cfg.host) {
+  if (g_elaborated)
+    throw std::logic_error("a Simulation was already built in this process (SystemC elaborates once)");
+  g_elaborated = true;
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
+                                          sc_core::SC_DO_NOTHING);
+  if (!trace_path.empty()) trace_.open(trace_path);
+
+  const bool approximate = cfg.sync == SyncMode::approximate;
+  const sc_core::sc_time quantum =
+      approximate ? sc_core::SC_ZERO_TIME : sc_core::sc_time(cfg.quantum_ns, sc_core::SC_NS);
+  memory_ = std::make_unique<platform::HostMemory>("host_memory");
+  link_ = std::make_unique<platform::PcieLink>("pcie_link", cfg.link, approximate, trace_);
+  device_ = std::make_unique<device::IrdmaDevice>("irdma", cfg.device, quantum, trace_,
+                                                  make_formatter(cfg.device.formatter));
+  mmio_ = std::make_unique<platform::SimMmio>("host_mmio");
+  dma_ = std::make_unique<platform::SimDma>(*memory_);
+  irq_ = std::make_unique<platform::SimInterrupts>("host_irq", *mmio_, device::regs::MSIX_TABLE,
+                                                   cfg.device.num_ceqs + 1);
+  job_ = std::make_unique<HostJob>("host_cpu0", cfg.host.thread_stack);
+
+  mmio_->socket.bind(link_->host_mmio);
+  link_->dev_bar.bind(device_->bar0);
+  device_->dma.bind(link_->dev_dma);
+  link_->host_mem.bind(memory_->socket);
+  link_->on_msi = [this](uint32_t data, sc_core::sc_time at) { irq_->deliver(data, at); };
+
+  hal_ = std::make_unique<hal::Platform>(hal::Platform{*mmio_, *dma_, *irq_, exec_});
+  driver_ = std::make_unique<irdma::irdma_device>(*hal_, caps_of(cfg.device));
+  int ret = 0;
+  run_on_host([&] { ret = driver_->probe(); });
+  if (ret) throw std::runtime_error("driver probe failed: errno " + std::to_string(-ret));
+}
+
+Simulation::~Simulation() = default;
+
+uint64_t Simulation::now_ps() const { return sc_core::sc_time_stamp().value(); }
+
+void Simulation::run_on_host(const std::function<void()>& job) {
+  job_->job = job;
+  job_->error = nullptr;
+  job_->done = false;
+  job_->queued = true;
+  job_->start.notify(sc_core::SC_ZERO_TIME);
+  sc_core::sc_start();
+  trace_.flush_before(now_ps());
+  if (!job_->done)
+    throw std::runtime_error("simulation ran out of events while the host job was still waiting");
+  if (job_->error) std::rethrow_exception(job_->error);
+}
+
+}  // namespace irdma_sim::system

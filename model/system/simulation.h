@@ -1,0 +1,66 @@
+// The whole simulated system, elaborated once per process (SystemC's rule): host memory,
+// PCIe link, the irdma device, the simulated host that implements driver/hal, and the
+// driver probed on top. Host work runs as SystemC threads of host CPU 0.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "driver/irdma/irdma_device.h"
+#include "model/device/irdma_device.h"
+#include "model/platform/host_memory.h"
+#include "model/platform/pcie_link.h"
+#include "model/platform/sim_dma.h"
+#include "model/platform/sim_exec.h"
+#include "model/platform/sim_interrupts.h"
+#include "model/platform/sim_mmio.h"
+#include "model/system/sim_config.h"
+#include "model/trace/trace_log.h"
+
+namespace irdma_sim::system {
+
+class Simulation {
+ public:
+  // `trace_path` empty: no transaction log. Throws std::logic_error if a simulation was
+  // already elaborated in this process.
+  explicit Simulation(const SimConfig& cfg, const std::string& trace_path = "");
+  ~Simulation();
+  Simulation(const Simulation&) = delete;
+  Simulation& operator=(const Simulation&) = delete;
+
+  // Runs `job` on host CPU 0 and simulates until it returns; rethrows what it throws.
+  // Throws std::runtime_error if the simulation runs dry while the job still waits.
+  void run_on_host(const std::function<void()>& job);
+
+  irdma::irdma_device& driver() { return *driver_; }
+  const device::IrdmaDevice& device() const { return *device_; }
+  platform::HostMemory& memory() { return *memory_; }
+  const platform::PcieLink& link() const { return *link_; }
+  const platform::SimExec& exec() const { return exec_; }
+  const SimConfig& config() const { return cfg_; }
+  trace::TraceLog& trace() { return trace_; }
+  uint64_t now_ps() const;
+  // Writes out the rest of the transaction log.
+  void close_trace() { trace_.close(); }
+
+ private:
+  void host_thread();
+
+  SimConfig cfg_;
+  trace::TraceLog trace_;
+  std::unique_ptr<platform::HostMemory> memory_;
+  std::unique_ptr<platform::PcieLink> link_;
+  std::unique_ptr<device::IrdmaDevice> device_;
+  std::unique_ptr<platform::SimMmio> mmio_;
+  platform::SimExec exec_;
+  std::unique_ptr<platform::SimDma> dma_;
+  std::unique_ptr<platform::SimInterrupts> irq_;
+  std::unique_ptr<hal::Platform> hal_;
+  std::unique_ptr<irdma::irdma_device> driver_;
+  struct HostJob;
+  std::unique_ptr<HostJob> job_;
+};
+
+}  // namespace irdma_sim::system

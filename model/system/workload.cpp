@@ -1,0 +1,329 @@
+#include "model/system/workload.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "driver/core/cq.h"
+#include "driver/core/cq_pool.h"
+#include "model/system/simulation.h"
+
+namespace irdma_sim::system {
+
+using namespace ibcore;
+
+namespace {
+
+constexpr uint64_t kStallNs = 50'000'000;  // no progress for this long: the run is stuck
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// The bytes of message `key`: regenerated on receipt instead of stored.
+void fill_payload(uint8_t* dst, uint32_t len, uint64_t key) {
+  for (uint32_t off = 0; off < len; off += 8) {
+    const uint64_t word = splitmix64(key + off);
+    std::memcpy(dst + off, &word, std::min<uint32_t>(8, len - off));
+  }
+}
+
+bool payload_equals(const uint8_t* buf, uint32_t len, uint64_t key) {
+  for (uint32_t off = 0; off < len; off += 8) {
+    const uint64_t word = splitmix64(key + off);
+    if (std::memcmp(buf + off, &word, std::min<uint32_t>(8, len - off)) != 0) return false;
+  }
+  return true;
+}
+
+uint64_t payload_key(uint64_t seed, unsigned qp_index, uint64_t seq) {
+  return splitmix64(seed * 31 + qp_index) ^ (seq << 20);
+}
+
+}  // namespace
+
+struct Workload::WrCtx {
+  ib_cqe cqe;  // first: ib_wc::wr_cqe points here
+  Workload* wl = nullptr;
+  Qp* qp = nullptr;
+  uint64_t wr_id = 0;
+  uint32_t slot = 0;
+};
+
+struct Workload::Qp {
+  unsigned index = 0;
+  Qp* peer = nullptr;
+  irdma::irdma_qp* qp = nullptr;
+  ib_cq* cq = nullptr;
+  uint32_t nr_cqe = 0;
+  uint32_t sq_depth = 0, rq_depth = 0;
+  uint32_t slot_bytes = 0;
+  hal::DmaBuffer send_buf, recv_buf;
+  std::vector<WrCtx> send_ctx, recv_ctx;
+  uint64_t sends_total = 0, sends_posted = 0, sends_done = 0;
+  uint64_t recvs_posted = 0, recvs_done = 0;
+};
+
+Workload::Workload(Simulation& sim, const Scenario& sc, Scoreboard& sb, CompletionLog& log)
+    : sim_(sim), dev_(sim.driver()), sc_(sc), sb_(sb), log_(log) {}
+
+Workload::~Workload() = default;
+
+uint32_t Workload::message_size(const Qp& qp, uint64_t seq) const {
+  const TrafficSpec& t = sc_.traffic;
+  const uint64_t span = uint64_t(t.max_bytes) - t.min_bytes + 1;
+  return t.min_bytes + uint32_t(splitmix64(sc_.seed ^ (uint64_t(qp.index) << 40) ^ seq) % span);
+}
+
+void Workload::run() {
+  uint64_t warnings = 0;
+  std::string first_warning;
+  dev_.warnings.sink = [&](const std::string& w) {
+    if (warnings++ == 0) first_warning = w;
+  };
+  if (setup()) traffic();
+  teardown();
+  sb_.record("no_driver_warnings", warnings == 0,
+             warnings ? std::to_string(warnings) + " warning(s); first: " + first_warning
+                      : "ib-core raised no warnings");
+  dev_.warnings.sink = nullptr;
+}
+
+bool Workload::setup() {
+  dev_.pool_policy = sc_.pool_policy;
+  const uint32_t slot_bytes = std::max(64u, (sc_.traffic.max_bytes + 63) & ~63u);
+  for (const QpPairSpec& pair : sc_.pairs) {
+    for (int side = 0; side < 2; side++) {
+      auto q = std::make_unique<Qp>();
+      q->index = unsigned(qps_.size());
+      q->sq_depth = pair.sq_depth;
+      q->rq_depth = pair.rq_depth;
+      q->slot_bytes = slot_bytes;
+      q->sends_total = sc_.traffic.sends_per_qp;
+      q->nr_cqe = pair.sq_depth + pair.rq_depth;
+      auto cq = ib_cq_pool_get(&dev_, q->nr_cqe, pair.cq_vector, sc_.poll_ctx);
+      if (cq.is_err()) {
+        sb_.record("setup", false, pair.name + ": ib_cq_pool_get failed, errno " + std::to_string(-cq.err()));
+        return false;
+      }
+      q->cq = cq.get();
+      if (std::find(cqs_.begin(), cqs_.end(), q->cq) == cqs_.end()) cqs_.push_back(q->cq);
+      ib_qp_init_attr attr;
+      attr.send_cq = attr.recv_cq = q->cq;
+      attr.max_send_wr = pair.sq_depth;
+      attr.max_recv_wr = pair.rq_depth;
+      auto qp = dev_.create_qp(attr);
+      if (qp.is_err()) {
+        sb_.record("setup", false, pair.name + ": create_qp failed, errno " + std::to_string(-qp.err()));
+        ib_cq_pool_put(q->cq, q->nr_cqe);
+        return false;
+      }
+      q->qp = qp.get();
+      q->send_buf = dev_.hw().dma.alloc_coherent(uint64_t(pair.sq_depth) * slot_bytes, 64);
+      q->recv_buf = dev_.hw().dma.alloc_coherent(uint64_t(pair.rq_depth) * slot_bytes, 64);
+      q->send_ctx.resize(pair.sq_depth);
+      q->recv_ctx.resize(pair.rq_depth);
+      qps_.push_back(std::move(q));
+      if (!qps_.back()->send_buf || !qps_.back()->recv_buf) {
+        sb_.record("setup", false, pair.name + ": out of DMA memory for buffers");
+        return false;
+      }
+    }
+    Qp& a = *qps_[qps_.size() - 2];
+    Qp& b = *qps_[qps_.size() - 1];
+    a.peer = &b;
+    b.peer = &a;
+    if (dev_.connect_qp(a.qp, b.qp->qp_num) || dev_.connect_qp(b.qp, a.qp->qp_num)) {
+      sb_.record("setup", false, pair.name + ": connecting the QP pair failed");
+      return false;
+    }
+  }
+  counters_.pool_cqs = 0;
+  for (const auto& pool : dev_.cq_pools) counters_.pool_cqs += pool.size();
+  for (auto& q : qps_) {
+    const uint64_t initial = std::min<uint64_t>(q->rq_depth, q->peer->sends_total);
+    for (uint64_t i = 0; i < initial; i++)
+      if (post_recv(*q)) return false;
+  }
+  sb_.record("setup", true,
+             std::to_string(qps_.size()) + " QPs on " + std::to_string(cqs_.size()) +
+                 " pool CQ(s); the pool holds " + std::to_string(counters_.pool_cqs));
+  return true;
+}
+
+int Workload::post_recv(Qp& q) {
+  const uint32_t slot = uint32_t(q.recvs_posted % q.rq_depth);
+  WrCtx& ctx = q.recv_ctx[slot];
+  ctx = {{&Workload::on_recv_done}, this, &q, next_wr_id_++, slot};
+  ib_sge sge{q.recv_buf.iova + uint64_t(slot) * q.slot_bytes, q.slot_bytes, 0};
+  ib_recv_wr wr;
+  wr.wr_cqe = &ctx.cqe;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  const int ret = dev_.post_recv(q.qp, &wr, nullptr);
+  if (ret) {
+    counters_.post_errors++;
+    sb_.record("post_recv", false, "post_recv failed, errno " + std::to_string(-ret));
+    return ret;
+  }
+  sb_.expect_recv(q.index, ctx.wr_id);
+  q.recvs_posted++;
+  counters_.recvs_posted++;
+  return 0;
+}
+
+int Workload::post_sends(Qp& q) {
+  const TrafficSpec& t = sc_.traffic;
+  std::vector<ib_send_wr> wrs;
+  std::vector<ib_sge> sges;
+  wrs.reserve(t.batch);
+  sges.reserve(t.batch);
+  while (wrs.size() < t.batch && q.sends_posted < q.sends_total &&
+         q.sends_posted - q.sends_done < q.sq_depth) {
+    const uint64_t seq = q.sends_posted++;
+    const uint32_t slot = uint32_t(seq % q.sq_depth);
+    const uint32_t len = message_size(q, seq);
+    auto* buf = static_cast<uint8_t*>(q.send_buf.cpu) + uint64_t(slot) * q.slot_bytes;
+    fill_payload(buf, len, payload_key(sc_.seed, q.index, seq));
+    WrCtx& ctx = q.send_ctx[slot];
+    ctx = {{&Workload::on_send_done}, this, &q, next_wr_id_++, slot};
+
+    ib_send_wr wr;
+    wr.wr_cqe = &ctx.cqe;
+    sges.push_back({q.send_buf.iova + uint64_t(slot) * q.slot_bytes, len, 0});
+    wr.num_sge = 1;
+    wr.send_flags = IB_SEND_SIGNALED;
+    ExpectedCompletion send{ctx.wr_id, q.qp, q.qp->qp_num, IB_WC_SEND, len, false, 0};
+    ExpectedCompletion msg{0, q.peer->qp, q.peer->qp->qp_num, IB_WC_RECV, len, false, 0};
+    if (t.imm_every && seq % t.imm_every == t.imm_every - 1) {
+      msg.with_imm = true;
+      msg.imm_data = uint32_t(splitmix64(seq ^ sc_.seed));
+      wr.opcode = IB_WR_SEND_WITH_IMM;
+      wr.imm_data = __builtin_bswap32(msg.imm_data);  // htonl
+    }
+    if (t.solicited_every && seq % t.solicited_every == t.solicited_every - 1)
+      wr.send_flags |= IB_SEND_SOLICITED;
+    sb_.expect_send(q.index, q.peer->index, send, msg);
+    wrs.push_back(wr);
+  }
+  if (wrs.empty()) return 0;
+  for (size_t i = 0; i < wrs.size(); i++) {
+    wrs[i].sg_list = &sges[i];
+    wrs[i].next = i + 1 < wrs.size() ? &wrs[i + 1] : nullptr;
+  }
+  const ib_send_wr* bad = nullptr;
+  const int ret = dev_.post_send(q.qp, wrs.data(), &bad);
+  counters_.doorbells++;
+  if (ret) {
+    counters_.post_errors++;
+    sb_.record("post_send", false, "post_send failed, errno " + std::to_string(-ret));
+  }
+  counters_.sends_posted += wrs.size();
+  return int(wrs.size());
+}
+
+void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
+  counters_.completions++;
+  if (wc.status < counters_.by_status.size()) counters_.by_status[wc.status]++;
+  auto it = std::find_if(counters_.by_opcode.begin(), counters_.by_opcode.end(),
+                         [&](const auto& p) { return p.first == wc.opcode; });
+  if (it == counters_.by_opcode.end())
+    counters_.by_opcode.emplace_back(wc.opcode, 1);
+  else
+    it->second++;
+  log_.write(sim_.now_ps(), static_cast<const irdma::irdma_cq*>(cq)->cq_num, ctx.wr_id,
+             wc.qp ? wc.qp->qp_num : 0, wc);
+}
+
+void Workload::on_send_done(ib_cq* cq, ib_wc* wc) {
+  const WrCtx& ctx = *reinterpret_cast<WrCtx*>(wc->wr_cqe);
+  Workload& wl = *ctx.wl;
+  ib_wc copy = *wc;
+  copy.wr_id = ctx.wr_id;
+  wl.completed(cq, ctx, copy);
+  wl.sb_.check_send(ctx.qp->index, copy);
+  ctx.qp->sends_done++;
+}
+
+void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {
+  const WrCtx& ctx = *reinterpret_cast<WrCtx*>(wc->wr_cqe);
+  Workload& wl = *ctx.wl;
+  Qp& q = *ctx.qp;
+  ib_wc copy = *wc;
+  copy.wr_id = ctx.wr_id;
+  wl.completed(cq, ctx, copy);
+  const uint64_t seq = q.recvs_done++;
+  const uint32_t len = std::min(wc->byte_len, q.slot_bytes);
+  const auto* buf = static_cast<const uint8_t*>(q.recv_buf.cpu) + uint64_t(ctx.slot) * q.slot_bytes;
+  const bool payload_ok = wc->status != IB_WC_SUCCESS ||
+                          payload_equals(buf, len, payload_key(wl.sc_.seed, q.peer->index, seq));
+  wl.sb_.check_recv(q.index, copy, payload_ok);
+  if (q.recvs_posted < q.peer->sends_total) wl.post_recv(q);
+}
+
+bool Workload::finished() const {
+  return std::all_of(qps_.begin(), qps_.end(), [](const auto& q) {
+    return q->sends_done == q->sends_total && q->recvs_done == q->peer->sends_total;
+  });
+}
+
+void Workload::traffic() {
+  hal::Exec& exec = dev_.hw().exec;
+  uint64_t last_progress = exec.now_ns();
+  while (!finished()) {
+    int progress = 0;
+    for (auto& q : qps_) progress += post_sends(*q);
+    for (ib_cq* cq : cqs_) progress += ib_process_cq_direct(cq, IB_POLL_BUDGET_IRQ);
+    if (progress) {
+      last_progress = exec.now_ns();
+      continue;
+    }
+    if (exec.now_ns() - last_progress > kStallNs) {
+      sb_.record("no_stall", false,
+                 "no completion for " + std::to_string(kStallNs / 1000000) + " ms of simulated time");
+      return;
+    }
+    counters_.idle_polls++;
+    exec.cpu_relax();
+  }
+  sb_.record("no_stall", true, "traffic finished");
+}
+
+void Workload::teardown() {
+  uint64_t left = 0;
+  for (ib_cq* cq : cqs_) {
+    // Drain what is still there (after a stall), counting it.
+    auto* icq = static_cast<irdma::irdma_cq*>(cq);
+    while (irdma::irdma_uk_cq_has_cqe(&icq->sc_cq)) {
+      left++;
+      if (ib_process_cq_direct(cq, 1) == 0) break;
+    }
+  }
+  sb_.record("no_completion_left_in_rings", left == 0,
+             left ? std::to_string(left) + " CQE(s) were still in the rings" : "all rings drained");
+  uint64_t corrupt = 0;
+  for (ib_cq* cq : cqs_) corrupt += static_cast<irdma::irdma_cq*>(cq)->sc_cq.corrupt_cqes;
+  sb_.record("no_corrupt_cqes", corrupt == 0,
+             std::to_string(corrupt) + " CQE(s) named an unknown QP or WQE index");
+
+  bool clean = true;
+  for (auto it = qps_.rbegin(); it != qps_.rend(); ++it) {
+    Qp& q = **it;
+    if (q.qp && dev_.destroy_qp(q.qp)) clean = false;
+    if (q.cq && ib_cq_pool_put(q.cq, q.nr_cqe)) clean = false;
+    for (hal::DmaBuffer* b : {&q.send_buf, &q.recv_buf})
+      if (*b) dev_.hw().dma.free_coherent(*b);
+  }
+  const size_t pool_before = counters_.pool_cqs;
+  dev_.remove();
+  size_t pool_after = 0;
+  for (const auto& pool : dev_.cq_pools) pool_after += pool.size();
+  sb_.record("teardown_clean", clean && pool_after == 0,
+             "destroyed " + std::to_string(qps_.size()) + " QPs and " +
+                 std::to_string(pool_before) + " pool CQs; " + std::to_string(pool_after) +
+                 " pool CQ(s) left");
+}
+
+}  // namespace irdma_sim::system

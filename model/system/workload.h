@@ -1,0 +1,69 @@
+// The scenario's host-side program, run on host CPU 0 against the driver: takes CQs from
+// the pool, creates and connects loopback QP pairs, streams SENDs both ways with receives
+// replenished as they complete, polls, checks every completion, and tears down.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "driver/core/ib_device.h"
+#include "driver/irdma/irdma_device.h"
+#include "model/system/completion_log.h"
+#include "model/system/scenario.h"
+#include "model/system/scoreboard.h"
+
+namespace irdma_sim::system {
+
+class Simulation;
+
+struct WorkloadCounters {
+  uint64_t sends_posted = 0;
+  uint64_t recvs_posted = 0;
+  uint64_t completions = 0;
+  uint64_t doorbells = 0;
+  uint64_t post_errors = 0;
+  uint64_t idle_polls = 0;
+  uint64_t pool_cqs = 0;
+  std::vector<uint64_t> by_status = std::vector<uint64_t>(ibcore::IB_WC_GENERAL_ERR + 1);
+  std::vector<std::pair<uint32_t, uint64_t>> by_opcode;  // (opcode, count), first-seen order
+};
+
+class Workload {
+ public:
+  Workload(Simulation& sim, const Scenario& sc, Scoreboard& sb, CompletionLog& log);
+  ~Workload();
+
+  // The whole program; call on a host thread. Failures land in the scoreboard.
+  void run();
+  const WorkloadCounters& counters() const { return counters_; }
+
+ private:
+  struct Qp;
+  struct WrCtx;
+  static void on_send_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
+  static void on_recv_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
+
+  bool setup();
+  void traffic();
+  void teardown();
+  int post_sends(Qp& qp);
+  int post_recv(Qp& qp);
+  void completed(const ibcore::ib_cq* cq, const WrCtx& ctx, const ibcore::ib_wc& wc);
+  uint32_t message_size(const Qp& qp, uint64_t seq) const;
+  bool payload_matches(const Qp& receiver, const WrCtx& ctx, uint32_t len) const;
+  bool finished() const;
+
+  Simulation& sim_;
+  irdma::irdma_device& dev_;
+  const Scenario& sc_;
+  Scoreboard& sb_;
+  CompletionLog& log_;
+  std::vector<std::unique_ptr<Qp>> qps_;
+  std::vector<ibcore::ib_cq*> cqs_;  // distinct pool CQs, in the order they were got
+  uint64_t next_wr_id_ = 1;
+  WorkloadCounters counters_;
+};
+
+}  // namespace irdma_sim::system
