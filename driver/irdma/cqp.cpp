@@ -9,6 +9,9 @@ namespace {
 constexpr uint32_t kCcqSize = irdma_cqp::kSqSize + 1;
 constexpr uint32_t kCcqShadowReadThreshold = 16;
 constexpr uint64_t kStatusPollNs = 1'000;
+// Contexts the device echoes: opaque cookies rather than Linux's pointers (see uk.h).
+constexpr uint64_t kCqpContext = 0x4350'0000'0000'0000ull;  // "CP"
+constexpr uint64_t kCcqContext = 0x4343'0000'0000'0000ull;  // "CC", even
 
 uint32_t log2u(uint32_t v) {
   uint32_t l = 0;
@@ -36,7 +39,7 @@ int irdma_cqp::create(irdma_vers hw_rev) {
   // SQ size is encoded as log2(size) - 1 for the CQP.
   ctx[0] = FIELD_PREP(IRDMA_CQPHC_SQSIZE, log2u(kSqSize) - 1);
   ctx[1] = sq_.iova;
-  ctx[3] = reinterpret_cast<uint64_t>(this);  // echoed in every CCQ CQE
+  ctx[3] = kCqpContext;  // echoed in every CCQ CQE
   ctx[4] = FIELD_PREP(IRDMA_CQPHC_HW_MAJVER, hw_rev == IRDMA_GEN_1 ? 0 : hw_rev - 1);
   hal::dma_wmb();
   hw_.bar0.write32(IRDMA_CCQPHIGH, uint32_t(host_ctx_.iova >> 32));
@@ -58,7 +61,7 @@ int irdma_cqp::create_ccq() {
   const uint32_t old_tail = hw_.bar0.read32(IRDMA_CQPTAIL) & IRDMA_CQPTAIL_WQTAIL;
   const int64_t idx = post(IRDMA_CQP_OP_CREATE_CQ, [this](uint64_t* wqe) {
     wqe[0] = kCcqSize;
-    wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, reinterpret_cast<uint64_t>(&ccq_) >> 1);
+    wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, kCcqContext >> 1);
     wqe[2] = FIELD_PREP(IRDMA_CQPSQ_CQ_SHADOW_READ_THRESHOLD, kCcqShadowReadThreshold);
     wqe[4] = ccq_ring_.iova;
     wqe[5] = ccq_shadow_.iova;
@@ -123,7 +126,7 @@ int irdma_cqp::process_ccq() {
     if (FIELD_GET(IRDMA_CQ_VALID, qword3) != ccq_.polarity) break;
     hal::dma_rmb();
     const uint32_t idx = uint32_t(FIELD_GET(IRDMA_CQ_WQEIDX, qword3));
-    if (READ_ONCE(cqe[1]) == reinterpret_cast<uint64_t>(this) && idx < kSqSize &&
+    if (READ_ONCE(cqe[1]) == kCqpContext && idx < kSqSize &&
         slots_[idx].pending) {
       slot& s = slots_[idx];
       s.pending = false;

@@ -29,6 +29,7 @@ struct irdma_cq : ibcore::ib_cq {
   irdma_cq_uk sc_cq;
   hal::DmaBuffer ring, shadow;
   uint32_t cq_num = 0;
+  uint64_t ctx = 0;            // the CQ context the device echoes in CEQEs
   irdma_cq_poll_info cur_cqe;  // reused across polls, as the kernel does
   bool armed = false;
   irdma_cmpl_notify last_notify = IRDMA_CQ_COMPL_EVENT;
@@ -74,6 +75,7 @@ class irdma_device final : public ibcore::ib_device {
   irdma_cqp cqp_;
   std::vector<bool> cq_used_, qp_used_;
   uint32_t next_cq_ = 3, next_qp_ = 2;
+  uint64_t obj_generation_ = 0;  // makes every CQ and QP context cookie new
   std::vector<irdma_qp_uk*> qp_table_;  // CQEs are checked against it
 };
 

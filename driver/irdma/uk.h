@@ -65,6 +65,10 @@ struct irdma_qp_uk {
   bool sq_flush_complete = false;
   bool rq_flush_complete = false;
   void* back_qp = nullptr;      // the verbs-level QP
+  // What CQE qword1 carries for this QP. Linux hands the device a pointer; this driver
+  // hands it an opaque cookie (id and generation), which keeps runs reproducible and lets
+  // the poll path check a CQE's context without dereferencing it.
+  uint64_t compl_ctx = 0;
 };
 
 struct irdma_cq_poll_info {
@@ -94,7 +98,7 @@ struct irdma_cq_poll_info {
 };
 
 // The QPs a CQ's completions may name, indexed by QP id. The poll path checks a CQE's
-// context against it, so a corrupt CQE is skipped instead of dereferenced.
+// context against it, so a corrupt or stale CQE is skipped, never dereferenced.
 struct irdma_qp_table {
   irdma_qp_uk* const* qps = nullptr;
   uint32_t size = 0;

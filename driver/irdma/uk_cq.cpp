@@ -46,13 +46,11 @@ void read_ext(const uint64_t* ext, irdma_cq_poll_info* info) {
   }
 }
 
-// The QP a CQE names, or null when its context is null, unknown, or belongs to a QP being
-// destroyed.
+// The live QP a CQE names by id and context, or null.
 inline irdma_qp_uk* cqe_qp(const irdma_cq_uk* cq, uint64_t qword1, uint32_t qp_id) {
-  auto* qp = reinterpret_cast<irdma_qp_uk*>(qword1);
-  if (!qp) return nullptr;
-  if (qp_id >= cq->qp_table.size || cq->qp_table.qps[qp_id] != qp) return nullptr;
-  return qp;
+  if (!qword1 || qp_id >= cq->qp_table.size) return nullptr;
+  irdma_qp_uk* qp = cq->qp_table.qps[qp_id];
+  return qp && qp->compl_ctx == qword1 ? qp : nullptr;
 }
 
 }  // namespace

@@ -64,9 +64,12 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
   const uint32_t ceq_id = attr.comp_vector < caps_.num_ceqs ? attr.comp_vector : 0;
   const uint32_t threshold = std::min(entries / 2, IRDMA_MAX_CQ_READ_THRESH);
   irdma_cq* obj = cq.get();
+  // The CQ context comes back in CEQEs and AEQEs shifted right by one, as Linux's
+  // pointer does; an even cookie survives that.
+  obj->ctx = (++obj_generation_ << 32 | uint64_t(cq_num)) << 1;
   const int ret = cqp_.exec(IRDMA_CQP_OP_CREATE_CQ, [&](uint64_t* wqe) {
     wqe[0] = entries;
-    wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, reinterpret_cast<uint64_t>(&obj->sc_cq) >> 1);
+    wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, obj->ctx >> 1);
     wqe[2] = FIELD_PREP(IRDMA_CQPSQ_CQ_SHADOW_READ_THRESHOLD, threshold);
     wqe[4] = obj->ring.iova;
     wqe[5] = obj->shadow.iova;
@@ -87,7 +90,7 @@ int irdma_device::destroy_cq(ib_cq* ibcq) {
   auto* cq = static_cast<irdma_cq*>(ibcq);
   const int ret = cqp_.exec(IRDMA_CQP_OP_DESTROY_CQ, [&](uint64_t* wqe) {
     wqe[0] = cq->sc_cq.cq_size;
-    wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, reinterpret_cast<uint64_t>(&cq->sc_cq) >> 1);
+    wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, cq->ctx >> 1);
     wqe[5] = cq->shadow.iova;
     return uint64_t(cq->cq_num);
   });

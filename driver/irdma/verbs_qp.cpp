@@ -43,7 +43,7 @@ int irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num) {
   ctx[IRDMAQPC_CQNUM_QWORD] =
       FIELD_PREP(IRDMAQPC_TXCQNUM, static_cast<irdma_cq*>(qp->send_cq)->cq_num) |
       FIELD_PREP(IRDMAQPC_RXCQNUM, static_cast<irdma_cq*>(qp->recv_cq)->cq_num);
-  ctx[IRDMAQPC_QPCOMPCTX_QWORD] = reinterpret_cast<uint64_t>(&qp->qp_uk);
+  ctx[IRDMAQPC_QPCOMPCTX_QWORD] = q.compl_ctx;
   return 0;
 }
 
@@ -64,6 +64,7 @@ ErrPtr<irdma_qp> irdma_device::create_qp(const ib_qp_init_attr& attr) {
   q.qp_type = IRDMA_QP_TYPE_ROCE_RC;
   q.db = &hw_.bar0;
   q.back_qp = static_cast<ib_qp*>(qp.get());
+  q.compl_ctx = ++obj_generation_ << 32 | uint64_t(qp_num);
   qp->qp_num = uint32_t(qp_num);
   qp->qp_type = attr.qp_type;
   qp->send_cq = attr.send_cq;
