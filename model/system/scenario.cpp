@@ -56,6 +56,18 @@ void read_config(const YamlMap& m, SimConfig& cfg) {
 
 }  // namespace
 
+SimConfig parse_config(const std::string& yaml_text, const std::string& origin) {
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw ScenarioError(origin + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " + e.msg);
+  }
+  SimConfig cfg;
+  read_config(YamlMap(doc, origin, "config"), cfg);
+  return cfg;
+}
+
 Scenario load_scenario(const std::string& path) {
   Scenario sc;
   sc.file = path;

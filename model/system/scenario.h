@@ -42,5 +42,7 @@ struct Scenario {
 
 // Throws ScenarioError naming the file, the line and the key.
 Scenario load_scenario(const std::string& path);
+// A `config:` section given as YAML text; `origin` names it in errors.
+SimConfig parse_config(const std::string& yaml_text, const std::string& origin);
 
 }  // namespace irdma_sim::system

@@ -5,6 +5,7 @@
 
 #include "driver/core/cq.h"
 #include "driver/core/cq_pool.h"
+#include "model/system/buffered_qp.h"
 #include "model/system/simulation.h"
 
 namespace irdma_sim::system {
@@ -55,12 +56,9 @@ struct Workload::WrCtx {
 struct Workload::Qp {
   unsigned index = 0;
   Qp* peer = nullptr;
-  irdma::irdma_qp* qp = nullptr;
+  std::unique_ptr<BufferedQp> bq;
   ib_cq* cq = nullptr;
   uint32_t nr_cqe = 0;
-  uint32_t sq_depth = 0, rq_depth = 0;
-  uint32_t slot_bytes = 0;
-  hal::DmaBuffer send_buf, recv_buf;
   std::vector<WrCtx> send_ctx, recv_ctx;
   uint64_t sends_total = 0, sends_posted = 0, sends_done = 0;
   uint64_t recvs_posted = 0, recvs_done = 0;
@@ -98,9 +96,6 @@ bool Workload::setup() {
     for (int side = 0; side < 2; side++) {
       auto q = std::make_unique<Qp>();
       q->index = unsigned(qps_.size());
-      q->sq_depth = pair.sq_depth;
-      q->rq_depth = pair.rq_depth;
-      q->slot_bytes = slot_bytes;
       q->sends_total = sc_.traffic.sends_per_qp;
       q->nr_cqe = pair.sq_depth + pair.rq_depth;
       auto cq = ib_cq_pool_get(&dev_, q->nr_cqe, pair.cq_vector, sc_.poll_ctx);
@@ -110,24 +105,13 @@ bool Workload::setup() {
       }
       q->cq = cq.get();
       if (std::find(cqs_.begin(), cqs_.end(), q->cq) == cqs_.end()) cqs_.push_back(q->cq);
-      ib_qp_init_attr attr;
-      attr.send_cq = attr.recv_cq = q->cq;
-      attr.max_send_wr = pair.sq_depth;
-      attr.max_recv_wr = pair.rq_depth;
-      auto qp = dev_.create_qp(attr);
-      if (qp.is_err()) {
-        sb_.record("setup", false, pair.name + ": create_qp failed, errno " + std::to_string(-qp.err()));
-        ib_cq_pool_put(q->cq, q->nr_cqe);
-        return false;
-      }
-      q->qp = qp.get();
-      q->send_buf = dev_.hw().dma.alloc_coherent(uint64_t(pair.sq_depth) * slot_bytes, 64);
-      q->recv_buf = dev_.hw().dma.alloc_coherent(uint64_t(pair.rq_depth) * slot_bytes, 64);
+      int err = 0;
+      q->bq.reset(BufferedQp::create(dev_, q->cq, pair.sq_depth, pair.rq_depth, slot_bytes, err));
       q->send_ctx.resize(pair.sq_depth);
       q->recv_ctx.resize(pair.rq_depth);
       qps_.push_back(std::move(q));
-      if (!qps_.back()->send_buf || !qps_.back()->recv_buf) {
-        sb_.record("setup", false, pair.name + ": out of DMA memory for buffers");
+      if (err) {
+        sb_.record("setup", false, pair.name + ": creating a QP failed, errno " + std::to_string(-err));
         return false;
       }
     }
@@ -135,7 +119,7 @@ bool Workload::setup() {
     Qp& b = *qps_[qps_.size() - 1];
     a.peer = &b;
     b.peer = &a;
-    if (dev_.connect_qp(a.qp, b.qp->qp_num) || dev_.connect_qp(b.qp, a.qp->qp_num)) {
+    if (dev_.connect_qp(a.bq->qp(), b.bq->qp_num()) || dev_.connect_qp(b.bq->qp(), a.bq->qp_num())) {
       sb_.record("setup", false, pair.name + ": connecting the QP pair failed");
       return false;
     }
@@ -143,7 +127,7 @@ bool Workload::setup() {
   counters_.pool_cqs = 0;
   for (const auto& pool : dev_.cq_pools) counters_.pool_cqs += pool.size();
   for (auto& q : qps_) {
-    const uint64_t initial = std::min<uint64_t>(q->rq_depth, q->peer->sends_total);
+    const uint64_t initial = std::min<uint64_t>(q->bq->rq_depth(), q->peer->sends_total);
     for (uint64_t i = 0; i < initial; i++)
       if (post_recv(*q)) return false;
   }
@@ -154,15 +138,15 @@ bool Workload::setup() {
 }
 
 int Workload::post_recv(Qp& q) {
-  const uint32_t slot = uint32_t(q.recvs_posted % q.rq_depth);
+  const uint32_t slot = uint32_t(q.recvs_posted % q.bq->rq_depth());
   WrCtx& ctx = q.recv_ctx[slot];
   ctx = {{&Workload::on_recv_done}, this, &q, next_wr_id_++, slot};
-  ib_sge sge{q.recv_buf.iova + uint64_t(slot) * q.slot_bytes, q.slot_bytes, 0};
+  const ib_sge sge = q.bq->recv_sge(slot);
   ib_recv_wr wr;
   wr.wr_cqe = &ctx.cqe;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  const int ret = dev_.post_recv(q.qp, &wr, nullptr);
+  const int ret = dev_.post_recv(q.bq->qp(), &wr, nullptr);
   if (ret) {
     counters_.post_errors++;
     sb_.record("post_recv", false, "post_recv failed, errno " + std::to_string(-ret));
@@ -180,23 +164,24 @@ int Workload::post_sends(Qp& q) {
   std::vector<ib_sge> sges;
   wrs.reserve(t.batch);
   sges.reserve(t.batch);
+  const BufferedQp& bq = *q.bq;
   while (wrs.size() < t.batch && q.sends_posted < q.sends_total &&
-         q.sends_posted - q.sends_done < q.sq_depth) {
+         q.sends_posted - q.sends_done < bq.sq_depth()) {
     const uint64_t seq = q.sends_posted++;
-    const uint32_t slot = uint32_t(seq % q.sq_depth);
+    const uint32_t slot = uint32_t(seq % bq.sq_depth());
     const uint32_t len = message_size(q, seq);
-    auto* buf = static_cast<uint8_t*>(q.send_buf.cpu) + uint64_t(slot) * q.slot_bytes;
-    fill_payload(buf, len, payload_key(sc_.seed, q.index, seq));
+    fill_payload(bq.send_slot(slot), len, payload_key(sc_.seed, q.index, seq));
     WrCtx& ctx = q.send_ctx[slot];
     ctx = {{&Workload::on_send_done}, this, &q, next_wr_id_++, slot};
 
     ib_send_wr wr;
     wr.wr_cqe = &ctx.cqe;
-    sges.push_back({q.send_buf.iova + uint64_t(slot) * q.slot_bytes, len, 0});
+    sges.push_back(bq.send_sge(slot, len));
     wr.num_sge = 1;
     wr.send_flags = IB_SEND_SIGNALED;
-    ExpectedCompletion send{ctx.wr_id, q.qp, q.qp->qp_num, IB_WC_SEND, len, false, 0};
-    ExpectedCompletion msg{0, q.peer->qp, q.peer->qp->qp_num, IB_WC_RECV, len, false, 0};
+    const BufferedQp& peer = *q.peer->bq;
+    ExpectedCompletion send{ctx.wr_id, bq.qp(), bq.qp_num(), IB_WC_SEND, len, false, 0};
+    ExpectedCompletion msg{0, peer.qp(), peer.qp_num(), IB_WC_RECV, len, false, 0};
     if (t.imm_every && seq % t.imm_every == t.imm_every - 1) {
       msg.with_imm = true;
       msg.imm_data = uint32_t(splitmix64(seq ^ sc_.seed));
@@ -214,7 +199,7 @@ int Workload::post_sends(Qp& q) {
     wrs[i].next = i + 1 < wrs.size() ? &wrs[i + 1] : nullptr;
   }
   const ib_send_wr* bad = nullptr;
-  const int ret = dev_.post_send(q.qp, wrs.data(), &bad);
+  const int ret = dev_.post_send(bq.qp(), wrs.data(), &bad);
   counters_.doorbells++;
   if (ret) {
     counters_.post_errors++;
@@ -255,10 +240,10 @@ void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {
   copy.wr_id = ctx.wr_id;
   wl.completed(cq, ctx, copy);
   const uint64_t seq = q.recvs_done++;
-  const uint32_t len = std::min(wc->byte_len, q.slot_bytes);
-  const auto* buf = static_cast<const uint8_t*>(q.recv_buf.cpu) + uint64_t(ctx.slot) * q.slot_bytes;
-  const bool payload_ok = wc->status != IB_WC_SUCCESS ||
-                          payload_equals(buf, len, payload_key(wl.sc_.seed, q.peer->index, seq));
+  const uint32_t len = std::min(wc->byte_len, q.bq->slot_bytes());
+  const bool payload_ok =
+      wc->status != IB_WC_SUCCESS ||
+      payload_equals(q.bq->recv_slot(ctx.slot), len, payload_key(wl.sc_.seed, q.peer->index, seq));
   wl.sb_.check_recv(q.index, copy, payload_ok);
   if (q.recvs_posted < q.peer->sends_total) wl.post_recv(q);
 }
@@ -311,10 +296,9 @@ void Workload::teardown() {
   bool clean = true;
   for (auto it = qps_.rbegin(); it != qps_.rend(); ++it) {
     Qp& q = **it;
-    if (q.qp && dev_.destroy_qp(q.qp)) clean = false;
+    if (q.bq && q.bq->destroy()) clean = false;
+    q.bq.reset();
     if (q.cq && ib_cq_pool_put(q.cq, q.nr_cqe)) clean = false;
-    for (hal::DmaBuffer* b : {&q.send_buf, &q.recv_buf})
-      if (*b) dev_.hw().dma.free_coherent(*b);
   }
   const size_t pool_before = counters_.pool_cqs;
   dev_.remove();

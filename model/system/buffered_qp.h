@@ -1,0 +1,43 @@
+// A loopback QP together with its message buffers: one DMA slot per SQ entry and per RQ
+// entry, so a work request's data stays put until it completes.
+#pragma once
+
+#include <cstdint>
+
+#include "driver/core/ib_qp.h"
+#include "driver/irdma/irdma_device.h"
+
+namespace irdma_sim::system {
+
+class BufferedQp {
+ public:
+  // Creates the QP on `cq` (send and receive) and its buffers; returns a negative errno
+  // through `err` on failure, leaving nothing allocated.
+  static BufferedQp* create(irdma::irdma_device& dev, ibcore::ib_cq* cq, uint32_t sq_depth,
+                            uint32_t rq_depth, uint32_t slot_bytes, int& err);
+  // Destroys the QP through the CQP and frees the buffers; returns the destroy's errno.
+  int destroy();
+  ~BufferedQp();
+
+  irdma::irdma_qp* qp() const { return qp_; }
+  ibcore::ib_cq* cq() const { return cq_; }
+  uint32_t qp_num() const { return qp_->qp_num; }
+  uint32_t sq_depth() const { return sq_depth_; }
+  uint32_t rq_depth() const { return rq_depth_; }
+  uint32_t slot_bytes() const { return slot_bytes_; }
+
+  uint8_t* send_slot(uint32_t slot) const;
+  const uint8_t* recv_slot(uint32_t slot) const;
+  ibcore::ib_sge send_sge(uint32_t slot, uint32_t len) const;
+  ibcore::ib_sge recv_sge(uint32_t slot) const;
+
+ private:
+  BufferedQp(irdma::irdma_device& dev, ibcore::ib_cq* cq) : dev_(dev), cq_(cq) {}
+  irdma::irdma_device& dev_;
+  ibcore::ib_cq* cq_;
+  irdma::irdma_qp* qp_ = nullptr;
+  uint32_t sq_depth_ = 0, rq_depth_ = 0, slot_bytes_ = 0;
+  hal::DmaBuffer send_buf_, recv_buf_;
+};
+
+}  // namespace irdma_sim::system

@@ -1,0 +1,187 @@
+#include "model/system/host_session.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "driver/core/cq.h"
+#include "driver/core/cq_pool.h"
+#include "model/system/simulation.h"
+
+namespace irdma_sim::system {
+
+using namespace ibcore;
+
+namespace {
+
+void check(int ret, const std::string& what) {
+  if (ret < 0) throw VerbsError(what + " failed: errno " + std::to_string(-ret), -ret);
+}
+
+}  // namespace
+
+HostSession::HostSession(const SimConfig& cfg, const std::string& trace_path)
+    : sim_(std::make_unique<Simulation>(cfg, trace_path)) {}
+
+HostSession::~HostSession() = default;
+
+HostSession::Qp& HostSession::qp(uint32_t qp_num) {
+  auto it = qps_.find(qp_num);
+  if (it == qps_.end()) throw VerbsError("no QP " + std::to_string(qp_num), EINVAL);
+  return it->second;
+}
+
+ib_cq* HostSession::cq(uint32_t cq_num) {
+  auto it = cqs_.find(cq_num);
+  if (it == cqs_.end()) throw VerbsError("no pool CQ " + std::to_string(cq_num) + " taken", EINVAL);
+  return it->second;
+}
+
+uint32_t HostSession::pool_get(unsigned nr_cqe, int comp_vector, ib_poll_context ctx) {
+  ErrPtr<ib_cq> got = ErrPtr<ib_cq>::error(-EINVAL);
+  sim_->run_on_host([&] { got = ib_cq_pool_get(&sim_->driver(), nr_cqe, comp_vector, ctx); });
+  check(got.is_err() ? got.err() : 0, "ib_cq_pool_get");
+  const uint32_t num = static_cast<irdma::irdma_cq*>(got.get())->cq_num;
+  cqs_[num] = got.get();
+  return num;
+}
+
+void HostSession::pool_put(uint32_t cq_num, unsigned nr_cqe) {
+  check(ib_cq_pool_put(cq(cq_num), nr_cqe), "ib_cq_pool_put");
+}
+
+void HostSession::set_pool_policy(cq_pool_policy policy) { sim_->driver().pool_policy = policy; }
+
+std::pair<uint32_t, uint32_t> HostSession::create_qp_pair(uint32_t cq_a, uint32_t cq_b,
+                                                          uint32_t sq_depth, uint32_t rq_depth,
+                                                          uint32_t max_msg_bytes) {
+  ib_cq* cqs[2] = {cq(cq_a), cq(cq_b)};
+  std::unique_ptr<BufferedQp> made[2];
+  int err = 0;
+  const uint32_t slot = std::max(64u, (max_msg_bytes + 63) & ~63u);
+  sim_->run_on_host([&] {
+    for (int i = 0; i < 2 && !err; i++)
+      made[i].reset(BufferedQp::create(sim_->driver(), cqs[i], sq_depth, rq_depth, slot, err));
+    if (!err) err = sim_->driver().connect_qp(made[0]->qp(), made[1]->qp_num());
+    if (!err) err = sim_->driver().connect_qp(made[1]->qp(), made[0]->qp_num());
+    if (err)
+      for (auto& m : made)
+        if (m) m->destroy();
+  });
+  check(err, "creating a QP pair");
+  const std::pair<uint32_t, uint32_t> nums{made[0]->qp_num(), made[1]->qp_num()};
+  qps_[nums.first].bq = std::move(made[0]);
+  qps_[nums.second].bq = std::move(made[1]);
+  return nums;
+}
+
+void HostSession::destroy_qp(uint32_t qp_num) {
+  Qp& q = qp(qp_num);
+  int ret = 0;
+  sim_->run_on_host([&] { ret = q.bq->destroy(); });
+  check(ret, "destroy_qp");
+  qps_.erase(qp_num);
+}
+
+uint64_t HostSession::post_send(uint32_t qp_num, const std::string& data,
+                                std::optional<uint32_t> imm, bool signaled, bool solicited) {
+  Qp& q = qp(qp_num);
+  BufferedQp& bq = *q.bq;
+  if (data.size() > bq.slot_bytes())
+    throw VerbsError("message of " + std::to_string(data.size()) + " bytes exceeds the QP's " +
+                         std::to_string(bq.slot_bytes()) + "-byte buffers", EINVAL);
+  const uint32_t slot = uint32_t(q.sends++ % bq.sq_depth());
+  std::memcpy(bq.send_slot(slot), data.data(), data.size());
+  const ib_sge sge = bq.send_sge(slot, uint32_t(data.size()));
+  ib_send_wr wr;
+  wr.wr_id = next_wr_id_++;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.send_flags = (signaled ? IB_SEND_SIGNALED : 0) | (solicited ? IB_SEND_SOLICITED : 0);
+  if (imm) {
+    wr.opcode = IB_WR_SEND_WITH_IMM;
+    wr.imm_data = __builtin_bswap32(*imm);
+  }
+  int ret = 0;
+  sim_->run_on_host([&] { ret = sim_->driver().post_send(bq.qp(), &wr, nullptr); });
+  check(ret, "post_send");
+  return wr.wr_id;
+}
+
+uint64_t HostSession::post_recv(uint32_t qp_num) {
+  Qp& q = qp(qp_num);
+  const uint32_t slot = uint32_t(q.recvs++ % q.bq->rq_depth());
+  const ib_sge sge = q.bq->recv_sge(slot);
+  ib_recv_wr wr;
+  wr.wr_id = next_wr_id_++;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  int ret = 0;
+  sim_->run_on_host([&] { ret = sim_->driver().post_recv(q.bq->qp(), &wr, nullptr); });
+  check(ret, "post_recv");
+  q.recv_slot_of[wr.wr_id] = slot;
+  return wr.wr_id;
+}
+
+std::vector<PolledCompletion> HostSession::poll(uint32_t cq_num, int max_entries) {
+  ib_cq* c = cq(cq_num);
+  std::vector<ib_wc> wcs(size_t(std::max(max_entries, 0)));
+  int n = 0;
+  sim_->run_on_host([&] { n = ib_poll_cq(c, int(wcs.size()), wcs.data()); });
+  check(n, "ib_poll_cq");
+  std::vector<PolledCompletion> out;
+  for (int i = 0; i < n; i++) {
+    PolledCompletion pc{wcs[i].wr_id, cq_num, wcs[i].qp ? wcs[i].qp->qp_num : 0, wcs[i], {}};
+    if (wcs[i].opcode & IB_WC_RECV) {
+      Qp& q = qp(pc.qp_num);
+      auto slot = q.recv_slot_of.find(pc.wr_id);
+      if (slot != q.recv_slot_of.end()) {
+        if (wcs[i].status == IB_WC_SUCCESS)
+          pc.data.assign(reinterpret_cast<const char*>(q.bq->recv_slot(slot->second)),
+                         std::min(wcs[i].byte_len, q.bq->slot_bytes()));
+        q.recv_slot_of.erase(slot);
+      }
+    }
+    out.push_back(std::move(pc));
+  }
+  return out;
+}
+
+void HostSession::run_for_ns(uint64_t ns) {
+  sim_->run_on_host([&] { sim_->driver().hw().exec.delay_ns(ns); });
+}
+
+uint64_t HostSession::now_ps() const { return sim_->now_ps(); }
+
+std::map<std::string, uint64_t> HostSession::counters() const {
+  const auto& dev = sim_->device();
+  const auto& cq = dev.cq_engine().counters();
+  const auto& qp = dev.qp_engine().counters();
+  return {{"cqes_written", cq.cqes_written - cq.ccq_cqes},
+          {"extended_cqes", cq.extended_cqes},
+          {"ccq_cqes", cq.ccq_cqes},
+          {"sends", qp.sends},
+          {"bytes_moved", qp.bytes_moved},
+          {"rnr_stalls", qp.rnr_stalls},
+          {"wqe_errors", qp.wqe_errors},
+          {"cqp_commands", dev.cqp_engine().counters().commands},
+          {"mmio_writes", dev.counters().mmio_writes},
+          {"mmio_reads", dev.counters().mmio_reads},
+          {"dma_errors", dev.dma_errors() + sim_->link().dma_errors()},
+          {"sim_time_ps", sim_->now_ps()}};
+}
+
+void HostSession::shutdown() {
+  if (down_) return;
+  sim_->run_on_host([&] {
+    for (auto& [num, q] : qps_) q.bq->destroy();
+    for (auto& [num, c] : cqs_) ib_cq_pool_put(c, c->cqe_used);
+    sim_->driver().remove();
+  });
+  qps_.clear();
+  cqs_.clear();
+  sim_->close_trace();
+  down_ = true;
+}
+
+}  // namespace irdma_sim::system

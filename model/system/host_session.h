@@ -1,0 +1,80 @@
+// Step-by-step driving of a simulated system, for scripts and notebooks: take CQs from
+// the pool, make loopback QP pairs, post, poll, read counters. Every call runs the driver
+// on host CPU 0 and simulates until the call returns.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "driver/core/ib_verbs.h"
+#include "model/system/buffered_qp.h"
+#include "model/system/sim_config.h"
+
+namespace irdma_sim::system {
+
+class Simulation;
+
+// Raised for driver and pool errors, with Linux's errno.
+class VerbsError : public std::runtime_error {
+ public:
+  VerbsError(const std::string& what, int err) : std::runtime_error(what), err_(err) {}
+  int err() const { return err_; }
+
+ private:
+  int err_;
+};
+
+struct PolledCompletion {
+  uint64_t wr_id;
+  uint32_t cq;
+  uint32_t qp_num;
+  ibcore::ib_wc wc;
+  std::string data;  // a successful receive's bytes
+};
+
+class HostSession {
+ public:
+  explicit HostSession(const SimConfig& cfg, const std::string& trace_path = "");
+  ~HostSession();
+
+  // Returns the CQ's number; throws VerbsError.
+  uint32_t pool_get(unsigned nr_cqe, int comp_vector, ibcore::ib_poll_context ctx);
+  void pool_put(uint32_t cq, unsigned nr_cqe);
+  void set_pool_policy(ibcore::cq_pool_policy policy);
+  // Two connected RC QPs on CQs `cq_a` and `cq_b`; returns their QP numbers.
+  std::pair<uint32_t, uint32_t> create_qp_pair(uint32_t cq_a, uint32_t cq_b, uint32_t sq_depth,
+                                               uint32_t rq_depth, uint32_t max_msg_bytes);
+  void destroy_qp(uint32_t qp);
+  // Returns the work request's id.
+  uint64_t post_send(uint32_t qp, const std::string& data, std::optional<uint32_t> imm,
+                     bool signaled, bool solicited);
+  uint64_t post_recv(uint32_t qp);
+  std::vector<PolledCompletion> poll(uint32_t cq, int max_entries);
+  // Lets simulated time pass (the device works meanwhile).
+  void run_for_ns(uint64_t ns);
+  uint64_t now_ps() const;
+  std::map<std::string, uint64_t> counters() const;
+  // Frees every QP and pool CQ and stops the driver; the session is unusable after.
+  void shutdown();
+
+ private:
+  struct Qp {
+    std::unique_ptr<BufferedQp> bq;
+    uint64_t sends = 0, recvs = 0;
+    std::map<uint64_t, uint32_t> recv_slot_of;  // wr_id -> slot
+  };
+  Qp& qp(uint32_t qp_num);
+  ibcore::ib_cq* cq(uint32_t cq_num);
+
+  std::unique_ptr<Simulation> sim_;
+  std::map<uint32_t, ibcore::ib_cq*> cqs_;
+  std::map<uint32_t, Qp> qps_;
+  uint64_t next_wr_id_ = 1;
+  bool down_ = false;
+};
+
+}  // namespace irdma_sim::system

@@ -1,0 +1,128 @@
+// The _irdma_sim extension: the C++ system's public API for Python. No simulation logic
+// lives here, only conversions.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <systemc>
+
+#include "driver/core/ib_device.h"
+#include "model/system/host_session.h"
+#include "model/system/run_scenario.h"
+#include "model/system/scenario.h"
+#include "model/system/yaml_reader.h"
+
+namespace py = pybind11;
+using namespace irdma_sim::system;
+
+// libsystemc.so refers to sc_main; Python loads it with RTLD_NOW, so the module defines one.
+extern "C" __attribute__((visibility("default"))) int sc_main(int, char**) { return 0; }
+
+namespace {
+
+ibcore::ib_poll_context poll_ctx_of(const std::string& name) {
+  if (name == "softirq") return ibcore::IB_POLL_SOFTIRQ;
+  if (name == "workqueue") return ibcore::IB_POLL_WORKQUEUE;
+  if (name == "unbound_workqueue") return ibcore::IB_POLL_UNBOUND_WORKQUEUE;
+  if (name == "direct") return ibcore::IB_POLL_DIRECT;
+  throw py::value_error("poll_ctx must be softirq, workqueue, unbound_workqueue or direct");
+}
+
+py::dict wc_dict(const PolledCompletion& c) {
+  const ibcore::ib_wc& wc = c.wc;
+  py::dict d;
+  d["cq"] = c.cq;
+  d["wr_id"] = c.wr_id;
+  d["status"] = uint32_t(wc.status);
+  d["opcode"] = uint32_t(wc.opcode);
+  d["vendor_err"] = wc.vendor_err;
+  d["byte_len"] = wc.byte_len;
+  d["qp_num"] = c.qp_num;
+  d["src_qp"] = wc.src_qp;
+  d["wc_flags"] = wc.wc_flags;
+  d["imm_data"] = (wc.wc_flags & ibcore::IB_WC_WITH_IMM) ? __builtin_bswap32(wc.ex.imm_data) : 0u;
+  d["invalidate_rkey"] = (wc.wc_flags & ibcore::IB_WC_WITH_INVALIDATE) ? wc.ex.invalidate_rkey : 0u;
+  d["slid"] = wc.slid;
+  d["sl"] = wc.sl;
+  d["pkey_index"] = wc.pkey_index;
+  d["vlan_id"] = wc.vlan_id;
+  d["network_hdr_type"] = wc.network_hdr_type;
+  d["data"] = py::bytes(c.data);
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_irdma_sim, m) {
+  m.doc() = "irdma-sim: a SystemC model of the irdma CQ engine with its driver";
+  py::register_exception<ScenarioError>(m, "ScenarioError", PyExc_ValueError);
+  // An OSError subclass built as OSError(errno, message), so .errno holds Linux's errno.
+  static py::exception<VerbsError> verbs_error(m, "VerbsError", PyExc_OSError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const VerbsError& e) {
+      py::object type = py::reinterpret_borrow<py::object>(verbs_error.ptr());
+      py::object err = type(e.err(), e.what());
+      PyErr_SetObject(verbs_error.ptr(), err.ptr());
+    }
+  });
+
+  m.def("check_scenario", [](const std::string& path) {
+        const Scenario sc = load_scenario(path);
+        py::dict d;
+        d["name"] = sc.name;
+        d["description"] = sc.description;
+        d["seed"] = sc.seed;
+        d["qp_pairs"] = sc.pairs.size();
+        return d;
+      },
+      py::arg("path"), "Loads a scenario and returns its summary; raises ScenarioError.");
+
+  m.def("run_scenario",
+        [](const std::string& path, const std::string& out, std::optional<uint64_t> seed, bool trace) {
+          RunResult r;
+          {
+            py::gil_scoped_release unlocked;
+            r = run_scenario(path, out, seed, trace);
+          }
+          return py::make_tuple(r.passed, r.report_path);
+        },
+        py::arg("path"), py::arg("out"), py::arg("seed") = py::none(), py::arg("trace") = true,
+        "Runs a scenario in this process (once per process: SystemC elaborates once).");
+
+  py::class_<HostSession>(m, "Session")
+      .def(py::init([](const std::string& config_yaml, const std::string& trace_path) {
+             return std::make_unique<HostSession>(parse_config(config_yaml, "<config>"), trace_path);
+           }),
+           py::arg("config_yaml") = "", py::arg("trace_path") = "")
+      .def("pool_get",
+           [](HostSession& s, unsigned nr, int vector, const std::string& ctx) {
+             return s.pool_get(nr, vector, poll_ctx_of(ctx));
+           },
+           py::arg("nr_cqe"), py::arg("comp_vector") = -1, py::arg("poll_ctx") = "softirq")
+      .def("pool_put", &HostSession::pool_put, py::arg("cq"), py::arg("nr_cqe"))
+      .def("set_pool_policy",
+           [](HostSession& s, const std::string& p) {
+             if (p != "least_used" && p != "kernel_first_fit")
+               throw py::value_error("policy must be least_used or kernel_first_fit");
+             s.set_pool_policy(p == "least_used" ? ibcore::cq_pool_policy::least_used
+                                                 : ibcore::cq_pool_policy::kernel_first_fit);
+           })
+      .def("create_qp_pair", &HostSession::create_qp_pair, py::arg("cq_a"), py::arg("cq_b"),
+           py::arg("sq_depth") = 64, py::arg("rq_depth") = 64, py::arg("max_msg_bytes") = 4096)
+      .def("destroy_qp", &HostSession::destroy_qp)
+      .def("post_send", &HostSession::post_send, py::arg("qp"), py::arg("data"),
+           py::arg("imm") = py::none(), py::arg("signaled") = true, py::arg("solicited") = false)
+      .def("post_recv", &HostSession::post_recv, py::arg("qp"))
+      .def("poll",
+           [](HostSession& s, uint32_t cq, int max_entries) {
+             py::list out;
+             for (const auto& c : s.poll(cq, max_entries)) out.append(wc_dict(c));
+             return out;
+           },
+           py::arg("cq"), py::arg("max_entries") = 16)
+      .def("run_for_ns", &HostSession::run_for_ns)
+      .def_property_readonly("now_ps", &HostSession::now_ps)
+      .def("counters", &HostSession::counters)
+      .def("shutdown", &HostSession::shutdown);
+}

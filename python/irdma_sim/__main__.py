@@ -1,0 +1,5 @@
+import sys
+
+from irdma_sim.cli import main
+
+sys.exit(main())
