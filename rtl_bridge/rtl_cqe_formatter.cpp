@@ -1,5 +1,6 @@
-// Verilator headers first: verilated.h misbehaves if anything has pulled in SystemC before
-// it (toolchain.md §3, header order), so they precede even this file's own header.
+// Verilator headers first, even before this file's own header: verilated.h breaks in a
+// --cc build if anything included SystemC before it (it then calls an undeclared
+// sc_time_stamp()), and this file must stay valid whatever the project headers include.
 #include <verilated.h>
 #include <verilated_vcd_c.h>
 
@@ -30,8 +31,7 @@ struct RtlCqeFormatter::Model {
     top.rst_n = 0;
     top.in_valid = 0;
     top.out_ready = 0;
-    top.eval();
-    edge();
+    edge();  // synchronous reset
     top.rst_n = 1;
   }
 
@@ -40,11 +40,12 @@ struct RtlCqeFormatter::Model {
     top.final();
   }
 
-  // One clock period: rising edge, then falling edge.
+  // One clock period. The falling half comes first so that inputs driven since the last
+  // edge settle (and show in a trace) before the rising edge samples them.
   void edge() {
-    top.clk = 1;
-    settle();
     top.clk = 0;
+    settle();
+    top.clk = 1;
     settle();
   }
 
@@ -106,11 +107,13 @@ struct RtlCqeFormatter::Model {
       const bool in_fire = offering && top.in_ready;
       const bool out_fire = top.out_valid && top.out_ready;
       if (out_fire) out[received++] = output();
-      // A ready consumer with work pending must see progress within the pipeline depth;
-      // a broken RTL must not hang the simulation.
-      const bool work_pending = offering || sent > received;
-      const bool stuck = top.out_ready && work_pending && !in_fire && !out_fire;
-      stuck_cycles = stuck ? stuck_cycles + 1 : 0;
+      // With work pending, a ready consumer must see progress within the pipeline depth;
+      // cycles it spends stalling do not count. A broken RTL must not hang the simulation.
+      if (in_fire || out_fire) {
+        stuck_cycles = 0;
+      } else if (top.out_ready && (offering || sent > received)) {
+        ++stuck_cycles;
+      }
       if (stuck_cycles > kStallLimitCycles) {
         throw std::runtime_error("RtlCqeFormatter: pipeline made no progress for " +
                                  std::to_string(stuck_cycles) + " cycles");

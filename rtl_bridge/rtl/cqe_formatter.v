@@ -76,7 +76,7 @@ module cqe_formatter (
   // output stalls, so the output register never waits on an empty skid.
   assign in_ready = !skid_valid;
   wire in_fire  = in_valid && in_ready;
-  wire out_free = 1'b1;  // output register may load this cycle
+  wire out_free = !out_valid || out_ready;  // output register may load this cycle
 
   always @(posedge clk) begin
     if (!rst_n) begin

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -174,6 +176,23 @@ TEST(RtlCqeFormatter, BackpressureLosesAndReordersNothing) {
   EXPECT_EQ(rtl.format_main(last.fields, last.polarity),
             TlmCqeFormatter().format_main(last.fields, last.polarity));
   EXPECT_EQ(rtl.last_latency_cycles(), 2u);
+}
+
+TEST(RtlCqeFormatter, VcdTraceRecordsThePorts) {
+  const std::string path = ::testing::TempDir() + "rtl_cqe_formatter_test.vcd";
+  const Request r = random_requests(1, 5).front();
+  {
+    RtlCqeFormatter rtl;
+    rtl.enable_vcd(path);
+    EXPECT_EQ(rtl.format_main(r.fields, r.polarity),
+              TlmCqeFormatter().format_main(r.fields, r.polarity));
+  }
+  std::ifstream vcd(path);
+  const std::string text((std::istreambuf_iterator<char>(vcd)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("$enddefinitions"), std::string::npos);
+  EXPECT_NE(text.find(" out_valid "), std::string::npos);
+  EXPECT_NE(text.find("#3"), std::string::npos);  // both cycles were dumped
+  std::remove(path.c_str());
 }
 
 // Golden vectors packed by hand from irdma spec C.3/C.4, checked on both formatters.
