@@ -21,7 +21,8 @@ uint32_t log2u(uint32_t v) {
 
 }  // namespace
 
-irdma_cqp::~irdma_cqp() { destroy(); }
+// Teardown without a device to talk to (it may be gone): only the memory is released.
+irdma_cqp::~irdma_cqp() { free_memory(); }
 
 int irdma_cqp::create(irdma_vers hw_rev) {
   sq_ = hw_.dma.alloc_coherent(kSqSize * IRDMA_CQP_WQE_SIZE_BYTES, 0x200);
@@ -29,7 +30,7 @@ int irdma_cqp::create(irdma_vers hw_rev) {
   ccq_ring_ = hw_.dma.alloc_coherent(kCcqSize * IRDMA_CQE_SIZE_BYTES, 256);
   ccq_shadow_ = hw_.dma.alloc_coherent(IRDMA_SHADOW_AREA_SIZE_BYTES, 64);
   if (!sq_ || !host_ctx_ || !ccq_ring_ || !ccq_shadow_) {
-    destroy();
+    free_memory();
     return -ENOMEM;
   }
   sq_ring_ = {0, 0, kSqSize};
@@ -93,6 +94,10 @@ void irdma_cqp::destroy() {
     hw_.bar0.write32(IRDMA_CCQPHIGH, 0);
     hw_.bar0.write32(IRDMA_CCQPLOW, 0);
   }
+  free_memory();
+}
+
+void irdma_cqp::free_memory() {
   for (hal::DmaBuffer* b : {&sq_, &host_ctx_, &ccq_ring_, &ccq_shadow_}) {
     if (*b) hw_.dma.free_coherent(*b);
     *b = {};

@@ -29,6 +29,7 @@ class irdma_cqp {
   // Hands the CQP to the device, then creates the CCQ (CQ 0) through it, completing that
   // one command by watching CQPTAIL. Returns 0, -ENOMEM, -EOPNOTSUPP, -ETIMEDOUT or -EIO.
   int create(irdma_vers hw_rev);
+  // Tells the device the CQP is gone, then frees its memory.
   void destroy();
 
   // Posts one command and waits for its CCQ completion. `fill` writes the WQE's qwords
@@ -43,6 +44,7 @@ class irdma_cqp {
   // Consumes every CCQ CQE there is; returns how many.
   int process_ccq();
   int create_ccq();
+  void free_memory();
 
   hal::Platform& hw_;
   hal::DmaBuffer sq_, host_ctx_, ccq_ring_, ccq_shadow_;

@@ -105,9 +105,13 @@ int irdma_device::destroy_cq(ib_cq* ibcq) {
 
 int irdma_device::poll_cq(ib_cq* ibcq, int num_entries, ib_wc* wc) {
   auto* cq = static_cast<irdma_cq*>(ibcq);
+  return irdma_poll_ring(&cq->sc_cq, &cq->cur_cqe, num_entries, wc);
+}
+
+int irdma_poll_ring(irdma_cq_uk* ukcq, irdma_cq_poll_info* info, int num_entries, ib_wc* wc) {
   int npolled = 0;
   while (npolled < num_entries) {
-    const int ret = irdma_poll_one(&cq->sc_cq, &cq->cur_cqe, &wc[npolled]);
+    const int ret = irdma_poll_one(ukcq, info, &wc[npolled]);
     if (ret == 0) {
       npolled++;
     } else if (ret == -ENOENT) {

@@ -36,6 +36,7 @@ class Simulation {
 
   irdma::irdma_device& driver() { return *driver_; }
   const device::IrdmaDevice& device() const { return *device_; }
+  device::IrdmaDevice& device() { return *device_; }
   platform::HostMemory& memory() { return *memory_; }
   const platform::PcieLink& link() const { return *link_; }
   const platform::SimExec& exec() const { return exec_; }

@@ -1,0 +1,39 @@
+# The two commands (README): `make run` and `make test`. Both install the Debian packages
+# that are missing, configure and build Release, then run.
+#   make run [SCENARIO=scenarios/x.yaml] [OUT=out/x] [SEED=n]
+#   make test
+BUILD    ?= build
+SCENARIO ?= scenarios/smoke.yaml
+OUT      ?= out/$(basename $(notdir $(SCENARIO)))
+SEED     ?=
+
+DEBIAN_PACKAGES := cmake ninja-build g++ pkg-config libsystemc-dev verilator libgtest-dev \
+  libbenchmark-dev pybind11-dev python3-dev python3-pytest python3-yaml libyaml-cpp-dev
+
+.PHONY: run test bench deps build clean
+
+run: build
+	SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 $(BUILD)/bin/irdma-sim run $(SCENARIO) --out $(OUT) $(if $(SEED),--seed $(SEED))
+
+test: build
+	cd $(BUILD) && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ctest --output-on-failure -j 2
+
+bench: build
+	$(BUILD)/tests/irdma_bench --benchmark_min_time=1
+
+build: deps
+	cmake --preset release -B $(BUILD)
+	cmake --build $(BUILD)
+
+deps:
+	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:" $$missing; \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$sudo apt-get update -qq && \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+clean:
+	rm -rf $(BUILD) out

@@ -1,0 +1,241 @@
+// The driver's CQ ring reader against a producer written from the spec's valid/polarity
+// rules (D.3): wraps on rings of any size, stale entries, extended CQEs across the wrap,
+// 64-byte mode, the shadow head, corrupt and flush CQEs (spec H 11-16, 28).
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "driver/irdma/irdma_device.h"
+#include "driver/irdma/uk.h"
+#include "model/device/cqe_format.h"
+
+namespace {
+
+using namespace irdma;
+using irdma_sim::device::CqeFields;
+using irdma_sim::device::TlmCqeFormatter;
+
+// Writes CQEs as the spec says hardware does: at the producer index, with the pass
+// polarity (starting at 1), extended halves in the next slot or the upper 32 bytes.
+struct Producer {
+  std::vector<uint64_t> mem;
+  uint32_t size;
+  bool wide;
+  uint32_t tail = 0;
+  bool polarity = true;
+  TlmCqeFormatter fmt;
+
+  Producer(uint32_t entries, bool b64) : mem(size_t(entries) * (b64 ? 8 : 4)), size(entries), wide(b64) {}
+  uint64_t* slot(uint32_t i) { return mem.data() + size_t(i) * (wide ? 8 : 4); }
+  void step() {
+    if (++tail == size) {
+      tail = 0;
+      polarity = !polarity;
+    }
+  }
+  // `ext_late`: leave the extended half unwritten (returns where it goes).
+  uint32_t post(const CqeFields& f, bool ext_late = false) {
+    const uint32_t at = tail;
+    const auto main = fmt.format_main(f, polarity);
+    uint32_t ext_slot = at;
+    if (f.extended) {
+      if (wide) {
+        const auto ext = fmt.format_ext(f, polarity);
+        if (!ext_late) std::memcpy(slot(at) + 4, ext.data(), 32);
+      } else {
+        step();
+        ext_slot = tail;
+        const auto ext = fmt.format_ext(f, polarity);
+        if (!ext_late) std::memcpy(slot(tail), ext.data(), 32);
+      }
+    }
+    std::memcpy(slot(at), main.data(), 32);
+    step();
+    return ext_slot;
+  }
+};
+
+struct Fixture {
+  Producer prod;
+  uint64_t shadow[8] = {};
+  irdma_cq_uk cq;
+  irdma_qp_uk qp;
+  std::vector<irdma_qp_uk*> table = std::vector<irdma_qp_uk*>(16, nullptr);
+
+  Fixture(uint32_t entries, bool b64 = false) : prod(entries, b64) {
+    irdma_uk_cq_init(&cq, prod.mem.data(), shadow, 3, entries, b64);
+    irdma_uk_qp_init(&qp, 5, 64, 8192, 1, 1);
+    qp.compl_ctx = 0x100000005ull;
+    table[5] = &qp;
+    cq.qp_table = {table.data(), uint32_t(table.size())};
+  }
+  // An RQ completion for receive `n` (its wr_id is 1000 + n).
+  CqeFields recv(uint32_t n, bool ext = false) {
+    const uint32_t idx = n % qp.rq_ring.size;
+    qp.rq_wrid_array[idx] = 1000 + n;
+    qp.rq_ring.head = (idx + 1) % qp.rq_ring.size;
+    CqeFields f;
+    f.qp_ctx = qp.compl_ctx;
+    f.qp_id = 5;
+    f.wqe_idx = uint16_t(idx);
+    f.payload_len = n;
+    f.op = 0x04;
+    if (ext) {
+      f.extended = f.imm_valid = true;
+      f.imm_data = n * 3;
+    }
+    return f;
+  }
+};
+
+TEST(CqRing, WrapsAtExactlyTheRingSizeForSizesThatAreNotPowersOfTwo) {
+  for (uint32_t size : {2u, 3u, 7u, 602u, 8194u}) {
+    Fixture fx(size);
+    irdma_cq_poll_info info;
+    uint32_t next = 0;
+    // Several passes, in bursts that do not divide the ring.
+    for (int burst = 0; burst < 9; burst++) {
+      const uint32_t n = size / 2 + 1 + burst % 3;
+      const uint32_t batch = std::min(n, size);
+      for (uint32_t i = 0; i < batch; i++) fx.prod.post(fx.recv(next + i));
+      for (uint32_t i = 0; i < batch; i++) {
+        ASSERT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), 0) << "size " << size;
+        ASSERT_EQ(info.wr_id, 1000u + next) << "size " << size;
+        ASSERT_EQ(info.bytes_xfered, next);
+        EXPECT_EQ(fx.shadow[0], fx.cq.cq_ring.head) << "shadow qword0 tracks head";
+        next++;
+      }
+      ASSERT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), -ENOENT) << "size " << size;
+      EXPECT_EQ(fx.cq.cq_ring.head, fx.prod.tail);
+      EXPECT_EQ(bool(fx.cq.polarity), fx.prod.polarity);
+    }
+  }
+}
+
+TEST(CqRing, StaleEntryFromThePreviousPassReadsAsEmpty) {
+  Fixture fx(4);
+  irdma_cq_poll_info info;
+  for (uint32_t i = 0; i < 4; i++) fx.prod.post(fx.recv(i));
+  for (uint32_t i = 0; i < 4; i++) ASSERT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), 0);
+  // Slot 0 still holds pass 0's entry (valid = 1); pass 1 expects 0.
+  EXPECT_EQ(fx.cq.polarity, 0);
+  EXPECT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), -ENOENT);
+  EXPECT_FALSE(irdma_uk_cq_has_cqe(&fx.cq));
+  fx.prod.post(fx.recv(4));
+  EXPECT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), 0);
+  EXPECT_EQ(info.wr_id, 1004u);
+}
+
+TEST(CqRing, ExtendedCqeStraddlingTheWrapAdvancesTwiceAndFlipsOnce) {
+  Fixture fx(5);
+  irdma_cq_poll_info info;
+  for (uint32_t i = 0; i < 4; i++) {
+    fx.prod.post(fx.recv(i));
+    ASSERT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), 0);
+  }
+  ASSERT_EQ(fx.cq.cq_ring.head, 4u);
+  const uint32_t ext_slot = fx.prod.post(fx.recv(4, true));
+  ASSERT_EQ(ext_slot, 0u) << "main half in the last slot, extended half in slot 0";
+  ASSERT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), 0);
+  EXPECT_TRUE(info.imm_valid);
+  EXPECT_EQ(info.imm_data, 12u);
+  EXPECT_EQ(fx.cq.cq_ring.head, 1u);
+  EXPECT_EQ(fx.cq.polarity, 0);
+  EXPECT_EQ(fx.shadow[0], 1u);
+  fx.prod.post(fx.recv(5));
+  ASSERT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), 0);
+  EXPECT_EQ(info.wr_id, 1005u);
+  EXPECT_FALSE(info.imm_valid) << "an entry without an extended half clears imm_valid";
+}
+
+TEST(CqRing, ExtendedHalfNotYetValidConsumesNothing) {
+  for (bool wide : {false, true}) {
+    Fixture fx(6, wide);
+    irdma_cq_poll_info info;
+    CqeFields f = fx.recv(0, true);
+    const uint32_t ext_slot = fx.prod.post(f, /*ext_late=*/true);
+    EXPECT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), -ENOENT);
+    EXPECT_EQ(fx.cq.cq_ring.head, 0u);
+    // The extended half lands later: the CQE completes normally.
+    const auto ext = TlmCqeFormatter().format_ext(f, true);
+    std::memcpy(fx.prod.slot(ext_slot) + (wide ? 4 : 0), ext.data(), 32);
+    ASSERT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), 0);
+    EXPECT_EQ(info.imm_data, 0u);
+    EXPECT_EQ(fx.cq.cq_ring.head, wide ? 1u : 2u);
+  }
+}
+
+TEST(CqRing, SixtyFourByteModeTakesOneSlotPerCqe) {
+  Fixture fx(3, /*b64=*/true);
+  irdma_cq_poll_info info;
+  for (uint32_t i = 0; i < 7; i++) {
+    fx.prod.post(fx.recv(i, i % 2 == 0));
+    ASSERT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), 0);
+    EXPECT_EQ(info.imm_valid, i % 2 == 0);
+    EXPECT_EQ(fx.cq.cq_ring.head, (i + 1) % 3);
+  }
+}
+
+TEST(CqRing, CorruptCqesAreCountedAndSkippedNeverDereferenced) {
+  Fixture fx(8);
+  irdma_cq_poll_info info;
+  CqeFields bad_ctx = fx.recv(0);
+  bad_ctx.qp_ctx = 0xdeadbeef00000005ull;  // right id, wrong context
+  CqeFields bad_id = fx.recv(0);
+  bad_id.qp_id = 0xFFFFFF;                 // no such QP
+  CqeFields bad_idx = fx.recv(0);
+  bad_idx.wqe_idx = 0x7FFF;                // beyond the RQ
+  CqeFields null_ctx = fx.recv(0);
+  null_ctx.qp_ctx = 0;
+  for (const auto& f : {bad_ctx, bad_id, bad_idx, null_ctx}) fx.prod.post(f);
+  fx.prod.post(fx.recv(1));
+  for (int i = 0; i < 4; i++) EXPECT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), -EFAULT);
+  EXPECT_EQ(fx.cq.corrupt_cqes, 3u) << "a null context is a destroyed QP's, not corruption";
+  ASSERT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), 0);
+  EXPECT_EQ(info.wr_id, 1001u);
+}
+
+TEST(CqRing, DestroyPendingQpCompletionsAreConsumedNotReported) {
+  Fixture fx(8);
+  irdma_cq_poll_info info;
+  fx.prod.post(fx.recv(0));
+  fx.qp.destroy_pending = true;
+  EXPECT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), -EFAULT);
+  EXPECT_EQ(fx.cq.cq_ring.head, 1u);
+  EXPECT_EQ(fx.cq.corrupt_cqes, 0u);
+}
+
+// GEN_2: one flush CQE for an RQ with three outstanding receives yields three completions,
+// the first with the real error, head parked until the queue is drained (spec H 28).
+TEST(CqRing, Gen2FlushCqeExpandsToEveryOutstandingReceive) {
+  Fixture fx(8);
+  irdma_cq_poll_info info;
+  for (uint32_t i = 0; i < 3; i++) fx.qp.rq_wrid_array[i] = 500 + i;
+  fx.qp.rq_ring.head = 3;
+  CqeFields flush;
+  flush.qp_ctx = fx.qp.compl_ctx;
+  flush.qp_id = 5;
+  flush.error = true;
+  flush.major_err = IRDMA_FLUSH_MAJOR_ERR;
+  flush.minor_err = FLUSH_PROT_ERR;
+  fx.prod.post(flush);
+
+  ibcore::ib_wc wc{};
+  ASSERT_EQ(irdma_poll_one(&fx.cq, &info, &wc), 0);
+  EXPECT_EQ(wc.wr_id, 500u);
+  EXPECT_EQ(wc.status, ibcore::IB_WC_LOC_PROT_ERR);
+  EXPECT_EQ(wc.vendor_err, 0x10002u);
+  EXPECT_EQ(fx.cq.cq_ring.head, 0u) << "parked";
+  for (uint64_t id : {501u, 502u}) {
+    ASSERT_EQ(irdma_poll_one(&fx.cq, &info, &wc), 0);
+    EXPECT_EQ(wc.wr_id, id);
+    EXPECT_EQ(wc.status, ibcore::IB_WC_WR_FLUSH_ERR);
+  }
+  EXPECT_EQ(fx.cq.cq_ring.head, 1u) << "released once the RQ is empty";
+  EXPECT_TRUE(fx.qp.rq_flush_complete);
+  EXPECT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), -ENOENT);
+}
+
+}  // namespace

@@ -1,0 +1,95 @@
+// Scenario files: the shipped ones load; malformed ones fail naming the file, the line and
+// the key.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "model/system/scenario.h"
+#include "model/system/yaml_reader.h"
+
+namespace {
+
+using namespace irdma_sim::system;
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string error_of(const std::string& text) {
+  const std::string path = write_temp("bad.yaml", text);
+  try {
+    load_scenario(path);
+  } catch (const ScenarioError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* const kMinimal = "name: t\nqp_pairs:\n  - name: p\n";
+
+TEST(Scenario, SmokeLoadsWithItsSettings) {
+  const Scenario sc = load_scenario(IRDMA_SIM_SOURCE_DIR "/scenarios/smoke.yaml");
+  EXPECT_EQ(sc.name, "smoke");
+  EXPECT_EQ(sc.pairs.size(), 2u);
+  EXPECT_EQ(sc.config.device.max_cqe, 300u);
+  EXPECT_EQ(sc.traffic.imm_every, 4u);
+}
+
+TEST(Scenario, DefaultsFillWhatIsAbsent) {
+  const Scenario sc = load_scenario(write_temp("min.yaml", kMinimal));
+  EXPECT_EQ(sc.pairs[0].sq_depth, 64u);
+  EXPECT_EQ(sc.config.sync, SyncMode::approximate);
+  EXPECT_EQ(sc.config.device.clock_mhz, 500.0);
+}
+
+TEST(Scenario, UnknownKeyNamesFileLineAndKey) {
+  const std::string e = error_of(std::string(kMinimal) + "traffic:\n  sends_per_qp: 3\n  burst: 9\n");
+  EXPECT_NE(e.find("bad.yaml:6:"), std::string::npos) << e;
+  EXPECT_NE(e.find("'traffic.burst'"), std::string::npos) << e;
+  EXPECT_NE(e.find("sends_per_qp"), std::string::npos) << "lists what is allowed: " << e;
+}
+
+TEST(Scenario, NestedUnknownKey) {
+  const std::string e = error_of(std::string(kMinimal) + "config:\n  device:\n    clock_hz: 5\n");
+  EXPECT_NE(e.find(":6:"), std::string::npos) << e;
+  EXPECT_NE(e.find("config.device.clock_hz"), std::string::npos) << e;
+}
+
+TEST(Scenario, WrongTypeAndRange) {
+  std::string e = error_of(std::string(kMinimal) + "traffic:\n  batch: many\n");
+  EXPECT_NE(e.find("'traffic.batch' must be an integer"), std::string::npos) << e;
+  EXPECT_NE(e.find(":5:"), std::string::npos) << e;
+  e = error_of(std::string(kMinimal) + "traffic:\n  batch: -3\n");
+  EXPECT_NE(e.find("traffic.batch"), std::string::npos) << e;
+  e = error_of("name: t\nqp_pairs:\n  - sq_depth: 0\n");
+  EXPECT_NE(e.find("qp_pairs[0].sq_depth"), std::string::npos) << e;
+  e = error_of(std::string(kMinimal) + "config:\n  sync:\n    mode: fast\n");
+  EXPECT_NE(e.find("approximate, loose"), std::string::npos) << e;
+  e = error_of(std::string(kMinimal) + "traffic:\n  min_bytes: 10\n  max_bytes: 5\n");
+  EXPECT_NE(e.find("traffic.max_bytes"), std::string::npos) << e;
+}
+
+TEST(Scenario, StructuralErrors) {
+  EXPECT_NE(error_of("qp_pairs:\n  - name: p\n").find("'name' is required"), std::string::npos);
+  EXPECT_NE(error_of("name: t\n").find("at least one pair"), std::string::npos);
+  EXPECT_NE(error_of("name: t\nqp_pairs: 3\n").find("must be a list"), std::string::npos);
+  EXPECT_NE(error_of("- a\n- b\n").find("must be a mapping"), std::string::npos);
+  const std::string syntax = error_of("name: [unclosed\n");
+  EXPECT_NE(syntax.find("YAML syntax error"), std::string::npos) << syntax;
+  EXPECT_NE(syntax.find("bad.yaml:"), std::string::npos) << syntax;
+}
+
+TEST(Scenario, MissingFile) {
+  try {
+    load_scenario("/nonexistent/x.yaml");
+    FAIL();
+  } catch (const ScenarioError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/x.yaml: cannot read"), std::string::npos);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,133 @@
+// Whole-system tests: each elaborates its own simulation, so ctest runs each in its own
+// process.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "driver/core/cq.h"
+#include "driver/core/cq_pool.h"
+#include "model/device/regs.h"
+#include "model/system/host_session.h"
+#include "model/system/run_scenario.h"
+#include "model/system/simulation.h"
+
+namespace {
+
+using namespace irdma_sim::system;
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(System, SmokeScenarioPassesEveryCheck) {
+  const std::string out = ::testing::TempDir() + "smoke";
+  const RunResult r = run_scenario(IRDMA_SIM_SOURCE_DIR "/scenarios/smoke.yaml", out);
+  const std::string report = slurp(r.report_path);
+  EXPECT_TRUE(r.passed) << report;
+  EXPECT_NE(report.find("\"completions_delivered\":12000"), std::string::npos) << report;
+  EXPECT_EQ(report.find("\"passed\":false"), std::string::npos) << report;
+  const std::string trace = slurp(out + "/trace.jsonl");
+  EXPECT_NE(trace.find("\"ev\":\"cqe\""), std::string::npos);
+  EXPECT_NE(trace.find("\"ev\":\"dma_write\""), std::string::npos);
+  EXPECT_NE(trace.find("\"ev\":\"mmio_write\""), std::string::npos);
+}
+
+TEST(System, SessionMovesBytesAndReportsBothCompletions) {
+  HostSession s(SimConfig{});
+  const uint32_t cq = s.pool_get(64, -1, ibcore::IB_POLL_SOFTIRQ);
+  const auto [a, b] = s.create_qp_pair(cq, cq, 8, 8, 256);
+  const uint64_t rwr = s.post_recv(b);
+  const uint64_t swr = s.post_send(a, "hello, irdma", 0x01020304u, true, false);
+  std::vector<PolledCompletion> got;
+  for (int i = 0; i < 100 && got.size() < 2; i++) {
+    s.run_for_ns(1000);
+    for (auto& c : s.poll(cq, 16)) got.push_back(c);
+  }
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].wr_id, rwr);
+  EXPECT_EQ(got[0].wc.opcode, ibcore::IB_WC_RECV);
+  EXPECT_EQ(got[0].data, "hello, irdma");
+  EXPECT_EQ(got[0].wc.wc_flags, ibcore::IB_WC_WITH_IMM);
+  EXPECT_EQ(__builtin_bswap32(got[0].wc.ex.imm_data), 0x01020304u);
+  EXPECT_EQ(got[0].qp_num, b);
+  EXPECT_EQ(got[1].wr_id, swr);
+  EXPECT_EQ(got[1].wc.opcode, ibcore::IB_WC_SEND);
+  EXPECT_EQ(got[1].wc.byte_len, 12u);
+  EXPECT_EQ(s.counters().at("extended_cqes"), 1u);
+  s.shutdown();
+}
+
+TEST(System, SendWithoutAReceiveWaitsForOne) {
+  HostSession s(SimConfig{});
+  const uint32_t cq = s.pool_get(64, -1, ibcore::IB_POLL_SOFTIRQ);
+  const auto [a, b] = s.create_qp_pair(cq, cq, 8, 8, 64);
+  s.post_send(a, "x", std::nullopt, true, false);
+  s.run_for_ns(20000);
+  EXPECT_TRUE(s.poll(cq, 4).empty());
+  EXPECT_GT(s.counters().at("rnr_stalls"), 0u);
+  s.post_recv(b);
+  s.run_for_ns(20000);
+  EXPECT_EQ(s.poll(cq, 4).size(), 2u);
+}
+
+TEST(System, DmaToUnmappedMemoryIsReportedNotFatal) {
+  Simulation sim(SimConfig{});
+  auto& dev = sim.driver();
+  int failures = 0;
+  sim.run_on_host([&] {
+    auto cq = ibcore::ib_cq_pool_get(&dev, 16, 0, ibcore::IB_POLL_SOFTIRQ);
+    ibcore::ib_qp_init_attr attr;
+    attr.send_cq = attr.recv_cq = cq.get();
+    attr.max_send_wr = attr.max_recv_wr = 4;
+    auto a = dev.create_qp(attr);
+    auto b = dev.create_qp(attr);
+    dev.connect_qp(a.get(), b->qp_num);
+    dev.connect_qp(b.get(), a->qp_num);
+    // A receive buffer and a send buffer nobody mapped.
+    ibcore::ib_sge nowhere{0x7000'0000'0000ull, 64, 0};
+    ibcore::ib_recv_wr rwr;
+    rwr.sg_list = &nowhere;
+    rwr.num_sge = 1;
+    dev.post_recv(b.get(), &rwr, nullptr);
+    ibcore::ib_send_wr swr;
+    swr.sg_list = &nowhere;
+    swr.num_sge = 1;
+    swr.send_flags = ibcore::IB_SEND_SIGNALED;
+    dev.post_send(a.get(), &swr, nullptr);
+    dev.hw().exec.delay_ns(20000);
+    ibcore::ib_wc wc[4]{};
+    const int n = ibcore::ib_poll_cq(cq.get(), 4, wc);
+    for (int i = 0; i < n; i++) failures += wc[i].status != ibcore::IB_WC_SUCCESS;
+  });
+  EXPECT_GT(sim.link().dma_errors() + sim.device().dma_errors(), 0u);
+  EXPECT_EQ(failures, 1) << "the send completes in error; nothing crashes";
+}
+
+TEST(System, MsixRaisedByTheDeviceReachesTheHandler) {
+  Simulation sim(SimConfig{});
+  std::vector<unsigned> seen;
+  auto& irq = sim.driver().hw().irq;
+  sim.run_on_host([&] { ASSERT_EQ(irq.request_irq(1, [&](unsigned v) { seen.push_back(v); }), 0); });
+  EXPECT_EQ(irq.request_irq(1, [](unsigned) {}), -EINVAL) << "taken";
+  EXPECT_EQ(irq.request_irq(99, [](unsigned) {}), -EINVAL) << "no such vector";
+  auto& dev = sim.device();
+  dev.schedule_msix(1);
+  dev.schedule_msix(0);  // never programmed: masked
+  sim.run_on_host([&] { sim.driver().hw().exec.delay_ns(5000); });
+  EXPECT_EQ(seen, std::vector<unsigned>{1});
+  EXPECT_EQ(dev.counters().msix_sent, 1u);
+  EXPECT_EQ(dev.counters().msix_masked, 1u);
+}
+
+TEST(System, OnlyOneSimulationPerProcess) {
+  Simulation sim(SimConfig{});
+  EXPECT_THROW(Simulation again(SimConfig{}), std::logic_error);
+}
+
+}  // namespace

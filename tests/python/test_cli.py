@@ -1,0 +1,94 @@
+"""The CLI and the scenario runner, as a user drives them."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import irdma_sim
+from irdma_sim.report import summary
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "irdma_sim", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_smoke_runs_and_prints_a_summary(scenario, tmp_path):
+    out = tmp_path / "smoke"
+    proc = cli("run", scenario("smoke.yaml"), "--out", str(out), "--seed", "3")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASSED" in proc.stdout
+    assert "12000 completions delivered" in proc.stdout
+    report = json.loads((out / "report.json").read_text())
+    assert report["passed"] and report["seed"] == 3
+    assert {c["name"] for c in report["checks"]} >= {
+        "every_signaled_wr_completed_once",
+        "every_message_received_once_in_order",
+        "expected_status_and_opcode",
+        "payload_integrity",
+    }
+    assert all(set(c) == {"name", "passed", "detail"} for c in report["checks"])
+
+
+def test_outputs_follow_the_contract(scenario, tmp_path):
+    report = irdma_sim.run(scenario("smoke.yaml"), tmp_path)
+    for key in ("scenario", "seed", "sim_time_ps", "wall_time_s", "counts", "checks"):
+        assert key in report
+    times = []
+    with open(tmp_path / "trace.jsonl") as f:
+        for line in f:
+            ev = json.loads(line)
+            times.append(ev["t_ps"])
+            if ev["ev"] == "cqe":
+                assert {"cq", "slot", "addr", "bytes"} <= set(ev)
+                assert len(ev["bytes"]) in (64, 128)  # 32 or 64 bytes, hex
+    assert times == sorted(times), "trace.jsonl is in simulated-time order"
+    fields = {"cq", "wr_id", "status", "opcode", "vendor_err", "byte_len", "qp_num", "src_qp",
+              "wc_flags", "imm_data", "invalidate_rkey", "slid", "sl", "pkey_index", "smac",
+              "vlan_id", "network_hdr_type"}
+    with open(tmp_path / "completions.jsonl") as f:
+        lines = [json.loads(line) for line in f]
+    assert len(lines) == report["counts"]["completions_delivered"]
+    assert all(fields <= set(c) for c in lines)
+    assert {c["opcode"] for c in lines} == {0, 128}
+
+
+def test_same_seed_gives_identical_outputs_and_another_seed_does_not(scenario, tmp_path):
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    for out, seed in ((a, 5), (b, 5), (c, 6)):
+        assert irdma_sim.run(scenario("smoke.yaml"), out, seed=seed)["passed"]
+    for name in ("trace.jsonl", "completions.jsonl"):
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    assert (a / "completions.jsonl").read_bytes() != (c / "completions.jsonl").read_bytes()
+
+
+def test_malformed_scenario_is_named_with_its_line_and_key(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nqp_pairs:\n  - name: p\n    sq_dept: 8\n")
+    proc = cli("run", str(bad), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2
+    assert f"{bad}:4:" in proc.stderr and "qp_pairs[0].sq_dept" in proc.stderr
+    assert not (tmp_path / "out" / "report.json").exists()
+    with pytest.raises(irdma_sim.RunFailed, match="sq_dept"):
+        irdma_sim.run(bad, tmp_path / "out2")
+
+
+def test_check_validates_without_running(scenario, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nqp_pairs: []\ncolour: red\n")
+    proc = cli("check", scenario("smoke.yaml"), str(bad))
+    assert proc.returncode == 1
+    assert "ok   " in proc.stdout and "colour" in proc.stderr
+
+
+def test_summary_marks_failed_checks():
+    report = {
+        "scenario": "s", "file": "f", "seed": 1, "sim_time_ps": 1e9, "wall_time_s": 0.1, "passed": False,
+        "counts": {"sends_posted": 1, "recvs_posted": 1, "bytes_moved": 1, "rnr_stalls": 0,
+                   "cqes_written": 1, "extended_cqes": 0, "completions_delivered": 0, "pool_cqs": 1,
+                   "by_status": [], "by_opcode": []},
+        "checks": [{"name": "x", "passed": False, "detail": "lost one"}],
+    }
+    text = summary(report)
+    assert "FAIL x: lost one" in text and "FAILED: 0 of 1" in text

@@ -1,0 +1,86 @@
+"""Step-by-step driving from Python: each test's Session lives in its own interpreter."""
+
+import textwrap
+
+
+def run_ok(run_python, code):
+    proc = run_python(textwrap.dedent(code))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_pool_qp_pair_post_and_poll(run_python):
+    out = run_ok(run_python, """
+        from irdma_sim import Session
+        s = Session()
+        cq = s.pool_get(64, comp_vector=-1)
+        a, b = s.create_qp_pair(cq, cq, sq_depth=8, rq_depth=8, max_msg_bytes=128)
+        r = s.post_recv(b)
+        w = s.post_send(a, b"payload!", imm=7)
+        got = []
+        while len(got) < 2:
+            s.run_for_ns(500)
+            got += s.poll(cq)
+        assert [c["wr_id"] for c in got] == [r, w], got
+        assert got[0]["data"] == b"payload!" and got[0]["imm_data"] == 7 and got[0]["opcode"] == 128
+        assert got[1]["opcode"] == 0 and got[1]["byte_len"] == 8 and got[1]["status"] == 0
+        c = s.counters()
+        assert c["cqes_written"] == 2 and c["extended_cqes"] == 1
+        s.shutdown()
+        print("ok", s.now_ps > 0)
+    """)
+    assert "ok True" in out
+
+
+def test_errors_carry_linux_errno(run_python):
+    run_ok(run_python, """
+        import errno
+        from irdma_sim import Session, VerbsError
+        s = Session(config_yaml="device: {max_cqe: 100}")
+        try:
+            s.pool_get(101)
+        except VerbsError as e:
+            assert e.errno == errno.EINVAL, e
+        else:
+            raise AssertionError("a request larger than any CQ must fail")
+        try:
+            s.pool_get(10, poll_ctx="direct")
+        except VerbsError as e:
+            assert e.errno == errno.EINVAL
+        cq = s.pool_get(10)
+        try:
+            s.pool_put(cq, 11)
+        except VerbsError as e:
+            assert e.errno == errno.EINVAL
+        try:
+            s.post_send(12345, b"x")
+        except VerbsError:
+            pass
+        else:
+            raise AssertionError("no such QP")
+    """)
+
+
+def test_bad_config_is_a_scenario_error(run_python):
+    run_ok(run_python, """
+        from irdma_sim import Session, ScenarioError
+        try:
+            Session(config_yaml="device: {clock_mhz: fast}")
+        except ScenarioError as e:
+            assert "config.device.clock_mhz" in str(e), e
+        else:
+            raise AssertionError("expected ScenarioError")
+    """)
+
+
+def test_one_session_per_process(run_python):
+    run_ok(run_python, """
+        from irdma_sim import Session
+        s = Session()
+        try:
+            Session()
+        except Exception as e:
+            assert "already" in str(e), e
+        else:
+            raise AssertionError("a second elaboration must be refused")
+    """)
