@@ -1,5 +1,12 @@
 """A readable summary of a run's report.json."""
 
+# enum ib_wc_opcode (Linux >= 6.2 layout)
+WC_OPCODES = {0: "IB_WC_SEND", 1: "IB_WC_RDMA_WRITE", 2: "IB_WC_RDMA_READ", 3: "IB_WC_COMP_SWAP",
+              4: "IB_WC_FETCH_ADD", 5: "IB_WC_BIND_MW", 6: "IB_WC_LOCAL_INV", 7: "IB_WC_LSO",
+              8: "IB_WC_FLUSH", 9: "IB_WC_ATOMIC_WRITE", 10: "IB_WC_REG_MR",
+              11: "IB_WC_MASKED_COMP_SWAP", 12: "IB_WC_MASKED_FETCH_ADD", 128: "IB_WC_RECV",
+              129: "IB_WC_RECV_RDMA_WITH_IMM"}
+
 
 def summary(report):
     counts = report["counts"]
@@ -11,7 +18,8 @@ def summary(report):
         f"CQEs       {counts['cqes_written']} written ({counts['extended_cqes']} extended), "
         f"{counts['completions_delivered']} completions delivered on {counts['pool_cqs']} pool CQ(s)",
         "status     " + ", ".join(f"{s['name']} {s['count']}" for s in counts["by_status"]),
-        "opcode     " + ", ".join(f"{o['opcode']}: {o['count']}" for o in counts["by_opcode"]),
+        "opcode     " + ", ".join(f"{WC_OPCODES.get(o['opcode'], o['opcode'])}: {o['count']}"
+                                  for o in counts["by_opcode"]),
         "checks",
     ]
     for check in report["checks"]:
