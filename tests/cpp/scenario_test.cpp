@@ -13,8 +13,11 @@ namespace {
 
 using namespace irdma_sim::system;
 
+// ctest runs tests in parallel processes: each test writes files of its own.
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = ::testing::TempDir() +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+                           "_" + name;
   std::ofstream(path) << text;
   return path;
 }

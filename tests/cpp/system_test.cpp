@@ -26,7 +26,7 @@ std::string slurp(const std::filesystem::path& p) {
 }
 
 TEST(System, SmokeScenarioPassesEveryCheck) {
-  const std::string out = ::testing::TempDir() + "smoke";
+  const std::string out = ::testing::TempDir() + "irdma_sim_system_test_smoke";
   const RunResult r = run_scenario(IRDMA_SIM_SOURCE_DIR "/scenarios/smoke.yaml", out);
   const std::string report = slurp(r.report_path);
   EXPECT_TRUE(r.passed) << report;
