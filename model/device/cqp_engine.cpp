@@ -35,6 +35,7 @@ void CqpEngine::start(uint64_t host_ctx) {
   polarity_ = true;
   op_err_ = false;
   running_ = true;
+  time_.catch_up();
   status_ = CCQPSTATUS_DONE;
   trace_.event(time_.now_ps(), "cqp_start").num("sq_size", sq_size_);
 }
@@ -82,6 +83,8 @@ void CqpEngine::doorbell(uint32_t head) {
       f.minor_err = out.minor;
       cqs_.post(0, f);
     }
+    // CQPTAIL is host-visible: it moves at the engine's time, not ahead of it.
+    time_.catch_up();
     if (++tail_ == sq_size_) {
       tail_ = 0;
       polarity_ = !polarity_;

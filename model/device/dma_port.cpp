@@ -22,6 +22,7 @@ bool DmaPort::transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t
 }
 
 bool DmaPort::read(uint64_t addr, void* dst, uint32_t len) {
+  time_.catch_up();
   return transact(tlm::TLM_READ_COMMAND, addr, dst, len);
 }
 

@@ -1,6 +1,8 @@
-// The device engine's notion of time: cycles on its clock, run ahead of the SystemC
-// kernel by at most one quantum (TLM-2.0 temporal decoupling). A zero quantum makes the
-// engine wait at every step: the timing-accurate mode.
+// The device engine's notion of time: cycles on its clock, accumulated ahead of the
+// SystemC kernel (TLM-2.0 temporal decoupling) and synchronised where it matters.
+//  - accurate: the engine catches up with the kernel before every DMA read, so it reads
+//    host memory at the right simulated time; its posted writes are timed by the link.
+//  - loose: the engine syncs only when it is a quantum ahead.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +14,9 @@ namespace irdma_sim::device {
 
 class EngineTime {
  public:
+  // A zero quantum selects the accurate policy.
   EngineTime(double clock_mhz, sc_core::sc_time quantum)
-      : period_(1e6 / clock_mhz, sc_core::SC_PS) {
+      : period_(1e6 / clock_mhz, sc_core::SC_PS), accurate_(quantum == sc_core::SC_ZERO_TIME) {
     tlm_utils::tlm_quantumkeeper::set_global_quantum(quantum);
     qk_.reset();
   }
@@ -21,13 +24,17 @@ class EngineTime {
   void cycles(uint32_t n) { advance(period_ * double(n)); }
   void advance(const sc_core::sc_time& t) {
     qk_.inc(t);
-    if (qk_.need_sync()) qk_.sync();
+    if (!accurate_ && qk_.need_sync()) qk_.sync();
   }
   // Local offset to annotate on a transaction, and the offset it comes back with.
   sc_core::sc_time local() const { return qk_.get_local_time(); }
   void set_local(const sc_core::sc_time& t) {
     qk_.set(t);
-    if (qk_.need_sync()) qk_.sync();
+    if (!accurate_ && qk_.need_sync()) qk_.sync();
+  }
+  // Before the engine observes host memory or lets the host observe its state.
+  void catch_up() {
+    if (accurate_) qk_.sync();
   }
   void sync() { qk_.sync(); }
   uint64_t now_ps() const { return (sc_core::sc_time_stamp() + qk_.get_local_time()).value(); }
@@ -35,6 +42,7 @@ class EngineTime {
 
  private:
   sc_core::sc_time period_;
+  bool accurate_;
   tlm_utils::tlm_quantumkeeper qk_;
 };
 

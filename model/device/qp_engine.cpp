@@ -12,13 +12,8 @@ namespace {
 
 constexpr unsigned kQuantum = 32;
 constexpr unsigned kMaxQuanta = 8;
+constexpr uint32_t kFetchQuanta = 16;  // 512 bytes: one max read request
 constexpr unsigned kQpCtxBytes = 256;
-
-struct Status {
-  QpEngine::Result result = QpEngine::Result::done;
-  uint16_t major = 0;
-  uint16_t minor = 0;
-};
 
 }  // namespace
 
@@ -102,7 +97,7 @@ void QpEngine::complete_sq(const QpContext& qp, uint8_t op, uint16_t major, uint
 }
 
 QpEngine::Result QpEngine::execute_send(QpContext& qp, const uint64_t* wqe, uint8_t op) {
-  Status sq;
+  uint16_t sq_major = 0, sq_minor = 0;
   const unsigned slots = unsigned(get(wqe[3], 41, 38)) + 1;
   const bool imm = bit(wqe[3], 47);
   auto peer_it = qps_.find(qp.dest_qp);
@@ -147,15 +142,15 @@ QpEngine::Result QpEngine::execute_send(QpContext& qp, const uint64_t* wqe, uint
   rq.solicited = op == SQ_SEND_SOL;
   if (!ok) {
     counters_.wqe_errors++;
-    sq.major = FLUSH_MAJOR;
-    sq.minor = FLUSH_LOC_QP_OP_ERR;
+    sq_major = FLUSH_MAJOR;
+    sq_minor = FLUSH_LOC_QP_OP_ERR;
   } else if (total > capacity) {
     counters_.wqe_errors++;
     rq.error = true;
     rq.major_err = FLUSH_MAJOR;
     rq.minor_err = FLUSH_LOC_LEN_ERR;
-    sq.major = FLUSH_MAJOR;
-    sq.minor = FLUSH_REM_INV_REQ_ERR;
+    sq_major = FLUSH_MAJOR;
+    sq_minor = FLUSH_REM_INV_REQ_ERR;
   } else {
     off = 0;
     for (const Fragment& f : dst) {
@@ -180,7 +175,7 @@ QpEngine::Result QpEngine::execute_send(QpContext& qp, const uint64_t* wqe, uint
       peer.rq_polarity = !peer.rq_polarity;
     }
   }
-  if (bit(wqe[3], 62) || sq.major) complete_sq(qp, op, sq.major, sq.minor);
+  if (bit(wqe[3], 62) || sq_major) complete_sq(qp, op, sq_major, sq_minor);
   return Result::done;
 }
 
@@ -193,25 +188,38 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
   }
   QpContext& qp = it->second;
   qp.rnr_wait = false;
-  uint64_t wqe[kMaxQuanta * kQuantum / 8];
+  // SQ WQEs are fetched up to a max read request at a time; no WQE crosses the ring's end.
+  uint64_t fetched[kFetchQuanta * kQuantum / 8];
+  uint32_t first = 0, count = 0;  // fetched quanta [first, first + count)
+  const auto fetch = [&](uint32_t from) {
+    first = from;
+    count = std::min(kFetchQuanta, qp.sq_quanta - from);
+    return dma_.read(qp.sq_base + uint64_t(from) * kQuantum, fetched, count * kQuantum);
+  };
   for (;;) {
-    const uint64_t addr = qp.sq_base + uint64_t(qp.sq_head) * kQuantum;
-    if (!dma_.read(addr, wqe, kQuantum)) {
+    const uint32_t head = qp.sq_head;
+    if ((head < first || head >= first + count) && !fetch(head)) {
       counters_.wqe_errors++;
       return Result::done;
     }
+    const uint64_t* wqe = fetched + size_t(head - first) * 4;
     if (bit(wqe[3], 63) != qp.sq_polarity) return Result::done;
     time_.cycles(cfg_.cycles.wqe_decode);
     const uint8_t op = uint8_t(get(wqe[3], 37, 32));
-    const unsigned addfrag = unsigned(get(wqe[3], 41, 38));
-    const unsigned quanta = 1 + (addfrag + 1) / 2;
+    const unsigned quanta = 1 + (unsigned(get(wqe[3], 41, 38)) + 1) / 2;
+    const bool fits = quanta <= kMaxQuanta && head + quanta <= qp.sq_quanta;
+    // A WQE whose tail was not fetched yet is fetched again from its start.
+    if (fits && head + quanta > first + count) {
+      if (!fetch(head)) {
+        counters_.wqe_errors++;
+        return Result::done;
+      }
+      wqe = fetched;
+    }
     Result r = Result::done;
-    if (quanta > kMaxQuanta || qp.sq_head + quanta > qp.sq_quanta) {
+    if (!fits) {
       counters_.wqe_errors++;
       complete_sq(qp, op, FLUSH_MAJOR, FLUSH_LOC_QP_OP_ERR);
-    } else if (quanta > 1 && !dma_.read(addr + kQuantum, wqe + 4, (quanta - 1) * kQuantum)) {
-      counters_.wqe_errors++;
-      return Result::done;
     } else if (op == SQ_SEND || op == SQ_SEND_SOL) {
       r = execute_send(qp, wqe, op);
     } else if (op == SQ_NOP) {
@@ -230,6 +238,7 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
     if (qp.sq_head == qp.sq_quanta) {
       qp.sq_head = 0;
       qp.sq_polarity = !qp.sq_polarity;
+      count = 0;
     }
   }
 }

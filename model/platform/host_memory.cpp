@@ -80,6 +80,7 @@ void HostMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&)
     access_errors_++;
     return;
   }
+  if (trans.is_write()) written_.notify(sc_core::SC_ZERO_TIME);
   trans.set_dmi_allowed(true);
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }

@@ -32,6 +32,9 @@ class HostMemory : public sc_core::sc_module {
   // The CPU pointer for [iova, iova + len), or null if that range is not mapped.
   uint8_t* cpu_ptr(uint64_t iova, size_t len);
 
+  // Notified (in the next delta) whenever the device writes host memory: what a CPU
+  // spinning on memory can notice.
+  const sc_core::sc_event& written() const { return written_; }
   uint64_t mapped_bytes() const { return mapped_bytes_; }
   uint64_t access_errors() const { return access_errors_; }
 
@@ -41,6 +44,7 @@ class HostMemory : public sc_core::sc_module {
   unsigned int transport_dbg(tlm::tlm_generic_payload& trans);
   std::map<uint64_t, Region>::iterator find(uint64_t iova, size_t len);
 
+  sc_core::sc_event written_;
   std::map<uint64_t, Region> regions_;
   std::map<uint64_t, std::unique_ptr<uint8_t[]>> storage_;
   uint64_t next_iova_ = 0x1'0000'0000ull;

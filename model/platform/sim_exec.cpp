@@ -58,7 +58,7 @@ uint64_t SimExec::now_ns() { return uint64_t(sc_core::sc_time_stamp().to_seconds
 
 void SimExec::cpu_relax() {
   relaxes_++;
-  sc_core::wait(sc_time(cfg_.poll_ns, SC_NS));
+  sc_core::wait(sc_time(cfg_.relax_timeout_ns, SC_NS), memory_written_);
 }
 
 void SimExec::delay_ns(uint64_t ns) { sc_core::wait(sc_time(double(ns), SC_NS)); }

@@ -1,5 +1,7 @@
-// hal::Exec on SystemC: the driver's threads are SystemC threads of simulated host CPUs,
-// its time is simulated time, and a busy-poll iteration costs `poll_ns` of it.
+// hal::Exec on SystemC: the driver's threads are SystemC threads of simulated host CPUs and
+// its time is simulated time. A spinning CPU can only see memory change, so cpu_relax()
+// sleeps until the device next writes host memory (as monitor/mwait would), or until
+// `relax_timeout_ns` passes for loops that wait on time instead.
 #pragma once
 
 #include <cstdint>
@@ -15,13 +17,14 @@ namespace irdma_sim::platform {
 
 struct HostConfig {
   unsigned cpus = 1;
-  double poll_ns = 20;           // one cpu_relax() iteration
+  double relax_timeout_ns = 1000;  // longest cpu_relax() with no memory write
   size_t thread_stack = 1 << 20; // driver code is not written for coroutine-sized stacks
 };
 
 class SimExec final : public hal::Exec {
  public:
-  explicit SimExec(const HostConfig& cfg) : cfg_(cfg) {}
+  SimExec(const HostConfig& cfg, const sc_core::sc_event& memory_written)
+      : cfg_(cfg), memory_written_(memory_written) {}
 
   uint64_t now_ns() override;
   void cpu_relax() override;
@@ -34,6 +37,7 @@ class SimExec final : public hal::Exec {
 
  private:
   HostConfig cfg_;
+  const sc_core::sc_event& memory_written_;
   uint64_t relaxes_ = 0;
 };
 

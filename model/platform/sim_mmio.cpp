@@ -15,7 +15,8 @@ void SimMmio::access(tlm::tlm_command cmd, uint64_t offset, void* data, unsigned
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
   socket->b_transport(trans_, delay);
   if (!trans_.is_response_ok()) errors_++;
-  if (delay > sc_core::SC_ZERO_TIME) sc_core::wait(delay);
+  // A read stalls the CPU for its round trip; a posted write retires at once.
+  if (cmd == tlm::TLM_READ_COMMAND) sc_core::wait(delay);
 }
 
 uint32_t SimMmio::read32(uint64_t offset) {

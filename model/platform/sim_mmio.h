@@ -1,6 +1,6 @@
 // hal::Bar on SystemC: the host CPU's MMIO accesses to BAR0, as TLM transactions through
-// the PCIe link. A read stalls the CPU for its round trip; a posted write for its
-// serialisation only.
+// the PCIe link. A read stalls the CPU for its round trip; a posted write costs the CPU
+// nothing and reaches the device a link latency later.
 #pragma once
 
 #include <cstdint>

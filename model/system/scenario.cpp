@@ -45,9 +45,9 @@ void read_config(const YamlMap& m, SimConfig& cfg) {
   read_device(m.map("device"), cfg.device);
   read_link(m.map("link"), cfg.link);
   const YamlMap h = m.map("host");
-  h.allow({"cpus", "poll_ns"});
+  h.allow({"cpus", "relax_timeout_ns"});
   cfg.host.cpus = h.u32("cpus", cfg.host.cpus, 1, 256);
-  cfg.host.poll_ns = h.f64("poll_ns", cfg.host.poll_ns, 1, 1e6);
+  cfg.host.relax_timeout_ns = h.f64("relax_timeout_ns", cfg.host.relax_timeout_ns, 1, 1e9);
   const YamlMap s = m.map("sync");
   s.allow({"mode", "quantum_ns"});
   cfg.sync = SyncMode(s.choice("mode", size_t(cfg.sync), {"approximate", "loose"}));

@@ -68,7 +68,7 @@ irdma::irdma_device_caps caps_of(const device::DeviceConfig& d) {
 }  // namespace
 
 Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
-    : cfg_(cfg), exec_(cfg.host) {
+    : cfg_(cfg) {
   if (g_elaborated)
     throw std::logic_error("a Simulation was already built in this process (SystemC elaborates once)");
   g_elaborated = true;
@@ -85,6 +85,7 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
   device_ = std::make_unique<device::IrdmaDevice>("irdma", cfg.device, quantum, trace_,
                                                   make_formatter(cfg.device.formatter));
   mmio_ = std::make_unique<platform::SimMmio>("host_mmio");
+  exec_ = std::make_unique<platform::SimExec>(cfg.host, memory_->written());
   dma_ = std::make_unique<platform::SimDma>(*memory_);
   irq_ = std::make_unique<platform::SimInterrupts>("host_irq", *mmio_, device::regs::MSIX_TABLE,
                                                    cfg.device.num_ceqs + 1);
@@ -96,7 +97,7 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
   link_->host_mem.bind(memory_->socket);
   link_->on_msi = [this](uint32_t data, sc_core::sc_time at) { irq_->deliver(data, at); };
 
-  hal_ = std::make_unique<hal::Platform>(hal::Platform{*mmio_, *dma_, *irq_, exec_});
+  hal_ = std::make_unique<hal::Platform>(hal::Platform{*mmio_, *dma_, *irq_, *exec_});
   driver_ = std::make_unique<irdma::irdma_device>(*hal_, caps_of(cfg.device));
   int ret = 0;
   run_on_host([&] { ret = driver_->probe(); });

@@ -39,7 +39,7 @@ class Simulation {
   device::IrdmaDevice& device() { return *device_; }
   platform::HostMemory& memory() { return *memory_; }
   const platform::PcieLink& link() const { return *link_; }
-  const platform::SimExec& exec() const { return exec_; }
+  const platform::SimExec& exec() const { return *exec_; }
   const SimConfig& config() const { return cfg_; }
   trace::TraceLog& trace() { return trace_; }
   uint64_t now_ps() const;
@@ -55,7 +55,7 @@ class Simulation {
   std::unique_ptr<platform::PcieLink> link_;
   std::unique_ptr<device::IrdmaDevice> device_;
   std::unique_ptr<platform::SimMmio> mmio_;
-  platform::SimExec exec_;
+  std::unique_ptr<platform::SimExec> exec_;
   std::unique_ptr<platform::SimDma> dma_;
   std::unique_ptr<platform::SimInterrupts> irq_;
   std::unique_ptr<hal::Platform> hal_;
