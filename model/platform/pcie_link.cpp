@@ -10,7 +10,8 @@ using sc_core::SC_PS;
 
 namespace {
 
-uint64_t ps(const sc_time& t) { return uint64_t(t.to_seconds() * 1e12 + 0.5); }
+// Simulated time in picoseconds (the kernel's resolution).
+uint64_t ps(const sc_time& t) { return t.value(); }
 
 }  // namespace
 
@@ -85,7 +86,13 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
     trans.set_response_status(tlm::TLM_OK_RESPONSE);
     if (defer_) {
       const uint8_t* p = trans.get_data_ptr();
-      posted_.push_back({arrival, addr, std::vector<uint8_t>(p, p + len)});
+      std::vector<uint8_t> data;
+      if (!spare_.empty()) {
+        data = std::move(spare_.back());
+        spare_.pop_back();
+      }
+      data.assign(p, p + len);
+      posted_.push_back({arrival, addr, std::move(data)});
       if (posted_.size() == 1) posted_due_.notify(arrival - sc_core::sc_time_stamp());
     } else {
       apply_write(addr, trans.get_data_ptr(), len, ps(arrival));
@@ -129,6 +136,7 @@ void PcieLink::apply_due_writes() {
   while (!posted_.empty() && posted_.front().arrival <= now) {
     PostedWrite& w = posted_.front();
     apply_write(w.addr, w.data.data(), uint32_t(w.data.size()), ps(w.arrival));
+    spare_.push_back(std::move(w.data));
     posted_.pop_front();
   }
   if (!posted_.empty()) posted_due_.notify(posted_.front().arrival - now);

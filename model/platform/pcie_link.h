@@ -73,6 +73,7 @@ class PcieLink : public sc_core::sc_module {
     std::vector<uint8_t> data;
   };
   std::deque<PostedWrite> posted_;
+  std::vector<std::vector<uint8_t>> spare_;  // buffers of applied writes, for reuse
   sc_core::sc_event posted_due_;
   uint64_t dma_errors_ = 0;
   uint64_t mmio_errors_ = 0;

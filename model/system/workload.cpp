@@ -25,18 +25,31 @@ uint64_t splitmix64(uint64_t x) {
 
 // The bytes of message `key`: regenerated on receipt instead of stored.
 void fill_payload(uint8_t* dst, uint32_t len, uint64_t key) {
-  for (uint32_t off = 0; off < len; off += 8) {
+  uint32_t off = 0;
+  for (; off + 8 <= len; off += 8) {
     const uint64_t word = splitmix64(key + off);
-    std::memcpy(dst + off, &word, std::min<uint32_t>(8, len - off));
+    std::memcpy(dst + off, &word, 8);
+  }
+  if (off < len) {
+    const uint64_t word = splitmix64(key + off);
+    std::memcpy(dst + off, &word, len - off);
   }
 }
 
 bool payload_equals(const uint8_t* buf, uint32_t len, uint64_t key) {
-  for (uint32_t off = 0; off < len; off += 8) {
-    const uint64_t word = splitmix64(key + off);
-    if (std::memcmp(buf + off, &word, std::min<uint32_t>(8, len - off)) != 0) return false;
+  uint64_t diff = 0;
+  uint32_t off = 0;
+  for (; off + 8 <= len; off += 8) {
+    uint64_t word;
+    std::memcpy(&word, buf + off, 8);
+    diff |= word ^ splitmix64(key + off);
   }
-  return true;
+  if (off < len) {
+    uint64_t word = 0, want = splitmix64(key + off);
+    std::memcpy(&word, buf + off, len - off);
+    diff |= (word ^ want) & (~0ull >> (8 * (8 - (len - off))));
+  }
+  return diff == 0;
 }
 
 uint64_t payload_key(uint64_t seed, unsigned qp_index, uint64_t seq) {
@@ -160,10 +173,10 @@ int Workload::post_recv(Qp& q) {
 
 int Workload::post_sends(Qp& q) {
   const TrafficSpec& t = sc_.traffic;
-  std::vector<ib_send_wr> wrs;
-  std::vector<ib_sge> sges;
-  wrs.reserve(t.batch);
-  sges.reserve(t.batch);
+  std::vector<ib_send_wr>& wrs = wr_scratch_;
+  std::vector<ib_sge>& sges = sge_scratch_;
+  wrs.clear();
+  sges.clear();
   const BufferedQp& bq = *q.bq;
   while (wrs.size() < t.batch && q.sends_posted < q.sends_total &&
          q.sends_posted - q.sends_done < bq.sq_depth()) {

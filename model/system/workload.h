@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "driver/core/ib_device.h"
+#include "driver/core/ib_qp.h"
 #include "driver/irdma/irdma_device.h"
 #include "model/system/completion_log.h"
 #include "model/system/scenario.h"
@@ -63,6 +64,8 @@ class Workload {
   std::vector<std::unique_ptr<Qp>> qps_;
   std::vector<ibcore::ib_cq*> cqs_;  // distinct pool CQs, in the order they were got
   uint64_t next_wr_id_ = 1;
+  std::vector<ibcore::ib_send_wr> wr_scratch_;  // one batch being posted
+  std::vector<ibcore::ib_sge> sge_scratch_;
   WorkloadCounters counters_;
 };
 

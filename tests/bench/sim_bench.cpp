@@ -1,7 +1,9 @@
 // Whole-system throughput, one elaboration per process:
-//   irdma-sim-bench e2e approximate|loose [SENDS_PER_QP]
+//   irdma-sim-bench e2e approximate|loose [SENDS_PER_QP] [MAX_BYTES]
 // runs the smoke scenario's topology with tracing off and prints completions per
-// wall-clock second (device writes, driver polls, scoreboard checks).
+// wall-clock second (device writes, driver polls, scoreboard checks, payloads compared).
+// Messages are 1..MAX_BYTES (default 64): the figure is about completions, not bytes.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,12 +22,14 @@ using namespace irdma_sim::system;
 
 int sc_main(int argc, char** argv) {
   if (argc < 3 || std::strcmp(argv[1], "e2e") != 0) {
-    std::fprintf(stderr, "usage: irdma-sim-bench e2e approximate|loose [SENDS_PER_QP]\n");
+    std::fprintf(stderr, "usage: irdma-sim-bench e2e approximate|loose [SENDS_PER_QP] [MAX_BYTES]\n");
     return 2;
   }
   Scenario sc = load_scenario(IRDMA_SIM_SOURCE_DIR "/scenarios/smoke.yaml");
   sc.config.sync = std::strcmp(argv[2], "loose") == 0 ? SyncMode::loose : SyncMode::approximate;
   sc.traffic.sends_per_qp = argc > 3 ? uint32_t(std::strtoul(argv[3], nullptr, 0)) : 200000;
+  sc.traffic.max_bytes = argc > 4 ? uint32_t(std::strtoul(argv[4], nullptr, 0)) : 64;
+  sc.traffic.min_bytes = std::min(sc.traffic.min_bytes, sc.traffic.max_bytes);
 
   Simulation sim(sc.config);
   CompletionLog no_log;
