@@ -154,9 +154,13 @@ void IrdmaDevice::run(const Work& w) {
     case WorkKind::cqp_start: cqp_.start(w.arg); break;
     case WorkKind::cqp_stop: cqp_.stop(); break;
     case WorkKind::cqp_doorbell: cqp_.doorbell(uint32_t(w.arg)); break;
+    case WorkKind::sq_retry:
+      // The device's own retry after RNR: the QP may have been destroyed meanwhile.
+      if (!qp_.exists(uint32_t(w.arg))) break;
+      [[fallthrough]];
     case WorkKind::sq_doorbell:
       if (qp_.process_sq(uint32_t(w.arg)) == QpEngine::Result::rnr)
-        queue(WorkKind::sq_doorbell, w.arg,
+        queue(WorkKind::sq_retry, w.arg,
               time_.now_ps() + (time_.period() * double(cfg_.rnr_retry_cycles)).value());
       break;
     case WorkKind::msix: raise_msix(unsigned(w.arg)); break;

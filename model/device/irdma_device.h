@@ -55,7 +55,7 @@ class IrdmaDevice : public sc_core::sc_module {
   uint64_t dma_errors() const { return dma_port_.errors(); }
 
  private:
-  enum class WorkKind { cqp_start, cqp_stop, cqp_doorbell, sq_doorbell, msix };
+  enum class WorkKind { cqp_start, cqp_stop, cqp_doorbell, sq_doorbell, sq_retry, msix };
   struct Work {
     uint64_t due_ps;
     uint64_t seq;

@@ -164,6 +164,7 @@ std::map<std::string, uint64_t> HostSession::counters() const {
           {"bytes_moved", qp.bytes_moved},
           {"rnr_stalls", qp.rnr_stalls},
           {"wqe_errors", qp.wqe_errors},
+          {"bad_doorbells", qp.bad_doorbells},
           {"cqp_commands", dev.cqp_engine().counters().commands},
           {"mmio_writes", dev.counters().mmio_writes},
           {"mmio_reads", dev.counters().mmio_reads},

@@ -76,6 +76,19 @@ TEST(System, SendWithoutAReceiveWaitsForOne) {
   EXPECT_EQ(s.poll(cq, 4).size(), 2u);
 }
 
+TEST(System, RetriesOfADestroyedQpAreDroppedQuietly) {
+  HostSession s(SimConfig{});
+  const uint32_t cq = s.pool_get(64, -1, ibcore::IB_POLL_SOFTIRQ);
+  const auto [a, b] = s.create_qp_pair(cq, cq, 8, 8, 64);
+  s.post_send(a, "x", std::nullopt, true, false);
+  s.run_for_ns(10000);
+  ASSERT_GT(s.counters().at("rnr_stalls"), 0u) << "a retry is pending";
+  s.destroy_qp(a);
+  s.run_for_ns(20000);
+  EXPECT_EQ(s.counters().at("bad_doorbells"), 0u);
+  EXPECT_EQ(s.counters().at("wqe_errors"), 0u);
+}
+
 TEST(System, DmaToUnmappedMemoryIsReportedNotFatal) {
   Simulation sim(SimConfig{});
   auto& dev = sim.driver();
