@@ -2,6 +2,7 @@
 # that are missing, configure and build Release, then run.
 #   make run [SCENARIO=scenarios/x.yaml] [OUT=out/x] [SEED=n]
 #   make test
+#   make bench    (figures: Google Benchmark, then the whole-system benchmarks)
 BUILD    ?= build
 SCENARIO ?= scenarios/smoke.yaml
 OUT      ?= out/$(basename $(notdir $(SCENARIO)))
@@ -19,7 +20,11 @@ test: build
 	cd $(BUILD) && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ctest --output-on-failure -j 2
 
 bench: build
-	$(BUILD)/tests/irdma_bench --benchmark_min_time=1
+	$(BUILD)/tests/bench/irdma_bench --benchmark_min_time=1
+	for mode in approximate loose; do \
+	  $(BUILD)/tests/bench/irdma-sim-bench model $$mode; \
+	  $(BUILD)/tests/bench/irdma-sim-bench e2e $$mode; \
+	done
 
 build: deps
 	cmake --preset release -B $(BUILD)

@@ -8,13 +8,18 @@ namespace irdma {
 
 irdma_device::irdma_device(hal::Platform& hw, const irdma_device_caps& caps)
     : hw_(hw), caps_(caps), cqp_(hw), cq_used_(caps.max_cq), qp_used_(caps.max_qp),
-      qp_table_(caps.max_qp, nullptr) {
+      qp_table_(caps.max_qp, nullptr), cq_table_(caps.max_cq, nullptr) {
   attrs.max_cqe = caps.max_cqe;
   num_comp_vectors = caps.num_ceqs;
   num_online_cpus = hw.exec.num_cpus();
 }
 
-irdma_device::~irdma_device() = default;
+irdma_device::~irdma_device() {
+  for (irdma_qp_uk* q : qp_table_)
+    if (q) free_qp(static_cast<irdma_qp*>(static_cast<ibcore::ib_qp*>(q->back_qp)));
+  for (irdma_cq* cq : cq_table_)
+    if (cq) free_cq(cq);
+}
 
 int irdma_device::probe() { return cqp_.create(caps_.hw_rev); }
 

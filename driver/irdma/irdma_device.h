@@ -30,7 +30,6 @@ struct irdma_cq : ibcore::ib_cq {
   hal::DmaBuffer ring, shadow;
   uint32_t cq_num = 0;
   uint64_t ctx = 0;            // the CQ context the device echoes in CEQEs
-  irdma_cq_poll_info cur_cqe;  // reused across polls, as the kernel does
   bool armed = false;
   irdma_cmpl_notify last_notify = IRDMA_CQ_COMPL_EVENT;
 };
@@ -44,6 +43,7 @@ struct irdma_qp : ibcore::ib_qp {
 class irdma_device final : public ibcore::ib_device {
  public:
   irdma_device(hal::Platform& hw, const irdma_device_caps& caps);
+  // Frees what the caller left behind in memory only: the device may already be gone.
   ~irdma_device() override;
 
   // Brings up the CQP and CCQ. Returns 0 or a negative errno.
@@ -69,6 +69,8 @@ class irdma_device final : public ibcore::ib_device {
  private:
   int64_t alloc_id(std::vector<bool>& used, uint32_t& next, uint32_t first);
   int write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num);
+  void free_cq(irdma_cq* cq);
+  void free_qp(irdma_qp* qp);
 
   hal::Platform& hw_;
   irdma_device_caps caps_;
@@ -77,14 +79,14 @@ class irdma_device final : public ibcore::ib_device {
   uint32_t next_cq_ = 3, next_qp_ = 2;
   uint64_t obj_generation_ = 0;  // makes every CQ and QP context cookie new
   std::vector<irdma_qp_uk*> qp_table_;  // CQEs are checked against it
+  std::vector<irdma_cq*> cq_table_;
 };
 
 // One CQE into one ib_wc: irdma_poll_one, and the mapping of spec G.6.
 int irdma_poll_one(irdma_cq_uk* ukcq, irdma_cq_poll_info* info, ibcore::ib_wc* wc);
 // Up to `num_entries` completions from one ring, skipping CQEs of destroyed QPs; returns
 // how many, or a negative errno.
-int irdma_poll_ring(irdma_cq_uk* ukcq, irdma_cq_poll_info* info, int num_entries,
-                    ibcore::ib_wc* wc);
+int irdma_poll_ring(irdma_cq_uk* ukcq, int num_entries, ibcore::ib_wc* wc);
 void irdma_process_cqe(ibcore::ib_wc* wc, const irdma_cq_poll_info& info);
 
 }  // namespace irdma

@@ -158,7 +158,8 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
       } else {
         const irdma_sq_wr_trk_info& trk = qp->sq_wrtrk_array[wqe_idx];
         info->wr_id = trk.wrid;
-        if (info->comp_status == IRDMA_COMPL_STATUS_SUCCESS) info->bytes_xfered = trk.wr_len;
+        // The kernel leaves an SQ error's length as the previous CQE's; this driver says 0.
+        info->bytes_xfered = info->comp_status == IRDMA_COMPL_STATUS_SUCCESS ? trk.wr_len : 0;
         qp->sq_ring.tail = ring_add(wqe_idx, trk.quanta, qp->sq_ring.size);
       }
     } else if (ring_used(qp->sq_ring) == 0) {

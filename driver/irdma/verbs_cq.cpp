@@ -83,7 +83,16 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
     err = ret;
     return nullptr;
   }
+  cq_table_[cq_num] = obj;
   return cq.release();
+}
+
+void irdma_device::free_cq(irdma_cq* cq) {
+  hw_.dma.free_coherent(cq->ring);
+  hw_.dma.free_coherent(cq->shadow);
+  cq_used_[cq->cq_num] = false;
+  cq_table_[cq->cq_num] = nullptr;
+  delete cq;
 }
 
 int irdma_device::destroy_cq(ib_cq* ibcq) {
@@ -96,23 +105,23 @@ int irdma_device::destroy_cq(ib_cq* ibcq) {
   });
   // The device may still hold the ring if the command failed: keep the memory then.
   if (ret) return ret;
-  hw_.dma.free_coherent(cq->ring);
-  hw_.dma.free_coherent(cq->shadow);
-  cq_used_[cq->cq_num] = false;
-  delete cq;
+  free_cq(cq);
   return 0;
 }
 
 int irdma_device::poll_cq(ib_cq* ibcq, int num_entries, ib_wc* wc) {
   auto* cq = static_cast<irdma_cq*>(ibcq);
-  return irdma_poll_ring(&cq->sc_cq, &cq->cur_cqe, num_entries, wc);
+  return irdma_poll_ring(&cq->sc_cq, num_entries, wc);
 }
 
 // The hot loop of every poller: flattened, so the CQE reader and the mapping inline into it.
-__attribute__((flatten)) int irdma_poll_ring(irdma_cq_uk* ukcq, irdma_cq_poll_info* info, int num_entries, ib_wc* wc) {
+// The poll info lives in the loop (the kernel keeps one per CQ), so it can stay in
+// registers; nothing in it outlives a CQE.
+__attribute__((flatten)) int irdma_poll_ring(irdma_cq_uk* ukcq, int num_entries, ib_wc* wc) {
   int npolled = 0;
+  irdma_cq_poll_info info;
   while (npolled < num_entries) {
-    const int ret = irdma_poll_one(ukcq, info, &wc[npolled]);
+    const int ret = irdma_poll_one(ukcq, &info, &wc[npolled]);
     if (ret == 0) {
       npolled++;
     } else if (ret == -ENOENT) {

@@ -122,6 +122,11 @@ int irdma_device::destroy_qp(irdma_qp* qp) {
     qp->qp_uk.destroy_pending = false;
     return ret;
   }
+  free_qp(qp);
+  return 0;
+}
+
+void irdma_device::free_qp(irdma_qp* qp) {
   qp_table_[qp->qp_num] = nullptr;
   qp_used_[qp->qp_num] = false;
   qp->send_cq->usecnt--;
@@ -129,7 +134,6 @@ int irdma_device::destroy_qp(irdma_qp* qp) {
   hw_.dma.free_coherent(qp->queues);
   hw_.dma.free_coherent(qp->host_ctx);
   delete qp;
-  return 0;
 }
 
 int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr** bad_wr) {

@@ -71,11 +71,10 @@ struct PrefilledRing {
 
 void poll_ring(benchmark::State& state, bool with_ext) {
   PrefilledRing r(with_ext);
-  irdma_cq_poll_info info;
   ibcore::ib_wc wc[16];
   uint64_t polled = 0;
   for (auto _ : state) {
-    const int n = irdma_poll_ring(&r.cq, &info, 16, wc);
+    const int n = irdma_poll_ring(&r.cq, 16, wc);
     if (n < 0) state.SkipWithError("poll failed");
     polled += uint32_t(n);
     if (n < 16) {

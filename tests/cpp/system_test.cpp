@@ -139,6 +139,11 @@ TEST(System, MsixRaisedByTheDeviceReachesTheHandler) {
 }
 
 TEST(System, OnlyOneSimulationPerProcess) {
+#if defined(__SANITIZE_ADDRESS__)
+  // SystemC switches coroutine stacks without telling ASan, which then cannot unpoison
+  // the stack when this test throws, and reports false stack overflows afterwards.
+  GTEST_SKIP() << "throws across SystemC's coroutine stacks, which ASan cannot follow";
+#endif
   Simulation sim(SimConfig{});
   EXPECT_THROW(Simulation again(SimConfig{}), std::logic_error);
 }
