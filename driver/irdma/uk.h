@@ -113,11 +113,12 @@ struct irdma_cq_uk {
   uint32_t cq_size = 0;
   uint8_t polarity = 1;
   bool avoid_mem_cflct = false;  // 64-byte CQEs
+  uint8_t cqe_shift = 2;         // log2 of a ring slot in qwords: 2, or 3 with 64-byte CQEs
   irdma_vers hw_rev = IRDMA_GEN_2;
   irdma_qp_table qp_table;
   uint64_t corrupt_cqes = 0;     // CQEs skipped for an unknown context or index
 
-  uint64_t* cqe_at(uint32_t idx) const { return cq_base + (uint64_t(idx) << (avoid_mem_cflct ? 3 : 2)); }
+  uint64_t* cqe_at(uint32_t idx) const { return cq_base + (uint64_t(idx) << cqe_shift); }
 };
 
 void irdma_uk_cq_init(irdma_cq_uk* cq, uint64_t* base, uint64_t* shadow, uint32_t cq_id,

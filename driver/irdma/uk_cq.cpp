@@ -64,6 +64,7 @@ void irdma_uk_cq_init(irdma_cq_uk* cq, uint64_t* base, uint64_t* shadow, uint32_
   cq->cq_ring = {0, 0, cq_size};
   cq->polarity = 1;
   cq->avoid_mem_cflct = avoid_mem_cflct;
+  cq->cqe_shift = avoid_mem_cflct ? 3 : 2;
 }
 
 bool irdma_uk_cq_has_cqe(const irdma_cq_uk* cq) {
