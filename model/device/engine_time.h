@@ -37,6 +37,19 @@ class EngineTime {
     if (accurate_) qk_.sync();
   }
   void sync() { qk_.sync(); }
+  // Sleeps until `ev` or the absolute time `until_ps` (0: no limit) without catching up
+  // first, which would cost a wake-up of its own: the engine keeps its absolute time and
+  // wakes with whatever part of its lead the kernel has not covered meanwhile.
+  void idle_wait(const sc_core::sc_event& ev, uint64_t until_ps = 0) {
+    const uint64_t at = now_ps();
+    const uint64_t kernel = sc_core::sc_time_stamp().value();
+    if (until_ps)
+      sc_core::wait(sc_core::sc_time::from_value(until_ps - kernel), ev);
+    else
+      sc_core::wait(ev);
+    const uint64_t woke = sc_core::sc_time_stamp().value();
+    qk_.set(sc_core::sc_time::from_value(at > woke ? at - woke : 0));
+  }
   uint64_t now_ps() const { return (sc_core::sc_time_stamp() + qk_.get_local_time()).value(); }
   const sc_core::sc_time& period() const { return period_; }
 

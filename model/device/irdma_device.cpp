@@ -129,18 +129,13 @@ void IrdmaDevice::raise_msix(unsigned vector) {
 void IrdmaDevice::engine_thread() {
   for (;;) {
     if (work_.empty()) {
-      // Work may arrive while syncing: look again before sleeping on the event.
-      time_.sync();
-      if (work_.empty()) sc_core::wait(work_ev_);
+      time_.idle_wait(work_ev_);
       continue;
     }
     const Work w = work_.top();
     if (w.due_ps > time_.now_ps()) {
-      // Idle until the next item arrives, or an earlier one is queued. Syncing first may
-      // already carry the engine past the item.
-      time_.sync();
-      if (w.due_ps > time_.now_ps())
-        sc_core::wait(sc_time(double(w.due_ps - time_.now_ps()), sc_core::SC_PS), work_ev_);
+      // Idle until the next item arrives, or an earlier one is queued.
+      time_.idle_wait(work_ev_, w.due_ps);
       continue;
     }
     work_.pop();

@@ -72,13 +72,12 @@ bool QpEngine::cq_in_use(uint32_t cq_id) const {
 }
 
 // Fragment slot i sits at qwords {0,1} (i = 0) or {4 + 2(i-1), 5 + 2(i-1)}; length 62:32.
-std::vector<QpEngine::Fragment> QpEngine::fragments(const uint64_t* wqe, unsigned first_slot,
-                                                    unsigned slots) {
-  std::vector<Fragment> out;
-  for (unsigned i = first_slot; i < slots; i++) {
+QpEngine::Fragments QpEngine::fragments(const uint64_t* wqe, unsigned first_slot, unsigned slots) {
+  Fragments out;
+  for (unsigned i = first_slot; i < slots && i < 16; i++) {
     const uint64_t* s = i == 0 ? wqe : wqe + 4 + 2 * (i - 1);
     const uint32_t len = uint32_t(get(s[1], 62, 32));
-    if (len) out.push_back({s[0], len});
+    if (len) out.at[out.count++] = {s[0], len};
   }
   return out;
 }
@@ -130,7 +129,14 @@ QpEngine::Result QpEngine::execute_send(QpContext& qp, const uint64_t* wqe, uint
   }
   time_.cycles(cfg_.cycles.execute);
 
-  const auto dst = fragments(rwqe, 0, unsigned(get(rwqe[3], 41, 38)) + 1);
+  // An RQ WQE of 2^rq_shift quanta holds at most 1 + 2 (2^rq_shift - 1) fragment slots.
+  const unsigned rq_slot_limit = 1 + 2 * ((1u << peer.rq_shift) - 1);
+  unsigned rq_slots = unsigned(get(rwqe[3], 41, 38)) + 1;
+  if (rq_slots > rq_slot_limit) {
+    counters_.wqe_errors++;
+    rq_slots = rq_slot_limit;
+  }
+  const auto dst = fragments(rwqe, 0, rq_slots);
   uint32_t capacity = 0;
   for (const Fragment& f : dst) capacity += f.len;
 

@@ -70,11 +70,17 @@ class QpEngine {
     uint64_t addr;
     uint32_t len;
   };
+  // A WQE's fragments with data (at most 15 slots fit in 8 quanta).
+  struct Fragments {
+    Fragment at[16];
+    unsigned count = 0;
+    const Fragment* begin() const { return at; }
+    const Fragment* end() const { return at + count; }
+  };
   uint16_t load_ctx(QpContext& qp);
   Result execute_send(QpContext& qp, const uint64_t* wqe, uint8_t op);
   void complete_sq(const QpContext& qp, uint8_t op, uint16_t major, uint16_t minor);
-  static std::vector<Fragment> fragments(const uint64_t* wqe, unsigned first_slot,
-                                         unsigned slots);
+  static Fragments fragments(const uint64_t* wqe, unsigned first_slot, unsigned slots);
 
   const DeviceConfig& cfg_;
   DmaPort& dma_;

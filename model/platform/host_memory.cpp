@@ -33,6 +33,7 @@ bool HostMemory::free(uint64_t iova) {
   auto it = regions_.find(iova);
   if (it == regions_.end()) return false;
   const Region r = it->second;
+  if (last_ == &it->second) last_ = nullptr;
   regions_.erase(it);
   storage_.erase(iova);
   mapped_bytes_ -= r.size;
@@ -40,18 +41,27 @@ bool HostMemory::free(uint64_t iova) {
   return true;
 }
 
-std::map<uint64_t, HostMemory::Region>::iterator HostMemory::find(uint64_t iova, size_t len) {
+namespace {
+
+bool covers(const HostMemory::Region& r, uint64_t iova, size_t len) {
+  return len != 0 && iova >= r.iova && iova - r.iova <= r.size && len <= r.size - (iova - r.iova);
+}
+
+}  // namespace
+
+const HostMemory::Region* HostMemory::find(uint64_t iova, size_t len) {
+  if (last_ && covers(*last_, iova, len)) return last_;
   auto it = regions_.upper_bound(iova);
-  if (it == regions_.begin()) return regions_.end();
+  if (it == regions_.begin()) return nullptr;
   --it;
-  const Region& r = it->second;
-  if (len == 0 || iova - r.iova > r.size || len > r.size - (iova - r.iova)) return regions_.end();
-  return it;
+  if (!covers(it->second, iova, len)) return nullptr;
+  last_ = &it->second;
+  return last_;
 }
 
 uint8_t* HostMemory::cpu_ptr(uint64_t iova, size_t len) {
-  auto it = find(iova, len);
-  return it == regions_.end() ? nullptr : it->second.cpu + (iova - it->second.iova);
+  const Region* r = find(iova, len);
+  return r ? r->cpu + (iova - r->iova) : nullptr;
 }
 
 unsigned int HostMemory::transport_dbg(tlm::tlm_generic_payload& trans) {
@@ -86,9 +96,9 @@ void HostMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&)
 }
 
 bool HostMemory::get_direct_mem_ptr(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi) {
-  auto it = find(trans.get_address(), 1);
-  if (it == regions_.end()) return false;
-  const Region& r = it->second;
+  const Region* found = find(trans.get_address(), 1);
+  if (!found) return false;
+  const Region& r = *found;
   dmi.set_dmi_ptr(r.cpu);
   dmi.set_start_address(r.iova);
   dmi.set_end_address(r.iova + r.size - 1);

@@ -42,10 +42,11 @@ class HostMemory : public sc_core::sc_module {
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   bool get_direct_mem_ptr(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi);
   unsigned int transport_dbg(tlm::tlm_generic_payload& trans);
-  std::map<uint64_t, Region>::iterator find(uint64_t iova, size_t len);
+  const Region* find(uint64_t iova, size_t len);
 
   sc_core::sc_event written_;
   std::map<uint64_t, Region> regions_;
+  const Region* last_ = nullptr;  // DMA tends to hit one region many times in a row
   std::map<uint64_t, std::unique_ptr<uint8_t[]>> storage_;
   uint64_t next_iova_ = 0x1'0000'0000ull;
   uint64_t mapped_bytes_ = 0;

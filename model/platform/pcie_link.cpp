@@ -27,7 +27,7 @@ PcieLink::PcieLink(sc_core::sc_module_name name, const LinkConfig& cfg, bool def
       trace_(trace),
       mmio_latency_(cfg.mmio_latency_ns * 1000, SC_PS),
       dma_latency_(cfg.dma_latency_ns * 1000, SC_PS),
-      byte_time_(1000.0 / cfg.bandwidth_gbytes, SC_PS) {
+      byte_ps_(1000.0 / cfg.bandwidth_gbytes) {
   host_mmio.register_b_transport(this, &PcieLink::mmio_b_transport);
   dev_dma.register_b_transport(this, &PcieLink::dma_b_transport);
   dev_dma.register_get_direct_mem_ptr(this, &PcieLink::dma_get_dmi);
@@ -39,7 +39,8 @@ PcieLink::PcieLink(sc_core::sc_module_name name, const LinkConfig& cfg, bool def
 
 sc_time PcieLink::serialisation(uint32_t bytes, uint32_t max_tlp) const {
   const uint32_t tlps = std::max(1u, (bytes + max_tlp - 1) / max_tlp);
-  return byte_time_ * double(bytes + uint64_t(tlps) * cfg_.tlp_overhead_bytes);
+  const uint64_t wire_bytes = bytes + uint64_t(tlps) * cfg_.tlp_overhead_bytes;
+  return sc_time::from_value(uint64_t(double(wire_bytes) * byte_ps_ + 0.5));
 }
 
 void PcieLink::mmio_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
@@ -114,7 +115,7 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
 }
 
 void PcieLink::apply_write(uint64_t addr, const uint8_t* data, uint32_t len, uint64_t t_ps) {
-  tlm::tlm_generic_payload w;
+  tlm::tlm_generic_payload& w = write_;
   w.set_command(tlm::TLM_WRITE_COMMAND);
   w.set_address(addr);
   w.set_data_ptr(const_cast<uint8_t*>(data));

@@ -66,13 +66,15 @@ class PcieLink : public sc_core::sc_module {
   LinkConfig cfg_;
   bool defer_;
   trace::TraceLog& trace_;
-  sc_core::sc_time mmio_latency_, dma_latency_, byte_time_;
+  sc_core::sc_time mmio_latency_, dma_latency_;
+  double byte_ps_;  // link time of one byte, in the kernel's 1 ps resolution
   struct PostedWrite {
     sc_core::sc_time arrival;
     uint64_t addr;
     std::vector<uint8_t> data;
   };
   std::deque<PostedWrite> posted_;
+  tlm::tlm_generic_payload write_;  // reused for every write the link applies
   std::vector<std::vector<uint8_t>> spare_;  // buffers of applied writes, for reuse
   sc_core::sc_event posted_due_;
   uint64_t dma_errors_ = 0;

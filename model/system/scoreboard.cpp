@@ -31,23 +31,24 @@ void Scoreboard::fail(const std::string& check, const std::string& detail) {
 }
 
 void Scoreboard::compare(const char* what, const ExpectedCompletion& e, const ib_wc& wc) {
-  const std::string id = std::string(what) + " " + wr(e.wr_id);
+  // Messages are built only for failures: this runs for every completion.
+  const auto id = [&] { return std::string(what) + " " + wr(e.wr_id); };
   if (wc.status != IB_WC_SUCCESS)
-    fail(kStatus, id + ": status " + std::to_string(wc.status) + ", expected 0 (vendor_err " +
+    fail(kStatus, id() + ": status " + std::to_string(wc.status) + ", expected 0 (vendor_err " +
                       std::to_string(wc.vendor_err) + ")");
   else if (wc.opcode != e.opcode)
-    fail(kStatus, id + ": opcode " + std::to_string(wc.opcode) + ", expected " +
+    fail(kStatus, id() + ": opcode " + std::to_string(wc.opcode) + ", expected " +
                       std::to_string(e.opcode));
   if (wc.byte_len != e.byte_len)
-    fail(kFields, id + ": byte_len " + std::to_string(wc.byte_len) + ", expected " +
+    fail(kFields, id() + ": byte_len " + std::to_string(wc.byte_len) + ", expected " +
                       std::to_string(e.byte_len));
   const bool imm = wc.wc_flags & IB_WC_WITH_IMM;
   if (imm != e.with_imm || (imm && __builtin_bswap32(wc.ex.imm_data) != e.imm_data))
-    fail(kFields, id + ": immediate data differs from what was sent");
+    fail(kFields, id() + ": immediate data differs from what was sent");
   if (wc.qp != e.qp)
-    fail(kQp, id + ": ib_wc.qp is not the QP the work request was posted on");
+    fail(kQp, id() + ": ib_wc.qp is not the QP the work request was posted on");
   else if (wc.src_qp != e.qp_num)
-    fail(kQp, id + ": src_qp " + std::to_string(wc.src_qp) + ", expected " +
+    fail(kQp, id() + ": src_qp " + std::to_string(wc.src_qp) + ", expected " +
                   std::to_string(e.qp_num));
 }
 

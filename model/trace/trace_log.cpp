@@ -14,64 +14,50 @@ void TraceLog::open(const std::string& path) {
   if (!out_) throw std::runtime_error("cannot open trace file " + path);
 }
 
-TraceLog::Event::Event(TraceLog* log, uint64_t t_ps, const char* ev) : log_(log), t_ps_(t_ps) {
-  if (!log_->enabled()) return;
+void TraceLog::Event::begin(const char* ev) {
   json_.reserve(160);
   json_ += "{\"t_ps\":";
-  json_ += std::to_string(t_ps);
+  json_ += std::to_string(t_ps_);
   json_ += ",\"ev\":\"";
   json_ += ev;
   json_ += '"';
 }
 
-TraceLog::Event::~Event() {
-  if (!log_->enabled()) return;
+void TraceLog::Event::commit() {
   json_ += '}';
   log_->pending_.push_back({t_ps_, log_->seq_++, std::move(json_)});
 }
 
-TraceLog::Event& TraceLog::Event::num(const char* key, uint64_t value) {
-  if (log_->enabled()) {
-    json_ += ",\"";
-    json_ += key;
-    json_ += "\":";
-    json_ += std::to_string(value);
-  }
-  return *this;
+void TraceLog::Event::put_num(const char* key, uint64_t value) {
+  json_ += ",\"";
+  json_ += key;
+  json_ += "\":";
+  json_ += std::to_string(value);
 }
 
-TraceLog::Event& TraceLog::Event::addr(const char* key, uint64_t value) {
-  if (log_->enabled()) {
-    char buf[24];
-    std::snprintf(buf, sizeof buf, "0x%" PRIx64, value);
-    str(key, buf);
-  }
-  return *this;
+void TraceLog::Event::put_addr(const char* key, uint64_t value) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, value);
+  put_str(key, buf);
 }
 
-TraceLog::Event& TraceLog::Event::str(const char* key, const std::string& value) {
-  if (log_->enabled()) {
-    json_ += ",\"";
-    json_ += key;
-    json_ += "\":\"";
-    json_ += value;  // callers pass identifiers and hex, never text needing escapes
-    json_ += '"';
-  }
-  return *this;
+void TraceLog::Event::put_str(const char* key, const char* value) {
+  json_ += ",\"";
+  json_ += key;
+  json_ += "\":\"";
+  json_ += value;  // callers pass identifiers and hex, never text needing escapes
+  json_ += '"';
 }
 
-TraceLog::Event& TraceLog::Event::hex(const char* key, const void* bytes, size_t len) {
-  if (log_->enabled()) {
-    static const char digits[] = "0123456789abcdef";
-    std::string h(2 * len, '0');
-    const auto* p = static_cast<const uint8_t*>(bytes);
-    for (size_t i = 0; i < len; i++) {
-      h[2 * i] = digits[p[i] >> 4];
-      h[2 * i + 1] = digits[p[i] & 15];
-    }
-    str(key, h);
+void TraceLog::Event::put_hex(const char* key, const void* bytes, size_t len) {
+  static const char digits[] = "0123456789abcdef";
+  std::string h(2 * len, '0');
+  const auto* p = static_cast<const uint8_t*>(bytes);
+  for (size_t i = 0; i < len; i++) {
+    h[2 * i] = digits[p[i] >> 4];
+    h[2 * i + 1] = digits[p[i] & 15];
   }
-  return *this;
+  put_str(key, h.c_str());
 }
 
 void TraceLog::write_sorted(size_t count) {
