@@ -68,7 +68,7 @@ class irdma_device final : public ibcore::ib_device {
 
  private:
   int64_t alloc_id(std::vector<bool>& used, uint32_t& next, uint32_t first);
-  int write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num);
+  void write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num);
   void free_cq(irdma_cq* cq);
   void free_qp(irdma_qp* qp);
 

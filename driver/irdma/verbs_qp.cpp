@@ -27,7 +27,7 @@ uint64_t qp_cmd_header(const irdma_qp_uk& q) {
 
 }  // namespace
 
-int irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num) {
+void irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num) {
   const irdma_qp_uk& q = qp->qp_uk;
   auto* ctx = static_cast<uint64_t*>(qp->host_ctx.cpu);
   const uint64_t sq_pa = qp->queues.iova;
@@ -44,7 +44,6 @@ int irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num) {
       FIELD_PREP(IRDMAQPC_TXCQNUM, static_cast<irdma_cq*>(qp->send_cq)->cq_num) |
       FIELD_PREP(IRDMAQPC_RXCQNUM, static_cast<irdma_cq*>(qp->recv_cq)->cq_num);
   ctx[IRDMAQPC_QPCOMPCTX_QWORD] = q.compl_ctx;
-  return 0;
 }
 
 ErrPtr<irdma_qp> irdma_device::create_qp(const ib_qp_init_attr& attr) {

@@ -102,8 +102,7 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   Simulation sim(sc.config, trace ? (out / "trace.jsonl").string() : "");
   CompletionLog completions;
   completions.open((out / "completions.jsonl").string());
-  size_t qps = 2 * sc.pairs.size();
-  Scoreboard sb(qps);
+  Scoreboard sb(2 * sc.pairs.size());
   Workload wl(sim, sc, sb, completions);
   sim.run_on_host([&] { wl.run(); });
   system_checks(sim, wl.counters(), sb);
