@@ -92,3 +92,17 @@ def test_summary_marks_failed_checks():
     }
     text = summary(report)
     assert "FAIL x: lost one" in text and "FAILED: 0 of 1" in text
+
+
+def test_run_many_runs_scenarios_in_parallel_processes(scenario, tmp_path):
+    jobs = [(scenario("smoke.yaml"), tmp_path / f"s{seed}", seed) for seed in (1, 2)]
+    reports = irdma_sim.run_many(jobs, workers=2)
+    assert [r["seed"] for r in reports] == [1, 2]
+    assert all(r["passed"] for r in reports)
+
+
+def test_no_trace_skips_only_the_trace(scenario, tmp_path):
+    report = irdma_sim.run(scenario("smoke.yaml"), tmp_path, trace=False)
+    assert report["passed"]
+    assert not (tmp_path / "trace.jsonl").exists()
+    assert (tmp_path / "completions.jsonl").stat().st_size > 0
