@@ -25,7 +25,7 @@ struct TrafficSpec {
   uint32_t max_bytes = 4096;
   uint32_t imm_every = 0;        // every Nth send carries immediate data (0: none)
   uint32_t solicited_every = 0;  // every Nth send is solicited (0: none)
-  uint32_t batch = 4;            // WRs posted per doorbell
+  uint32_t batch = 4;            // WRs posted per doorbell (fewer only at the end)
 };
 
 struct Scenario {

@@ -23,7 +23,7 @@ struct SimConfig {
   platform::LinkConfig link;
   platform::HostConfig host;
   SyncMode sync = SyncMode::approximate;
-  double quantum_ns = 1000;  // loose mode only
+  double quantum_ns = 10000;  // loose mode only
 };
 
 }  // namespace irdma_sim::system

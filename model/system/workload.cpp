@@ -178,6 +178,11 @@ int Workload::post_sends(Qp& q) {
   wrs.clear();
   sges.clear();
   const BufferedQp& bq = *q.bq;
+  // A doorbell carries a whole batch: wait until that much of the SQ is free, unless
+  // fewer sends than that are left.
+  const uint64_t free = bq.sq_depth() - (q.sends_posted - q.sends_done);
+  const uint64_t want = std::min<uint64_t>({t.batch, bq.sq_depth(), q.sends_total - q.sends_posted});
+  if (want == 0 || free < want) return 0;
   while (wrs.size() < t.batch && q.sends_posted < q.sends_total &&
          q.sends_posted - q.sends_done < bq.sq_depth()) {
     const uint64_t seq = q.sends_posted++;

@@ -53,9 +53,11 @@ int e2e(bool loose, uint32_t sends, uint32_t max_bytes) {
   bool passed = true;
   for (const system::Check& c : sb.checks()) passed = passed && c.passed;
   const uint64_t n = wl.counters().completions;
-  std::printf("e2e %-11s completions=%llu wall_s=%.3f completions_per_second=%.0f sim_us=%.1f checks=%s\n",
+  std::printf("e2e %-11s completions=%llu wall_s=%.3f completions_per_second=%.0f sim_us=%.1f "
+              "host_relaxes=%llu doorbells=%llu checks=%s\n",
               loose ? "loose" : "approximate", (unsigned long long)n, wall, double(n) / wall,
-              sim.now_ps() / 1e6, passed ? "passed" : "FAILED");
+              sim.now_ps() / 1e6, (unsigned long long)wl.counters().idle_polls,
+              (unsigned long long)wl.counters().doorbells, passed ? "passed" : "FAILED");
   return passed ? 0 : 1;
 }
 
