@@ -36,6 +36,11 @@ inline uint32_t ring_add(uint32_t idx, uint32_t n, uint32_t size) {
 inline uint32_t ring_used(const irdma_ring& r) {
   return r.head >= r.tail ? r.head - r.tail : r.head + r.size - r.tail;
 }
+// True when `idx` names an outstanding entry: in [tail, head).
+inline bool ring_outstanding(const irdma_ring& r, uint32_t idx) {
+  const uint32_t from_tail = idx >= r.tail ? idx - r.tail : idx + r.size - r.tail;
+  return idx < r.size && from_tail < ring_used(r);
+}
 
 struct irdma_sq_wr_trk_info {
   uint64_t wrid = 0;
@@ -131,6 +136,9 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info);
 void irdma_uk_cq_request_notification(irdma_cq_uk* cq, irdma_cmpl_notify notify);
 // True when the CQE at head is valid (irdma_cq_empty's negation).
 bool irdma_uk_cq_has_cqe(const irdma_cq_uk* cq);
+// Neutralises the unpolled CQEs of a QP being destroyed (their context becomes 0, so they
+// are consumed and never reported); head and polarity stay as they are (spec D.8).
+void irdma_uk_clean_cq(uint64_t qp_compl_ctx, irdma_cq_uk* cq);
 
 struct irdma_sge {
   uint64_t addr = 0;

@@ -136,8 +136,8 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
       } else {
         array_idx = qp->rq_ring.tail;
       }
-    } else if (array_idx >= qp->rq_ring.size) {
-      cq->corrupt_cqes++;
+    } else if (!ring_outstanding(qp->rq_ring, array_idx)) {
+      cq->corrupt_cqes++;  // stale, duplicated or out of range: never move the tail back
       ret = -EFAULT;
     }
     if (ret == 0) {
@@ -153,7 +153,7 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
     }
   } else {  // SQ
     if (info->comp_status != IRDMA_COMPL_STATUS_FLUSHED) {
-      if (wqe_idx >= qp->sq_ring.size || qp->sq_wrtrk_array[wqe_idx].quanta == 0) {
+      if (!ring_outstanding(qp->sq_ring, wqe_idx) || qp->sq_wrtrk_array[wqe_idx].quanta == 0) {
         cq->corrupt_cqes++;
         ret = -EFAULT;
       } else {
@@ -204,6 +204,23 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
     WRITE_ONCE(cqe[3], qword3);
   }
   return ret;
+}
+
+void irdma_uk_clean_cq(uint64_t qp_compl_ctx, irdma_cq_uk* cq) {
+  uint32_t idx = cq->cq_ring.head;
+  uint8_t polarity = cq->polarity;
+  // Every slot is looked at, so the extended half of a 32-byte-mode CQE is too: its qword1
+  // is zero, which never matches a QP's context.
+  for (uint32_t seen = 0; seen < cq->cq_ring.size; seen++) {
+    uint64_t* cqe = cq->cqe_at(idx);
+    if (FIELD_GET(IRDMA_CQ_VALID, READ_ONCE(cqe[3])) != polarity) break;
+    hal::dma_rmb();
+    if (READ_ONCE(cqe[1]) == qp_compl_ctx) WRITE_ONCE(cqe[1], uint64_t(0));
+    if (++idx == cq->cq_ring.size) {
+      idx = 0;
+      polarity ^= 1;
+    }
+  }
 }
 
 void irdma_uk_cq_request_notification(irdma_cq_uk* cq, irdma_cmpl_notify notify) {

@@ -1,7 +1,6 @@
 // The WQE writers: SQ and RQ WQEs in the GEN_2 fragment format, and the SQ doorbell.
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 
 #include "driver/hal/dma.h"
 #include "driver/irdma/uk.h"
@@ -13,6 +12,7 @@ constexpr uint32_t IRDMA_SQ_RSVD = 258;
 constexpr uint32_t IRDMA_RQ_RSVD = 1;
 constexpr uint32_t IRDMA_MAX_QUANTA_PER_WR = 8;
 constexpr uint32_t IRDMA_MIN_WQ_SIZE = 8;  // quanta (IRDMA_QP_SW_MIN_WQSIZE)
+constexpr uint32_t IRDMA_MAX_WQ_QUANTA = 32768;
 constexpr uint32_t IRDMA_MAX_FRAGS = 13;  // 14 slots with immediate data: 8 quanta at most
 
 uint32_t round_up_pow2(uint32_t v) {
@@ -103,6 +103,9 @@ int irdma_uk_qp_init(irdma_qp_uk* qp, uint32_t qp_id, uint32_t sq_wrs, uint32_t 
   qp->max_rq_frag_cnt = max_rq_frags;
   const uint32_t sq_quanta = irdma_uk_sq_depth_quanta(sq_wrs, max_sq_frags);
   const uint32_t rq_wqes = irdma_uk_rq_depth_wqes(rq_wrs, max_rq_frags, &qp->rq_shift);
+  // CQEs carry a 15-bit quanta index: no queue may hold more quanta than that reaches.
+  if (sq_quanta > IRDMA_MAX_WQ_QUANTA || (rq_wqes << qp->rq_shift) > IRDMA_MAX_WQ_QUANTA)
+    return -EINVAL;
   qp->sq_ring = {0, 0, sq_quanta};
   qp->initial_ring = qp->sq_ring;
   qp->rq_ring = {0, 0, rq_wqes};
@@ -120,8 +123,10 @@ int irdma_uk_send(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
   const int64_t idx = next_send_wqe(qp, quanta);
   if (idx < 0) return int(idx);
 
+  // Every qword is written below, the header last: clearing the WQE first would make it
+  // read as valid on passes whose polarity is 0.
   uint64_t* wqe = qp->sq_base + 4ull * uint64_t(idx);
-  std::memset(wqe, 0, 32ull * quanta);
+  wqe[0] = wqe[1] = wqe[2] = 0;
   uint32_t total_len = 0;
   for (uint32_t i = 0; i < info.num_sges; i++) total_len += info.sg_list[i].length;
   uint32_t addfragcnt;
@@ -151,7 +156,7 @@ int irdma_uk_post_receive(irdma_qp_uk* qp, uint64_t wr_id, const irdma_sge* sg_l
   if (idx == 0) qp->rwqe_polarity ^= 1;
   qp->rq_ring.head = ring_next(idx, qp->rq_ring.size);
   uint64_t* wqe = qp->rq_base + (uint64_t(idx) << (2 + qp->rq_shift));
-  std::memset(wqe, 0, 32ull << qp->rq_shift);
+  wqe[0] = wqe[1] = wqe[2] = 0;  // slots past ADDFRAGCNT are never read
   const uint32_t addfragcnt = write_fragments(wqe, 0, sg_list, num_sges, qp->rwqe_polarity);
   qp->rq_wrid_array[idx] = wr_id;
   const uint64_t hdr = FIELD_PREP(IRDMAQPSQ_ADDFRAGCNT, addfragcnt) |

@@ -41,7 +41,7 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
 
   auto cq = std::make_unique<irdma_cq>();
   cq->cq_num = uint32_t(cq_num);
-  cq->cqe = int(attr.cqe);
+  cq->cqe = int(std::max(attr.cqe, 4u));  // the request, floored at 4 (spec G.1)
   cq->ring = hw_.dma.alloc_coherent(round_up(uint64_t(entries) * cqe_bytes, 256), 256);
   cq->shadow = hw_.dma.alloc_coherent(IRDMA_SHADOW_AREA_SIZE_BYTES, 64);
   const auto release = [&] {

@@ -113,6 +113,10 @@ int irdma_device::connect_qp(irdma_qp* qp, uint32_t dest_qp_num) {
 
 int irdma_device::destroy_qp(irdma_qp* qp) {
   qp->qp_uk.destroy_pending = true;
+  // CQEs still in the QP's CQs must not outlive it (spec G.3, D.8).
+  irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &static_cast<irdma_cq*>(qp->send_cq)->sc_cq);
+  if (qp->recv_cq != qp->send_cq)
+    irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &static_cast<irdma_cq*>(qp->recv_cq)->sc_cq);
   const int ret = cqp_.exec(IRDMA_CQP_OP_DESTROY_QP, [&](uint64_t* wqe) {
     wqe[2] = qp->host_ctx.iova;
     return qp_cmd_header(qp->qp_uk);

@@ -13,6 +13,7 @@ namespace {
 constexpr unsigned kQuantum = 32;
 constexpr unsigned kMaxQuanta = 8;
 constexpr uint32_t kFetchQuanta = 16;  // 512 bytes: one max read request
+constexpr uint64_t kMaxMessage = 1ull << 31;  // RoCE's largest message
 constexpr unsigned kQpCtxBytes = 256;
 
 }  // namespace
@@ -57,7 +58,13 @@ uint16_t QpEngine::modify(uint32_t qp_id, uint64_t host_ctx) {
   QpContext updated = it->second;
   updated.host_ctx = host_ctx;
   if (uint16_t err = load_ctx(updated)) return err;
-  it->second = updated;  // producer/consumer state carries over
+  // The device's ring positions carry over, so the rings themselves may not change.
+  const QpContext& live = it->second;
+  if (updated.sq_base != live.sq_base || updated.rq_base != live.rq_base ||
+      updated.sq_quanta != live.sq_quanta || updated.rq_wqes != live.rq_wqes ||
+      updated.rq_shift != live.rq_shift)
+    return CQP_MINOR_UNSUPPORTED;
+  it->second = updated;
   return 0;
 }
 
@@ -96,12 +103,11 @@ void QpEngine::complete_sq(const QpContext& qp, uint8_t op, uint16_t major, uint
 }
 
 QpEngine::Result QpEngine::execute_send(QpContext& qp, const uint64_t* wqe, uint8_t op) {
-  uint16_t sq_major = 0, sq_minor = 0;
   const unsigned slots = unsigned(get(wqe[3], 41, 38)) + 1;
   const bool imm = bit(wqe[3], 47);
   auto peer_it = qps_.find(qp.dest_qp);
   if (peer_it == qps_.end()) {
-    complete_sq(qp, op, FLUSH_MAJOR, FLUSH_REM_INV_REQ_ERR);
+    complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_REM_INV_REQ_ERR);
     return Result::done;
   }
   QpContext& peer = peer_it->second;
@@ -111,23 +117,11 @@ QpEngine::Result QpEngine::execute_send(QpContext& qp, const uint64_t* wqe, uint
   uint64_t rwqe[(kQuantum << 3) / 8];
   if (!dma_.read(peer.rq_base + uint64_t(peer.rq_head) * rwqe_bytes, rwqe, rwqe_bytes)) {
     counters_.wqe_errors++;
-    complete_sq(qp, op, FLUSH_MAJOR, FLUSH_REM_INV_REQ_ERR);
+    complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_REM_INV_REQ_ERR);
     return Result::done;
   }
   if (bit(rwqe[3], 63) != peer.rq_polarity) return Result::rnr;
   time_.cycles(cfg_.cycles.wqe_decode);
-
-  uint32_t total = 0;
-  const auto src = fragments(wqe, imm ? 1 : 0, slots);
-  for (const Fragment& f : src) total += f.len;
-  payload_.resize(total);
-  uint32_t off = 0;
-  bool ok = true;
-  for (const Fragment& f : src) {
-    ok = ok && dma_.read(f.addr, payload_.data() + off, f.len);
-    off += f.len;
-  }
-  time_.cycles(cfg_.cycles.execute);
 
   // An RQ WQE of 2^rq_shift quanta holds at most 1 + 2 (2^rq_shift - 1) fragment slots.
   const unsigned rq_slot_limit = 1 + 2 * ((1u << peer.rq_shift) - 1);
@@ -136,9 +130,12 @@ QpEngine::Result QpEngine::execute_send(QpContext& qp, const uint64_t* wqe, uint
     counters_.wqe_errors++;
     rq_slots = rq_slot_limit;
   }
-  const auto dst = fragments(rwqe, 0, rq_slots);
-  uint32_t capacity = 0;
+  const Fragments src = fragments(wqe, imm ? 1 : 0, slots);
+  const Fragments dst = fragments(rwqe, 0, rq_slots);
+  uint64_t total = 0, capacity = 0;
+  for (const Fragment& f : src) total += f.len;
   for (const Fragment& f : dst) capacity += f.len;
+  time_.cycles(cfg_.cycles.execute);
 
   CqeFields rq;
   rq.qp_ctx = peer.compl_ctx;
@@ -146,26 +143,25 @@ QpEngine::Result QpEngine::execute_send(QpContext& qp, const uint64_t* wqe, uint
   rq.wqe_idx = uint16_t(peer.rq_head << peer.rq_shift);
   rq.op = imm ? BTH_SEND_ONLY_WITH_IMMEDIATE : BTH_SEND_ONLY;
   rq.solicited = op == SQ_SEND_SOL;
-  if (!ok) {
-    counters_.wqe_errors++;
-    sq_major = FLUSH_MAJOR;
-    sq_minor = FLUSH_LOC_QP_OP_ERR;
-  } else if (total > capacity) {
-    counters_.wqe_errors++;
-    rq.error = true;
-    rq.major_err = FLUSH_MAJOR;
-    rq.minor_err = FLUSH_LOC_LEN_ERR;
-    sq_major = FLUSH_MAJOR;
+  uint16_t sq_minor = 0, rq_minor = 0;
+  bool rq_consumed = true;
+  if (total > kMaxMessage || total > capacity) {
+    rq_minor = FLUSH_LOC_LEN_ERR;
     sq_minor = FLUSH_REM_INV_REQ_ERR;
   } else {
-    off = 0;
-    for (const Fragment& f : dst) {
-      if (off == total) break;
-      const uint32_t n = std::min(f.len, total - off);
-      dma_.write(f.addr, payload_.data() + off, n);
-      off += n;
+    const uint64_t moved = move_payload(src, dst);
+    if (moved < total) {
+      // The sender's buffer could not be read: nothing reached the receiver if the first
+      // read failed, a torn message otherwise.
+      sq_minor = FLUSH_PROT_ERR;
+      rq_consumed = moved > 0;
+      rq_minor = FLUSH_REM_ACCESS_ERR;
     }
-    rq.payload_len = total;
+  }
+  if (sq_minor) {
+    counters_.wqe_errors++;
+  } else {
+    rq.payload_len = uint32_t(total);
     if (imm) {
       rq.extended = true;
       rq.imm_valid = true;
@@ -174,15 +170,43 @@ QpEngine::Result QpEngine::execute_send(QpContext& qp, const uint64_t* wqe, uint
     counters_.sends++;
     counters_.bytes_moved += total;
   }
-  if (ok) {
+  if (rq_consumed) {
+    if (rq_minor) {
+      rq.error = true;
+      rq.major_err = MSG_ERROR_MAJOR;
+      rq.minor_err = rq_minor;
+    }
     cqs_.post(peer.recv_cq, rq);
     if (++peer.rq_head == peer.rq_wqes) {
       peer.rq_head = 0;
       peer.rq_polarity = !peer.rq_polarity;
     }
   }
-  if (bit(wqe[3], 62) || sq_major) complete_sq(qp, op, sq_major, sq_minor);
+  if (bit(wqe[3], 62) || sq_minor) complete_sq(qp, op, sq_minor ? MSG_ERROR_MAJOR : 0, sq_minor);
   return Result::done;
+}
+
+// Copies the message through a bounce buffer of one chunk, so no message size, however
+// large or corrupt, makes the device allocate it whole. Returns the bytes moved.
+uint64_t QpEngine::move_payload(const Fragments& src, const Fragments& dst) {
+  uint64_t moved = 0;
+  unsigned si = 0, di = 0;
+  uint32_t s_off = 0, d_off = 0;
+  while (si < src.count && di < dst.count) {
+    const uint32_t n = std::min({kChunk, src.at[si].len - s_off, dst.at[di].len - d_off});
+    if (!dma_.read(src.at[si].addr + s_off, bounce_.data(), n)) return moved;
+    dma_.write(dst.at[di].addr + d_off, bounce_.data(), n);
+    moved += n;
+    if ((s_off += n) == src.at[si].len) {
+      si++;
+      s_off = 0;
+    }
+    if ((d_off += n) == dst.at[di].len) {
+      di++;
+      d_off = 0;
+    }
+  }
+  return moved;
 }
 
 QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
@@ -225,14 +249,14 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
     Result r = Result::done;
     if (!fits) {
       counters_.wqe_errors++;
-      complete_sq(qp, op, FLUSH_MAJOR, FLUSH_LOC_QP_OP_ERR);
+      complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_LOC_QP_OP_ERR);
     } else if (op == SQ_SEND || op == SQ_SEND_SOL) {
       r = execute_send(qp, wqe, op);
     } else if (op == SQ_NOP) {
       if (bit(wqe[3], 62)) complete_sq(qp, op, 0, 0);
     } else {
       counters_.wqe_errors++;
-      complete_sq(qp, op, FLUSH_MAJOR, FLUSH_LOC_QP_OP_ERR);
+      complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_LOC_QP_OP_ERR);
     }
     if (r == Result::rnr) {
       counters_.rnr_stalls++;

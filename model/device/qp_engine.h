@@ -88,7 +88,9 @@ class QpEngine {
   CqEngine& cqs_;
   trace::TraceLog& trace_;
   std::unordered_map<uint32_t, QpContext> qps_;
-  std::vector<uint8_t> payload_;
+  static constexpr uint32_t kChunk = 64 * 1024;
+  uint64_t move_payload(const Fragments& src, const Fragments& dst);
+  std::vector<uint8_t> bounce_ = std::vector<uint8_t>(kChunk);
   QpEngineCounters counters_;
 };
 

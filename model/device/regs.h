@@ -62,8 +62,12 @@ enum CqpMinor : uint16_t {
   CQP_MINOR_IN_USE = 0x0008,
 };
 
-// WQE completion codes the QP engine produces (major 1 = flush, minors as in spec G.5).
-inline constexpr uint16_t FLUSH_MAJOR = 1;
+// A message that fails completes with this model's major code (not 1: a flush CQE stands
+// for a whole queue on GEN_2) and a minor naming the reason with spec G.5's flush codes.
+// The QP keeps running; moving it to the error state and flushing is not modelled yet.
+inline constexpr uint16_t MSG_ERROR_MAJOR = 0x0002;
+inline constexpr uint16_t FLUSH_PROT_ERR = 2;
+inline constexpr uint16_t FLUSH_REM_ACCESS_ERR = 3;
 inline constexpr uint16_t FLUSH_LOC_QP_OP_ERR = 4;
 inline constexpr uint16_t FLUSH_LOC_LEN_ERR = 6;
 inline constexpr uint16_t FLUSH_REM_INV_REQ_ERR = 10;

@@ -100,7 +100,9 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
     }
     return;
   }
-  // Non-posted read: request out, completions back in max-payload TLPs.
+  // Non-posted read: request out, completions back in max-payload TLPs. It may not pass
+  // the device's earlier posted writes to the same bytes.
+  apply_writes_overlapping(addr, len);
   const sc_time at_host = delay + serialisation(0, cfg_.max_read_request_bytes) + dma_latency_;
   sc_time mem_delay = at_host;
   host_mem->b_transport(trans, mem_delay);
@@ -129,6 +131,20 @@ void PcieLink::apply_write(uint64_t addr, const uint8_t* data, uint32_t len, uin
   } else {
     dma_errors_++;
     trace_.event(t_ps, "dma_error").str("op", "write").addr("addr", addr).num("len", len);
+  }
+}
+
+void PcieLink::apply_writes_overlapping(uint64_t addr, uint32_t len) {
+  size_t last = 0;  // one past the last queued write that overlaps
+  for (size_t i = 0; i < posted_.size(); i++) {
+    const PostedWrite& w = posted_[i];
+    if (w.addr < addr + len && addr < w.addr + w.data.size()) last = i + 1;
+  }
+  for (; last > 0; last--) {
+    PostedWrite& w = posted_.front();
+    apply_write(w.addr, w.data.data(), uint32_t(w.data.size()), ps(w.arrival));
+    spare_.push_back(std::move(w.data));
+    posted_.pop_front();
   }
 }
 

@@ -197,6 +197,61 @@ TEST(CqRing, CorruptCqesAreCountedAndSkippedNeverDereferenced) {
   EXPECT_EQ(info.wr_id, 1001u);
 }
 
+TEST(CqRing, DuplicateOrStaleCqeNeverMovesTheTailBack) {
+  Fixture fx(8);
+  irdma_cq_poll_info info;
+  const CqeFields first = fx.recv(0);
+  fx.prod.post(first);
+  fx.prod.post(fx.recv(1));
+  ASSERT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), 0);
+  ASSERT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), 0);
+  fx.prod.post(first);  // receive 0 completed again
+  EXPECT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), -EFAULT);
+  EXPECT_EQ(fx.cq.corrupt_cqes, 1u);
+  EXPECT_EQ(fx.qp.rq_ring.tail, 2u);
+}
+
+TEST(CqRing, CleaningACqNeutralisesOnlyThatQpsCqes) {
+  Fixture fx(4);
+  irdma_qp_uk other;
+  irdma_uk_qp_init(&other, 6, 8, 8, 1, 1);
+  other.compl_ctx = 0x200000006ull;
+  other.rq_ring.head = 1;
+  other.rq_wrid_array[0] = 77;
+  fx.table[6] = &other;
+  irdma_cq_poll_info info;
+  // Wrap first, so the walk crosses a polarity flip.
+  for (uint32_t i = 0; i < 3; i++) {
+    fx.prod.post(fx.recv(i));
+    ASSERT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), 0);
+  }
+  fx.prod.post(fx.recv(3));
+  CqeFields theirs = fx.recv(4);
+  theirs.qp_ctx = other.compl_ctx;
+  theirs.qp_id = 6;
+  theirs.wqe_idx = 0;
+  fx.prod.post(theirs);
+  fx.prod.post(fx.recv(5, true));  // extended: two slots, the ring is full
+  irdma_uk_clean_cq(fx.qp.compl_ctx, &fx.cq);
+  EXPECT_EQ(fx.cq.cq_ring.head, 3u) << "head untouched";
+  EXPECT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), -EFAULT);
+  ASSERT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), 0);
+  EXPECT_EQ(info.wr_id, 77u) << "another QP's CQE survives";
+  EXPECT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), -EFAULT);
+  EXPECT_EQ(fx.cq.corrupt_cqes, 0u);
+  EXPECT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), -ENOENT);
+}
+
+TEST(QpRings, DepthsBeyondWhatA15BitIndexReachesAreRefused) {
+  irdma_qp_uk qp;
+  EXPECT_EQ(irdma_uk_qp_init(&qp, 2, 16000, 8, 1, 1), 0);
+  EXPECT_EQ(irdma_uk_qp_init(&qp, 2, 20000, 8, 1, 1), -EINVAL);
+  EXPECT_EQ(irdma_uk_qp_init(&qp, 2, 8, 32767, 1, 1), 0);
+  EXPECT_EQ(irdma_uk_qp_init(&qp, 2, 8, 32768, 1, 1), -EINVAL);
+  EXPECT_EQ(irdma_uk_qp_init(&qp, 2, 8, 16383, 3, 3), 0) << "RQ WQEs of two quanta";
+  EXPECT_EQ(irdma_uk_qp_init(&qp, 2, 8, 16384, 3, 3), -EINVAL);
+}
+
 TEST(CqRing, DestroyPendingQpCompletionsAreConsumedNotReported) {
   Fixture fx(8);
   irdma_cq_poll_info info;

@@ -135,6 +135,7 @@ TEST(CqeGolden, DriverReadsTheSpecLayout) {
     qp.sq_wrtrk_array[g.fields.wqe_idx] = {77, 100, 1, IRDMA_OP_TYPE_SEND};
     qp.sq_ring.size = 0x8000;
     qp.sq_ring.head = 0x10 + 1;  // the SQ has this WQE outstanding
+    qp.rq_ring.head = 8;         // and the RQ receives 0-7
     std::vector<irdma_qp_uk*> table(256, nullptr);
     table[g.fields.qp_id & 0xFF] = &qp;
     cq.qp_table = {table.data(), uint32_t(table.size())};
