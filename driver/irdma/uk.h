@@ -36,10 +36,15 @@ inline uint32_t ring_add(uint32_t idx, uint32_t n, uint32_t size) {
 inline uint32_t ring_used(const irdma_ring& r) {
   return r.head >= r.tail ? r.head - r.tail : r.head + r.size - r.tail;
 }
-// True when `idx` names an outstanding entry: in [tail, head).
+// True when `idx` names an outstanding entry: in [tail, head). This runs for every CQE;
+// completions come in order, so the first test settles it nearly always.
 inline bool ring_outstanding(const irdma_ring& r, uint32_t idx) {
-  const uint32_t from_tail = idx >= r.tail ? idx - r.tail : idx + r.size - r.tail;
-  return idx < r.size && from_tail < ring_used(r);
+  if (idx == r.tail) return r.head != r.tail;
+  uint32_t from_tail = idx - r.tail;
+  uint32_t used = r.head - r.tail;
+  if (from_tail >= r.size) from_tail += r.size;
+  if (used >= r.size) used += r.size;
+  return idx < r.size && from_tail < used;
 }
 
 struct irdma_sq_wr_trk_info {
