@@ -19,12 +19,6 @@ std::string wr(uint64_t id) { return "wr_id " + std::to_string(id); }
 
 }  // namespace
 
-void Scoreboard::expect_send(unsigned qp, unsigned peer, const ExpectedCompletion& send,
-                             const ExpectedCompletion& message) {
-  sq_[qp].push_back(send);
-  messages_[peer].push_back(message);
-}
-
 void Scoreboard::fail(const std::string& check, const std::string& detail) {
   Failures& f = failures_[check];
   if (f.count++ == 0) f.first = detail;

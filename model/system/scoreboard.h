@@ -33,9 +33,12 @@ class Scoreboard {
  public:
   explicit Scoreboard(size_t qps) : sq_(qps), rq_(qps), messages_(qps) {}
 
-  // A signaled send posted on QP `qp`, and the message its peer `peer` will receive.
-  void expect_send(unsigned qp, unsigned peer, const ExpectedCompletion& send,
-                   const ExpectedCompletion& message);
+  // A signaled send posted on QP `qp` (unsignaled ones complete nothing).
+  void expect_send(unsigned qp, const ExpectedCompletion& send) { sq_[qp].push_back(send); }
+  // A message QP `qp` will receive, signaled or not at its sender.
+  void expect_message(unsigned qp, const ExpectedCompletion& message) {
+    messages_[qp].push_back(message);
+  }
   // A receive posted on QP `qp`.
   void expect_recv(unsigned qp, uint64_t wr_id) { rq_[qp].push_back(wr_id); }
 

@@ -64,6 +64,7 @@ struct Workload::WrCtx {
   Qp* qp = nullptr;
   uint64_t wr_id = 0;
   uint32_t slot = 0;
+  uint64_t seq = 0;  // the send's number on its QP
 };
 
 struct Workload::Qp {
@@ -190,13 +191,17 @@ int Workload::post_sends(Qp& q) {
     const uint32_t len = message_size(q, seq);
     fill_payload(bq.send_slot(slot), len, payload_key(sc_.seed, q.index, seq));
     WrCtx& ctx = q.send_ctx[slot];
-    ctx = {{&Workload::on_send_done}, this, &q, next_wr_id_++, slot};
+    ctx = {{&Workload::on_send_done}, this, &q, next_wr_id_++, slot, seq};
 
     ib_send_wr wr;
     wr.wr_cqe = &ctx.cqe;
     sges.push_back(bq.send_sge(slot, len));
     wr.num_sge = 1;
-    wr.send_flags = IB_SEND_SIGNALED;
+    // Every signal_every-th send is signaled, and so is one that fills the SQ or ends the
+    // run: only a signaled completion retires the unsignaled sends before it.
+    const bool signaled = (seq + 1) % t.signal_every == 0 || q.sends_posted == q.sends_total ||
+                          q.sends_posted - q.sends_done == bq.sq_depth();
+    wr.send_flags = signaled ? IB_SEND_SIGNALED : 0;
     const BufferedQp& peer = *q.peer->bq;
     ExpectedCompletion send{ctx.wr_id, bq.qp(), bq.qp_num(), IB_WC_SEND, len, false, 0};
     ExpectedCompletion msg{0, peer.qp(), peer.qp_num(), IB_WC_RECV, len, false, 0};
@@ -208,7 +213,8 @@ int Workload::post_sends(Qp& q) {
     }
     if (t.solicited_every && seq % t.solicited_every == t.solicited_every - 1)
       wr.send_flags |= IB_SEND_SOLICITED;
-    sb_.expect_send(q.index, q.peer->index, send, msg);
+    if (signaled) sb_.expect_send(q.index, send);
+    sb_.expect_message(q.peer->index, msg);
     wrs.push_back(wr);
   }
   if (wrs.empty()) return 0;
@@ -247,7 +253,7 @@ void Workload::on_send_done(ib_cq* cq, ib_wc* wc) {
   copy.wr_id = ctx.wr_id;
   wl.completed(cq, ctx, copy);
   wl.sb_.check_send(ctx.qp->index, copy);
-  ctx.qp->sends_done++;
+  ctx.qp->sends_done = ctx.seq + 1;  // it retires every unsignaled send before it
 }
 
 void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {

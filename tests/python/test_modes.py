@@ -1,16 +1,19 @@
-"""The smoke scenario under the other device configurations: loosely-timed sync and the
-RTL CQE formatter inside the CQ engine."""
+"""The smoke scenario under other configurations: loosely-timed sync, the RTL CQE
+formatter inside the CQ engine, 64-byte CQEs, unsignaled sends."""
+
+import json
 
 import yaml
 
 import irdma_sim
 
 
-def variant(scenario, tmp_path, name, **device_or_sync):
+def variant(scenario, tmp_path, name, traffic=None, **device_or_sync):
     doc = yaml.safe_load(open(scenario("smoke.yaml")))
     cfg = doc.setdefault("config", {})
     for section, values in device_or_sync.items():
         cfg.setdefault(section, {}).update(values)
+    doc["traffic"].update(traffic or {})
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
@@ -30,3 +33,30 @@ def test_rtl_formatter_writes_the_same_bytes_as_the_tlm_one(scenario, tmp_path):
     assert tlm["passed"] and rtl["passed"]
     for name in ("trace.jsonl", "completions.jsonl"):
         assert (tmp_path / "tlm" / name).read_bytes() == (tmp_path / "rtl" / name).read_bytes(), name
+
+
+def test_64_byte_cqes_hold_the_extended_half_in_the_same_slot(scenario, tmp_path):
+    report = irdma_sim.run(variant(scenario, tmp_path, "wide", device={"cqe_64byte": True}), tmp_path / "out")
+    assert report["passed"], [c for c in report["checks"] if not c["passed"]]
+    data_cqes = [json.loads(line) for line in open(tmp_path / "out" / "trace.jsonl") if '"ev":"cqe"' in line]
+    data_cqes = [c for c in data_cqes if c["cq"] != 0]
+    extended = [c for c in data_cqes if len(c["bytes"]) == 128]
+    assert len(extended) == report["counts"]["extended_cqes"] > 0
+    # 64-byte slots: consecutive CQEs of one CQ are 64 bytes apart, one slot each.
+    by_cq = {}
+    for c in data_cqes:
+        by_cq.setdefault(c["cq"], []).append(c)
+    for cqes in by_cq.values():
+        for a, b in zip(cqes, cqes[1:]):
+            if b["slot"] == a["slot"] + 1:
+                assert int(b["addr"], 16) - int(a["addr"], 16) == 64
+
+
+def test_unsignaled_sends_are_retired_by_the_next_signaled_one(scenario, tmp_path):
+    path = variant(scenario, tmp_path, "unsignaled", traffic={"signal_every": 5})
+    report = irdma_sim.run(path, tmp_path / "out", trace=False)
+    assert report["passed"], [c for c in report["checks"] if not c["passed"]]
+    counts = report["counts"]
+    sends = {o["opcode"]: o["count"] for o in counts["by_opcode"]}[0]
+    assert counts["sends_posted"] // 5 <= sends < counts["sends_posted"]
+    assert counts["cqes_written"] == counts["completions_delivered"] == counts["recvs_posted"] + sends
