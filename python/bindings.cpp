@@ -112,7 +112,8 @@ PYBIND11_MODULE(_irdma_sim, m) {
            py::arg("sq_depth") = 64, py::arg("rq_depth") = 64, py::arg("max_msg_bytes") = 4096)
       .def("destroy_qp", &HostSession::destroy_qp)
       .def("post_send", &HostSession::post_send, py::arg("qp"), py::arg("data"),
-           py::arg("imm") = py::none(), py::arg("signaled") = true, py::arg("solicited") = false)
+           py::arg("imm") = py::none(), py::arg("signaled") = true, py::arg("solicited") = false,
+           py::arg("invalidate") = py::none())
       .def("post_recv", &HostSession::post_recv, py::arg("qp"))
       .def("poll",
            [](HostSession& s, uint32_t cq, int max_entries) {

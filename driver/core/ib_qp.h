@@ -19,6 +19,7 @@ enum ib_wr_opcode : int {
   IB_WR_SEND = 2,
   IB_WR_SEND_WITH_IMM = 3,
   IB_WR_RDMA_READ = 4,
+  IB_WR_SEND_WITH_INV = 9,
 };
 
 enum ib_send_flags : int {
@@ -43,8 +44,11 @@ struct ib_send_wr {
   int num_sge = 0;
   ib_wr_opcode opcode = IB_WR_SEND;
   int send_flags = 0;
-  uint32_t imm_data = 0;  // big-endian, as __be32
-  ib_send_wr() : wr_id(0) {}
+  union {
+    uint32_t imm_data;  // big-endian, as __be32
+    uint32_t invalidate_rkey;
+  } ex;
+  ib_send_wr() : wr_id(0), ex{0} {}
 };
 
 struct ib_recv_wr {

@@ -134,6 +134,7 @@ inline constexpr unsigned IRDMAQPC_CQNUM_QWORD = 17;
 inline constexpr unsigned IRDMAQPC_QPCOMPCTX_QWORD = 21;
 
 // SQ/RQ WQEs (GEN_2 fragment format).
+inline constexpr uint64_t IRDMAQPSQ_REMSTAG = GENMASK_ULL(31, 0);
 inline constexpr uint64_t IRDMAQPSQ_OPCODE = GENMASK_ULL(37, 32);
 inline constexpr uint64_t IRDMAQPSQ_ADDFRAGCNT = GENMASK_ULL(41, 38);
 inline constexpr uint64_t IRDMAQPSQ_IMMDATAFLAG = BIT_ULL(47);

@@ -157,6 +157,7 @@ struct irdma_post_sq_info {
   bool signaled = true;
   bool imm_data_valid = false;
   uint32_t imm_data = 0;
+  uint32_t stag_to_inv = 0;  // SEND_INV: the remote STag the receiver invalidates
   const irdma_sge* sg_list = nullptr;
   uint32_t num_sges = 0;
 };

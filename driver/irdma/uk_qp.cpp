@@ -138,7 +138,8 @@ int irdma_uk_send(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
   }
   qp->sq_wrtrk_array[idx] = {info.wr_id, total_len, uint16_t(quanta), info.op_type};
 
-  const uint64_t hdr = FIELD_PREP(IRDMAQPSQ_OPCODE, info.op_type) |
+  const uint64_t hdr = FIELD_PREP(IRDMAQPSQ_REMSTAG, info.stag_to_inv) |
+                       FIELD_PREP(IRDMAQPSQ_OPCODE, info.op_type) |
                        FIELD_PREP(IRDMAQPSQ_ADDFRAGCNT, addfragcnt) |
                        FIELD_PREP(IRDMAQPSQ_IMMDATAFLAG, info.imm_data_valid) |
                        FIELD_PREP(IRDMAQPSQ_SIGCOMPL, info.signaled) |

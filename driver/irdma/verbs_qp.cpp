@@ -150,10 +150,14 @@ int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr
     switch (wr->opcode) {
       case IB_WR_SEND_WITH_IMM:
         info.imm_data_valid = true;
-        info.imm_data = __builtin_bswap32(wr->imm_data);  // ntohl
+        info.imm_data = __builtin_bswap32(wr->ex.imm_data);  // ntohl
         [[fallthrough]];
       case IB_WR_SEND:
         info.op_type = solicited ? IRDMA_OP_TYPE_SEND_SOL : IRDMA_OP_TYPE_SEND;
+        break;
+      case IB_WR_SEND_WITH_INV:
+        info.op_type = solicited ? IRDMA_OP_TYPE_SEND_SOL_INV : IRDMA_OP_TYPE_SEND_INV;
+        info.stag_to_inv = wr->ex.invalidate_rkey;
         break;
       default:
         ret = -EINVAL;

@@ -141,8 +141,9 @@ QpEngine::Result QpEngine::execute_send(QpContext& qp, const uint64_t* wqe, uint
   rq.qp_ctx = peer.compl_ctx;
   rq.qp_id = peer.id;
   rq.wqe_idx = uint16_t(peer.rq_head << peer.rq_shift);
-  rq.op = imm ? BTH_SEND_ONLY_WITH_IMMEDIATE : BTH_SEND_ONLY;
-  rq.solicited = op == SQ_SEND_SOL;
+  const bool invalidate = op == SQ_SEND_INV || op == SQ_SEND_SOL_INV;
+  rq.op = invalidate ? BTH_SEND_ONLY_WITH_INVALIDATE : imm ? BTH_SEND_ONLY_WITH_IMMEDIATE : BTH_SEND_ONLY;
+  rq.solicited = op == SQ_SEND_SOL || op == SQ_SEND_SOL_INV;
   uint16_t sq_minor = 0, rq_minor = 0;
   bool rq_consumed = true;
   if (total > kMaxMessage || total > capacity) {
@@ -162,6 +163,10 @@ QpEngine::Result QpEngine::execute_send(QpContext& qp, const uint64_t* wqe, uint
     counters_.wqe_errors++;
   } else {
     rq.payload_len = uint32_t(total);
+    if (invalidate) {  // the STag rides in the header's REMSTAG field
+      rq.stag_or_ipv4 = true;
+      rq.stag_or_src_qpn = uint32_t(get(wqe[3], 31, 0));
+    }
     if (imm) {
       rq.extended = true;
       rq.imm_valid = true;
@@ -250,7 +255,7 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
     if (!fits) {
       counters_.wqe_errors++;
       complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_LOC_QP_OP_ERR);
-    } else if (op == SQ_SEND || op == SQ_SEND_SOL) {
+    } else if (op == SQ_SEND || op == SQ_SEND_SOL || op == SQ_SEND_INV || op == SQ_SEND_SOL_INV) {
       r = execute_send(qp, wqe, op);
     } else if (op == SQ_NOP) {
       if (bit(wqe[3], 62)) complete_sq(qp, op, 0, 0);

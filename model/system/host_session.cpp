@@ -84,7 +84,9 @@ void HostSession::destroy_qp(uint32_t qp_num) {
 }
 
 uint64_t HostSession::post_send(uint32_t qp_num, const std::string& data,
-                                std::optional<uint32_t> imm, bool signaled, bool solicited) {
+                                std::optional<uint32_t> imm, bool signaled, bool solicited,
+                                std::optional<uint32_t> invalidate) {
+  if (imm && invalidate) throw VerbsError("a SEND carries immediate data or an invalidate, not both", EINVAL);
   Qp& q = qp(qp_num);
   BufferedQp& bq = *q.bq;
   if (data.size() > bq.slot_bytes())
@@ -100,7 +102,10 @@ uint64_t HostSession::post_send(uint32_t qp_num, const std::string& data,
   wr.send_flags = (signaled ? IB_SEND_SIGNALED : 0) | (solicited ? IB_SEND_SOLICITED : 0);
   if (imm) {
     wr.opcode = IB_WR_SEND_WITH_IMM;
-    wr.imm_data = __builtin_bswap32(*imm);
+    wr.ex.imm_data = __builtin_bswap32(*imm);
+  } else if (invalidate) {
+    wr.opcode = IB_WR_SEND_WITH_INV;
+    wr.ex.invalidate_rkey = *invalidate;
   }
   int ret = 0;
   sim_->run_on_host([&] { ret = sim_->driver().post_send(bq.qp(), &wr, nullptr); });

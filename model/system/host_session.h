@@ -50,8 +50,9 @@ class HostSession {
                                                uint32_t rq_depth, uint32_t max_msg_bytes);
   void destroy_qp(uint32_t qp);
   // Returns the work request's id.
+  // `invalidate`: a SEND_WITH_INV carrying this rkey (not with `imm`).
   uint64_t post_send(uint32_t qp, const std::string& data, std::optional<uint32_t> imm,
-                     bool signaled, bool solicited);
+                     bool signaled, bool solicited, std::optional<uint32_t> invalidate = {});
   uint64_t post_recv(uint32_t qp);
   std::vector<PolledCompletion> poll(uint32_t cq, int max_entries);
   // Lets simulated time pass (the device works meanwhile).

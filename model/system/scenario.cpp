@@ -98,13 +98,14 @@ Scenario load_scenario(const std::string& path) {
   if (sc.pairs.empty()) top.fail(YAML::Node(), "key 'qp_pairs' needs at least one pair");
 
   const YamlMap t = top.map("traffic");
-  t.allow({"sends_per_qp", "min_bytes", "max_bytes", "imm_every", "solicited_every", "batch",
-           "signal_every"});
+  t.allow({"sends_per_qp", "min_bytes", "max_bytes", "imm_every", "inv_every", "solicited_every",
+           "batch", "signal_every"});
   TrafficSpec& tr = sc.traffic;
   tr.sends_per_qp = t.u32("sends_per_qp", tr.sends_per_qp, 0, 100'000'000);
   tr.min_bytes = t.u32("min_bytes", tr.min_bytes, 0, 1u << 20);
   tr.max_bytes = t.u32("max_bytes", tr.max_bytes, tr.min_bytes, 1u << 20);
   tr.imm_every = t.u32("imm_every", tr.imm_every, 0, UINT32_MAX);
+  tr.inv_every = t.u32("inv_every", tr.inv_every, 0, UINT32_MAX);
   tr.solicited_every = t.u32("solicited_every", tr.solicited_every, 0, UINT32_MAX);
   tr.batch = t.u32("batch", tr.batch, 1, 256);
   tr.signal_every = t.u32("signal_every", tr.signal_every, 1, UINT32_MAX);

@@ -39,6 +39,9 @@ void Scoreboard::compare(const char* what, const ExpectedCompletion& e, const ib
   const bool imm = wc.wc_flags & IB_WC_WITH_IMM;
   if (imm != e.with_imm || (imm && __builtin_bswap32(wc.ex.imm_data) != e.imm_data))
     fail(kFields, id() + ": immediate data differs from what was sent");
+  const bool inv = wc.wc_flags & IB_WC_WITH_INVALIDATE;
+  if (inv != e.with_inv || (inv && wc.ex.invalidate_rkey != e.inv_rkey))
+    fail(kFields, id() + ": invalidated rkey differs from what was sent");
   if (wc.qp != e.qp)
     fail(kQp, id() + ": ib_wc.qp is not the QP the work request was posted on");
   else if (wc.src_qp != e.qp_num)

@@ -27,6 +27,8 @@ struct ExpectedCompletion {
   uint32_t byte_len = 0;
   bool with_imm = false;
   uint32_t imm_data = 0;  // host order
+  bool with_inv = false;
+  uint32_t inv_rkey = 0;
 };
 
 class Scoreboard {

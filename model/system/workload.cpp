@@ -209,7 +209,12 @@ int Workload::post_sends(Qp& q) {
       msg.with_imm = true;
       msg.imm_data = uint32_t(splitmix64(seq ^ sc_.seed));
       wr.opcode = IB_WR_SEND_WITH_IMM;
-      wr.imm_data = __builtin_bswap32(msg.imm_data);  // htonl
+      wr.ex.imm_data = __builtin_bswap32(msg.imm_data);  // htonl
+    } else if (t.inv_every && seq % t.inv_every == t.inv_every - 1) {
+      msg.with_inv = true;
+      msg.inv_rkey = uint32_t(splitmix64(seq * 3 + sc_.seed)) | 1;
+      wr.opcode = IB_WR_SEND_WITH_INV;
+      wr.ex.invalidate_rkey = msg.inv_rkey;
     }
     if (t.solicited_every && seq % t.solicited_every == t.solicited_every - 1)
       wr.send_flags |= IB_SEND_SOLICITED;

@@ -52,6 +52,16 @@ def test_64_byte_cqes_hold_the_extended_half_in_the_same_slot(scenario, tmp_path
                 assert int(b["addr"], 16) - int(a["addr"], 16) == 64
 
 
+def test_send_with_invalidate_reaches_the_receiver(scenario, tmp_path):
+    path = variant(scenario, tmp_path, "inv", traffic={"inv_every": 3})
+    report = irdma_sim.run(path, tmp_path / "out")
+    assert report["passed"], [c for c in report["checks"] if not c["passed"]]
+    recvs = [json.loads(line) for line in open(tmp_path / "out" / "completions.jsonl")]
+    inv = [c for c in recvs if c["wc_flags"] & 4]
+    assert inv and all(c["opcode"] == 128 and c["invalidate_rkey"] & 1 for c in inv)
+    assert not any(c["wc_flags"] & 2 and c["wc_flags"] & 4 for c in recvs)
+
+
 def test_unsignaled_sends_are_retired_by_the_next_signaled_one(scenario, tmp_path):
     path = variant(scenario, tmp_path, "unsignaled", traffic={"signal_every": 5})
     report = irdma_sim.run(path, tmp_path / "out", trace=False)

@@ -26,6 +26,13 @@ def test_pool_qp_pair_post_and_poll(run_python):
         assert got[1]["opcode"] == 0 and got[1]["byte_len"] == 8 and got[1]["status"] == 0
         c = s.counters()
         assert c["cqes_written"] == 2 and c["extended_cqes"] == 1
+        r = s.post_recv(b)
+        s.post_send(a, b"x", invalidate=0xABCD)
+        got = []
+        while len(got) < 2:
+            s.run_for_ns(500)
+            got += s.poll(cq)
+        assert got[0]["wc_flags"] == 4 and got[0]["invalidate_rkey"] == 0xABCD, got
         s.shutdown()
         print("ok", s.now_ps > 0)
     """)
