@@ -48,6 +48,9 @@ struct ib_send_wr {
     uint32_t imm_data;  // big-endian, as __be32
     uint32_t invalidate_rkey;
   } ex;
+  // RDMA WRITE/READ: the remote buffer (Linux's struct ib_rdma_wr around the WR).
+  uint64_t remote_addr = 0;
+  uint32_t rkey = 0;
   ib_send_wr() : wr_id(0), ex{0} {}
 };
 

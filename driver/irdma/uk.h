@@ -157,7 +157,10 @@ struct irdma_post_sq_info {
   bool signaled = true;
   bool imm_data_valid = false;
   uint32_t imm_data = 0;
-  uint32_t stag_to_inv = 0;  // SEND_INV: the remote STag the receiver invalidates
+  // REMSTAG: the rkey of an RDMA WRITE/READ's remote buffer, or the STag a SEND_INV has
+  // the receiver invalidate; remote_addr: the RDMA WRITE/READ's remote address.
+  uint32_t remote_stag = 0;
+  uint64_t remote_addr = 0;
   const irdma_sge* sg_list = nullptr;
   uint32_t num_sges = 0;
 };
@@ -169,8 +172,12 @@ int irdma_uk_qp_init(irdma_qp_uk* qp, uint32_t qp_id, uint32_t sq_wrs, uint32_t 
 uint32_t irdma_uk_sq_depth_quanta(uint32_t sq_wrs, uint32_t max_sq_frags);
 uint32_t irdma_uk_rq_depth_wqes(uint32_t rq_wrs, uint32_t max_rq_frags, uint8_t* rq_shift);
 
-// Writes a SEND-family WQE; -ENOMEM when the SQ is full, -EINVAL for too many fragments.
+// Write SQ WQEs: -ENOMEM when the SQ is full, -EINVAL for too many fragments. The three
+// share the GEN_2 layout and differ in qword2 (the remote address of RDMA operations) and
+// in what may ride along (no immediate on a READ).
 int irdma_uk_send(irdma_qp_uk* qp, const irdma_post_sq_info& info);
+int irdma_uk_rdma_write(irdma_qp_uk* qp, const irdma_post_sq_info& info);
+int irdma_uk_rdma_read(irdma_qp_uk* qp, const irdma_post_sq_info& info);
 int irdma_uk_post_receive(irdma_qp_uk* qp, uint64_t wr_id, const irdma_sge* sg_list,
                           uint32_t num_sges);
 // Rings the WQEALLOC doorbell for what was posted since the last call.

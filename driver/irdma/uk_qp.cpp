@@ -116,7 +116,9 @@ int irdma_uk_qp_init(irdma_qp_uk* qp, uint32_t qp_id, uint32_t sq_wrs, uint32_t 
   return 0;
 }
 
-int irdma_uk_send(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
+namespace {
+
+int post_sq_wqe(irdma_qp_uk* qp, const irdma_post_sq_info& info, uint64_t qword2) {
   if (info.num_sges > qp->max_sq_frag_cnt) return -EINVAL;
   const uint32_t slots = info.num_sges + (info.imm_data_valid ? 1 : 0);
   const uint32_t quanta = slots / 2 + 1;
@@ -126,7 +128,8 @@ int irdma_uk_send(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
   // Every qword is written below, the header last: clearing the WQE first would make it
   // read as valid on passes whose polarity is 0.
   uint64_t* wqe = qp->sq_base + 4ull * uint64_t(idx);
-  wqe[0] = wqe[1] = wqe[2] = 0;
+  wqe[0] = wqe[1] = 0;
+  wqe[2] = qword2;
   uint32_t total_len = 0;
   for (uint32_t i = 0; i < info.num_sges; i++) total_len += info.sg_list[i].length;
   uint32_t addfragcnt;
@@ -138,7 +141,7 @@ int irdma_uk_send(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
   }
   qp->sq_wrtrk_array[idx] = {info.wr_id, total_len, uint16_t(quanta), info.op_type};
 
-  const uint64_t hdr = FIELD_PREP(IRDMAQPSQ_REMSTAG, info.stag_to_inv) |
+  const uint64_t hdr = FIELD_PREP(IRDMAQPSQ_REMSTAG, info.remote_stag) |
                        FIELD_PREP(IRDMAQPSQ_OPCODE, info.op_type) |
                        FIELD_PREP(IRDMAQPSQ_ADDFRAGCNT, addfragcnt) |
                        FIELD_PREP(IRDMAQPSQ_IMMDATAFLAG, info.imm_data_valid) |
@@ -147,6 +150,21 @@ int irdma_uk_send(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
   hal::dma_wmb();  // the header, with the valid bit, goes last
   WRITE_ONCE(wqe[3], hdr);
   return 0;
+}
+
+}  // namespace
+
+int irdma_uk_send(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
+  return post_sq_wqe(qp, info, 0);  // qword2 holds the UD destination, unused on RC
+}
+
+int irdma_uk_rdma_write(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
+  return post_sq_wqe(qp, info, info.remote_addr);
+}
+
+int irdma_uk_rdma_read(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
+  if (info.imm_data_valid) return -EINVAL;
+  return post_sq_wqe(qp, info, info.remote_addr);
 }
 
 int irdma_uk_post_receive(irdma_qp_uk* qp, uint64_t wr_id, const irdma_sge* sg_list,

@@ -157,7 +157,21 @@ int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr
         break;
       case IB_WR_SEND_WITH_INV:
         info.op_type = solicited ? IRDMA_OP_TYPE_SEND_SOL_INV : IRDMA_OP_TYPE_SEND_INV;
-        info.stag_to_inv = wr->ex.invalidate_rkey;
+        info.remote_stag = wr->ex.invalidate_rkey;
+        break;
+      case IB_WR_RDMA_WRITE_WITH_IMM:
+        info.imm_data_valid = true;
+        info.imm_data = __builtin_bswap32(wr->ex.imm_data);  // ntohl
+        [[fallthrough]];
+      case IB_WR_RDMA_WRITE:
+        info.op_type = solicited ? IRDMA_OP_TYPE_RDMA_WRITE_SOL : IRDMA_OP_TYPE_RDMA_WRITE;
+        info.remote_stag = wr->rkey;
+        info.remote_addr = wr->remote_addr;
+        break;
+      case IB_WR_RDMA_READ:
+        info.op_type = IRDMA_OP_TYPE_RDMA_READ;
+        info.remote_stag = wr->rkey;
+        info.remote_addr = wr->remote_addr;
         break;
       default:
         ret = -EINVAL;
@@ -168,7 +182,12 @@ int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr
         sges[i] = {wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
       info.sg_list = sges;
       info.num_sges = uint32_t(wr->num_sge);
-      ret = irdma_uk_send(&qp->qp_uk, info);
+      switch (wr->opcode) {
+        case IB_WR_RDMA_WRITE:
+        case IB_WR_RDMA_WRITE_WITH_IMM: ret = irdma_uk_rdma_write(&qp->qp_uk, info); break;
+        case IB_WR_RDMA_READ: ret = irdma_uk_rdma_read(&qp->qp_uk, info); break;
+        default: ret = irdma_uk_send(&qp->qp_uk, info);
+      }
     }
     if (ret) {
       if (bad_wr) *bad_wr = wr;

@@ -16,6 +16,19 @@ constexpr uint32_t kFetchQuanta = 16;  // 512 bytes: one max read request
 constexpr uint64_t kMaxMessage = 1ull << 31;  // RoCE's largest message
 constexpr unsigned kQpCtxBytes = 256;
 
+bool executable(uint8_t op) {
+  switch (op) {
+    case SQ_SEND:
+    case SQ_SEND_INV:
+    case SQ_SEND_SOL:
+    case SQ_SEND_SOL_INV:
+    case SQ_RDMA_WRITE:
+    case SQ_RDMA_WRITE_SOL:
+    case SQ_RDMA_READ: return true;
+    default: return false;
+  }
+}
+
 }  // namespace
 
 QpEngine::QpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
@@ -102,27 +115,14 @@ void QpEngine::complete_sq(const QpContext& qp, uint8_t op, uint16_t major, uint
   cqs_.post(qp.send_cq, f);
 }
 
-QpEngine::Result QpEngine::execute_send(QpContext& qp, const uint64_t* wqe, uint8_t op) {
-  const unsigned slots = unsigned(get(wqe[3], 41, 38)) + 1;
-  const bool imm = bit(wqe[3], 47);
-  auto peer_it = qps_.find(qp.dest_qp);
-  if (peer_it == qps_.end()) {
-    complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_REM_INV_REQ_ERR);
-    return Result::done;
-  }
-  QpContext& peer = peer_it->second;
-
-  // The peer must have a receive posted before anything moves (RNR otherwise).
+// The peer's next receive, into `dst`.
+QpEngine::Receive QpEngine::next_receive(QpContext& peer, Fragments& dst) {
   const uint32_t rwqe_bytes = kQuantum << peer.rq_shift;
   uint64_t rwqe[(kQuantum << 3) / 8];
-  if (!dma_.read(peer.rq_base + uint64_t(peer.rq_head) * rwqe_bytes, rwqe, rwqe_bytes)) {
-    counters_.wqe_errors++;
-    complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_REM_INV_REQ_ERR);
-    return Result::done;
-  }
-  if (bit(rwqe[3], 63) != peer.rq_polarity) return Result::rnr;
+  if (!dma_.read(peer.rq_base + uint64_t(peer.rq_head) * rwqe_bytes, rwqe, rwqe_bytes))
+    return Receive::unreadable;
+  if (bit(rwqe[3], 63) != peer.rq_polarity) return Receive::none;
   time_.cycles(cfg_.cycles.wqe_decode);
-
   // An RQ WQE of 2^rq_shift quanta holds at most 1 + 2 (2^rq_shift - 1) fragment slots.
   const unsigned rq_slot_limit = 1 + 2 * ((1u << peer.rq_shift) - 1);
   unsigned rq_slots = unsigned(get(rwqe[3], 41, 38)) + 1;
@@ -130,64 +130,115 @@ QpEngine::Result QpEngine::execute_send(QpContext& qp, const uint64_t* wqe, uint
     counters_.wqe_errors++;
     rq_slots = rq_slot_limit;
   }
-  const Fragments src = fragments(wqe, imm ? 1 : 0, slots);
-  const Fragments dst = fragments(rwqe, 0, rq_slots);
-  uint64_t total = 0, capacity = 0;
-  for (const Fragment& f : src) total += f.len;
-  for (const Fragment& f : dst) capacity += f.len;
-  time_.cycles(cfg_.cycles.execute);
+  dst = fragments(rwqe, 0, rq_slots);
+  return Receive::posted;
+}
 
-  CqeFields rq;
+// Completes the receive at the peer's RQ head and consumes it.
+void QpEngine::complete_rq(QpContext& peer, CqeFields& rq) {
   rq.qp_ctx = peer.compl_ctx;
   rq.qp_id = peer.id;
   rq.wqe_idx = uint16_t(peer.rq_head << peer.rq_shift);
-  const bool invalidate = op == SQ_SEND_INV || op == SQ_SEND_SOL_INV;
-  rq.op = invalidate ? BTH_SEND_ONLY_WITH_INVALIDATE : imm ? BTH_SEND_ONLY_WITH_IMMEDIATE : BTH_SEND_ONLY;
-  rq.solicited = op == SQ_SEND_SOL || op == SQ_SEND_SOL_INV;
+  cqs_.post(peer.recv_cq, rq);
+  if (++peer.rq_head == peer.rq_wqes) {
+    peer.rq_head = 0;
+    peer.rq_polarity = !peer.rq_polarity;
+  }
+}
+
+QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t op) {
+  const bool send = op == SQ_SEND || op == SQ_SEND_SOL || op == SQ_SEND_INV || op == SQ_SEND_SOL_INV;
+  const bool write = op == SQ_RDMA_WRITE || op == SQ_RDMA_WRITE_SOL;
+  const bool read = op == SQ_RDMA_READ;
+  const bool imm = bit(wqe[3], 47) && !read;
+  const bool signaled = bit(wqe[3], 62);
+  auto peer_it = qps_.find(qp.dest_qp);
+  if (peer_it == qps_.end()) {
+    counters_.wqe_errors++;
+    complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_REM_INV_REQ_ERR);
+    return Result::done;
+  }
+  QpContext& peer = peer_it->second;
+
+  // A SEND, or a WRITE with immediate data, needs a receive at the peer before anything
+  // moves (RNR otherwise); a SEND's data lands in that receive's buffers.
+  Fragments receive;
+  const bool consumes_receive = send || (write && imm);
+  if (consumes_receive) {
+    switch (next_receive(peer, receive)) {
+      case Receive::posted: break;
+      case Receive::none: return Result::rnr;
+      case Receive::unreadable:
+        counters_.wqe_errors++;
+        complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_REM_INV_REQ_ERR);
+        return Result::done;
+    }
+  }
+  const Fragments local = fragments(wqe, imm ? 1 : 0, unsigned(get(wqe[3], 41, 38)) + 1);
+  uint64_t total = 0;
+  for (const Fragment& f : local) total += f.len;
+  uint64_t capacity = total;
+  if (send) {
+    capacity = 0;
+    for (const Fragment& f : receive) capacity += f.len;
+  }
+  time_.cycles(cfg_.cycles.execute);
+
+  // RDMA operations name one remote buffer; memory keys are not checked yet.
+  Fragments remote;
+  remote.at[0] = {wqe[2], uint32_t(std::min<uint64_t>(total, kMaxMessage))};
+  remote.count = total ? 1 : 0;
+
   uint16_t sq_minor = 0, rq_minor = 0;
-  bool rq_consumed = true;
+  bool rq_used = consumes_receive;
   if (total > kMaxMessage || total > capacity) {
     rq_minor = FLUSH_LOC_LEN_ERR;
     sq_minor = FLUSH_REM_INV_REQ_ERR;
   } else {
-    const uint64_t moved = move_payload(src, dst);
+    const uint64_t moved = read ? move_payload(remote, local) : move_payload(local, send ? receive : remote);
     if (moved < total) {
-      // The sender's buffer could not be read: nothing reached the receiver if the first
-      // read failed, a torn message otherwise.
-      sq_minor = FLUSH_PROT_ERR;
-      rq_consumed = moved > 0;
+      // A READ's remote buffer, or the sender's own buffer, could not be read: nothing
+      // reached the peer if the first read failed, a torn message otherwise.
+      sq_minor = read ? FLUSH_REM_ACCESS_ERR : FLUSH_PROT_ERR;
+      rq_used = consumes_receive && moved > 0;
       rq_minor = FLUSH_REM_ACCESS_ERR;
     }
   }
   if (sq_minor) {
     counters_.wqe_errors++;
   } else {
-    rq.payload_len = uint32_t(total);
-    if (invalidate) {  // the STag rides in the header's REMSTAG field
-      rq.stag_or_ipv4 = true;
-      rq.stag_or_src_qpn = uint32_t(get(wqe[3], 31, 0));
-    }
-    if (imm) {
-      rq.extended = true;
-      rq.imm_valid = true;
-      rq.imm_data = uint32_t(wqe[0]);
-    }
-    counters_.sends++;
     counters_.bytes_moved += total;
+    counters_.messages++;
   }
-  if (rq_consumed) {
+  if (rq_used) {
+    CqeFields rq;
+    rq.solicited = op == SQ_SEND_SOL || op == SQ_SEND_SOL_INV || op == SQ_RDMA_WRITE_SOL;
+    if (write) {
+      rq.op = BTH_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+    } else if (op == SQ_SEND_INV || op == SQ_SEND_SOL_INV) {
+      rq.op = BTH_SEND_ONLY_WITH_INVALIDATE;
+    } else {
+      rq.op = imm ? BTH_SEND_ONLY_WITH_IMMEDIATE : BTH_SEND_ONLY;
+    }
     if (rq_minor) {
       rq.error = true;
       rq.major_err = MSG_ERROR_MAJOR;
       rq.minor_err = rq_minor;
+    } else {
+      rq.payload_len = uint32_t(total);
+      if (rq.op == BTH_SEND_ONLY_WITH_INVALIDATE) {  // the STag rides in REMSTAG
+        rq.stag_or_ipv4 = true;
+        rq.stag_or_src_qpn = uint32_t(get(wqe[3], 31, 0));
+      }
+      if (imm) {
+        rq.extended = true;
+        rq.imm_valid = true;
+        rq.imm_data = uint32_t(wqe[0]);
+      }
     }
-    cqs_.post(peer.recv_cq, rq);
-    if (++peer.rq_head == peer.rq_wqes) {
-      peer.rq_head = 0;
-      peer.rq_polarity = !peer.rq_polarity;
-    }
+    complete_rq(peer, rq);
   }
-  if (bit(wqe[3], 62) || sq_minor) complete_sq(qp, op, sq_minor ? MSG_ERROR_MAJOR : 0, sq_minor);
+  if (signaled || sq_minor) complete_sq(qp, op, sq_minor ? MSG_ERROR_MAJOR : 0, sq_minor);
   return Result::done;
 }
 
@@ -255,10 +306,10 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
     if (!fits) {
       counters_.wqe_errors++;
       complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_LOC_QP_OP_ERR);
-    } else if (op == SQ_SEND || op == SQ_SEND_SOL || op == SQ_SEND_INV || op == SQ_SEND_SOL_INV) {
-      r = execute_send(qp, wqe, op);
     } else if (op == SQ_NOP) {
       if (bit(wqe[3], 62)) complete_sq(qp, op, 0, 0);
+    } else if (executable(op)) {
+      r = execute(qp, wqe, op);
     } else {
       counters_.wqe_errors++;
       complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_LOC_QP_OP_ERR);

@@ -38,7 +38,7 @@ struct QpContext {
 
 struct QpEngineCounters {
   uint64_t wqes_executed = 0;
-  uint64_t sends = 0;
+  uint64_t messages = 0;  // SENDs, WRITEs and READs carried out
   uint64_t bytes_moved = 0;
   uint64_t rnr_stalls = 0;
   uint64_t bad_doorbells = 0;
@@ -78,7 +78,11 @@ class QpEngine {
     const Fragment* end() const { return at + count; }
   };
   uint16_t load_ctx(QpContext& qp);
-  Result execute_send(QpContext& qp, const uint64_t* wqe, uint8_t op);
+  // Runs a SEND, RDMA WRITE or RDMA READ against the peer QP.
+  Result execute(QpContext& qp, const uint64_t* wqe, uint8_t op);
+  enum class Receive { posted, none, unreadable };
+  Receive next_receive(QpContext& peer, Fragments& dst);
+  void complete_rq(QpContext& peer, CqeFields& rq);
   void complete_sq(const QpContext& qp, uint8_t op, uint16_t major, uint16_t minor);
   static Fragments fragments(const uint64_t* wqe, unsigned first_slot, unsigned slots);
 

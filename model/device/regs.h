@@ -42,15 +42,19 @@ enum CqpOp : uint8_t {
 // SQ WQE opcodes (WQE qword3 37:32) and what the RQ CQE's op field carries on RoCE: the
 // BTH opcode of the message's last packet.
 enum SqOp : uint8_t {
+  SQ_RDMA_WRITE = 0x00,
+  SQ_RDMA_READ = 0x01,
   SQ_SEND = 0x03,
   SQ_SEND_INV = 0x04,
   SQ_SEND_SOL = 0x05,
   SQ_SEND_SOL_INV = 0x06,
   SQ_NOP = 0x0c,
+  SQ_RDMA_WRITE_SOL = 0x0d,
 };
 inline constexpr uint8_t BTH_SEND_ONLY = 0x04;
 inline constexpr uint8_t BTH_SEND_ONLY_WITH_IMMEDIATE = 0x05;
 inline constexpr uint8_t BTH_SEND_ONLY_WITH_INVALIDATE = 0x17;
+inline constexpr uint8_t BTH_RDMA_WRITE_ONLY_WITH_IMMEDIATE = 0x0b;
 
 // CQP completion codes. Majors and minors other than the spec's are this model's own.
 inline constexpr uint16_t CQP_MAJOR_ERROR = 0xFFFF;

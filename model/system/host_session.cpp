@@ -165,7 +165,7 @@ std::map<std::string, uint64_t> HostSession::counters() const {
   return {{"cqes_written", cq.cqes_written - cq.ccq_cqes},
           {"extended_cqes", cq.extended_cqes},
           {"ccq_cqes", cq.ccq_cqes},
-          {"sends", qp.sends},
+          {"messages", qp.messages},
           {"bytes_moved", qp.bytes_moved},
           {"rnr_stalls", qp.rnr_stalls},
           {"wqe_errors", qp.wqe_errors},
