@@ -115,6 +115,20 @@ PYBIND11_MODULE(_irdma_sim, m) {
            py::arg("imm") = py::none(), py::arg("signaled") = true, py::arg("solicited") = false,
            py::arg("invalidate") = py::none())
       .def("post_recv", &HostSession::post_recv, py::arg("qp"))
+      .def("post_write", &HostSession::post_write, py::arg("qp"), py::arg("data"),
+           py::arg("window_slot") = 0, py::arg("imm") = py::none(), py::arg("signaled") = true)
+      .def("post_read", &HostSession::post_read, py::arg("qp"), py::arg("length"),
+           py::arg("window_slot") = 0, py::arg("signaled") = true)
+      .def("window",
+           [](HostSession& s, uint32_t qp, uint32_t slot, uint32_t length) {
+             return py::bytes(s.window(qp, slot, length));
+           },
+           py::arg("qp"), py::arg("window_slot"), py::arg("length"))
+      .def("set_window",
+           [](HostSession& s, uint32_t qp, uint32_t slot, const py::bytes& data) {
+             s.set_window(qp, slot, std::string(data));
+           },
+           py::arg("qp"), py::arg("window_slot"), py::arg("data"))
       .def("poll",
            [](HostSession& s, uint32_t cq, int max_entries) {
              py::list out;

@@ -13,7 +13,8 @@ BufferedQp* BufferedQp::create(irdma::irdma_device& dev, ibcore::ib_cq* cq, uint
   b->slot_bytes_ = slot_bytes;
   b->send_buf_ = dev.hw().dma.alloc_coherent(uint64_t(sq_depth) * slot_bytes, 64);
   b->recv_buf_ = dev.hw().dma.alloc_coherent(uint64_t(rq_depth) * slot_bytes, 64);
-  if (!b->send_buf_ || !b->recv_buf_) {
+  b->window_buf_ = dev.hw().dma.alloc_coherent(uint64_t(sq_depth) * slot_bytes, 64);
+  if (!b->send_buf_ || !b->recv_buf_ || !b->window_buf_) {
     err = -ENOMEM;
     return nullptr;
   }
@@ -39,7 +40,7 @@ int BufferedQp::destroy() {
 }
 
 BufferedQp::~BufferedQp() {
-  for (hal::DmaBuffer* b : {&send_buf_, &recv_buf_})
+  for (hal::DmaBuffer* b : {&send_buf_, &recv_buf_, &window_buf_})
     if (*b) dev_.hw().dma.free_coherent(*b);
 }
 
@@ -57,6 +58,14 @@ ibcore::ib_sge BufferedQp::send_sge(uint32_t slot, uint32_t len) const {
 
 ibcore::ib_sge BufferedQp::recv_sge(uint32_t slot) const {
   return {recv_buf_.iova + uint64_t(slot) * slot_bytes_, slot_bytes_, 0};
+}
+
+uint8_t* BufferedQp::window_slot(uint32_t slot) const {
+  return static_cast<uint8_t*>(window_buf_.cpu) + uint64_t(slot) * slot_bytes_;
+}
+
+uint64_t BufferedQp::window_addr(uint32_t slot) const {
+  return window_buf_.iova + uint64_t(slot) * slot_bytes_;
 }
 
 }  // namespace irdma_sim::system

@@ -1,5 +1,6 @@
 // A loopback QP together with its message buffers: one DMA slot per SQ entry and per RQ
-// entry, so a work request's data stays put until it completes.
+// entry, so a work request's data stays put until it completes, and a window of one slot
+// per SQ entry that the peer's RDMA WRITEs land in and its READs read from.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +31,8 @@ class BufferedQp {
   const uint8_t* recv_slot(uint32_t slot) const;
   ibcore::ib_sge send_sge(uint32_t slot, uint32_t len) const;
   ibcore::ib_sge recv_sge(uint32_t slot) const;
+  uint8_t* window_slot(uint32_t slot) const;
+  uint64_t window_addr(uint32_t slot) const;
 
  private:
   BufferedQp(irdma::irdma_device& dev, ibcore::ib_cq* cq) : dev_(dev), cq_(cq) {}
@@ -37,7 +40,7 @@ class BufferedQp {
   ibcore::ib_cq* cq_;
   irdma::irdma_qp* qp_ = nullptr;
   uint32_t sq_depth_ = 0, rq_depth_ = 0, slot_bytes_ = 0;
-  hal::DmaBuffer send_buf_, recv_buf_;
+  hal::DmaBuffer send_buf_, recv_buf_, window_buf_;
 };
 
 }  // namespace irdma_sim::system

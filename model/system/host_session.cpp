@@ -71,7 +71,9 @@ std::pair<uint32_t, uint32_t> HostSession::create_qp_pair(uint32_t cq_a, uint32_
   check(err, "creating a QP pair");
   const std::pair<uint32_t, uint32_t> nums{made[0]->qp_num(), made[1]->qp_num()};
   qps_[nums.first].bq = std::move(made[0]);
+  qps_[nums.first].peer = nums.second;
   qps_[nums.second].bq = std::move(made[1]);
+  qps_[nums.second].peer = nums.first;
   return nums;
 }
 
@@ -83,22 +85,29 @@ void HostSession::destroy_qp(uint32_t qp_num) {
   qps_.erase(qp_num);
 }
 
+uint64_t HostSession::post(Qp& q, ib_send_wr& wr, const std::string& data, uint32_t length) {
+  BufferedQp& bq = *q.bq;
+  if (length > bq.slot_bytes())
+    throw VerbsError("message of " + std::to_string(length) + " bytes exceeds the QP's " +
+                         std::to_string(bq.slot_bytes()) + "-byte buffers", EINVAL);
+  const uint32_t slot = uint32_t(q.sends++ % bq.sq_depth());
+  std::memcpy(bq.send_slot(slot), data.data(), data.size());
+  const ib_sge sge = bq.send_sge(slot, length);
+  wr.wr_id = next_wr_id_++;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  int ret = 0;
+  sim_->run_on_host([&] { ret = sim_->driver().post_send(bq.qp(), &wr, nullptr); });
+  check(ret, "post_send");
+  if (wr.opcode == IB_WR_RDMA_READ) q.read_into[wr.wr_id] = {slot, length};
+  return wr.wr_id;
+}
+
 uint64_t HostSession::post_send(uint32_t qp_num, const std::string& data,
                                 std::optional<uint32_t> imm, bool signaled, bool solicited,
                                 std::optional<uint32_t> invalidate) {
   if (imm && invalidate) throw VerbsError("a SEND carries immediate data or an invalidate, not both", EINVAL);
-  Qp& q = qp(qp_num);
-  BufferedQp& bq = *q.bq;
-  if (data.size() > bq.slot_bytes())
-    throw VerbsError("message of " + std::to_string(data.size()) + " bytes exceeds the QP's " +
-                         std::to_string(bq.slot_bytes()) + "-byte buffers", EINVAL);
-  const uint32_t slot = uint32_t(q.sends++ % bq.sq_depth());
-  std::memcpy(bq.send_slot(slot), data.data(), data.size());
-  const ib_sge sge = bq.send_sge(slot, uint32_t(data.size()));
   ib_send_wr wr;
-  wr.wr_id = next_wr_id_++;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
   wr.send_flags = (signaled ? IB_SEND_SIGNALED : 0) | (solicited ? IB_SEND_SOLICITED : 0);
   if (imm) {
     wr.opcode = IB_WR_SEND_WITH_IMM;
@@ -107,10 +116,47 @@ uint64_t HostSession::post_send(uint32_t qp_num, const std::string& data,
     wr.opcode = IB_WR_SEND_WITH_INV;
     wr.ex.invalidate_rkey = *invalidate;
   }
-  int ret = 0;
-  sim_->run_on_host([&] { ret = sim_->driver().post_send(bq.qp(), &wr, nullptr); });
-  check(ret, "post_send");
-  return wr.wr_id;
+  return post(qp(qp_num), wr, data, uint32_t(data.size()));
+}
+
+BufferedQp& HostSession::window_owner(uint32_t qp_num, uint32_t window_slot, uint64_t length) {
+  BufferedQp& owner = *qp(qp_num).bq;
+  if (window_slot >= owner.sq_depth() || length > owner.slot_bytes())
+    throw VerbsError("window slot " + std::to_string(window_slot) + " of QP " +
+                         std::to_string(qp_num) + " does not hold " + std::to_string(length) +
+                         " bytes", EINVAL);
+  return owner;
+}
+
+uint64_t HostSession::post_write(uint32_t qp_num, const std::string& data, uint32_t window_slot,
+                                 std::optional<uint32_t> imm, bool signaled) {
+  Qp& q = qp(qp_num);
+  ib_send_wr wr;
+  wr.opcode = imm ? IB_WR_RDMA_WRITE_WITH_IMM : IB_WR_RDMA_WRITE;
+  if (imm) wr.ex.imm_data = __builtin_bswap32(*imm);
+  wr.send_flags = signaled ? IB_SEND_SIGNALED : 0;
+  wr.remote_addr = window_owner(q.peer, window_slot, data.size()).window_addr(window_slot);
+  return post(q, wr, data, uint32_t(data.size()));
+}
+
+uint64_t HostSession::post_read(uint32_t qp_num, uint32_t length, uint32_t window_slot,
+                                bool signaled) {
+  Qp& q = qp(qp_num);
+  ib_send_wr wr;
+  wr.opcode = IB_WR_RDMA_READ;
+  wr.send_flags = signaled ? IB_SEND_SIGNALED : 0;
+  wr.remote_addr = window_owner(q.peer, window_slot, length).window_addr(window_slot);
+  return post(q, wr, "", length);
+}
+
+std::string HostSession::window(uint32_t qp_num, uint32_t window_slot, uint32_t length) {
+  const uint8_t* p = window_owner(qp_num, window_slot, length).window_slot(window_slot);
+  return std::string(reinterpret_cast<const char*>(p), length);
+}
+
+void HostSession::set_window(uint32_t qp_num, uint32_t window_slot, const std::string& data) {
+  std::memcpy(window_owner(qp_num, window_slot, data.size()).window_slot(window_slot), data.data(),
+              data.size());
 }
 
 uint64_t HostSession::post_recv(uint32_t qp_num) {
@@ -137,7 +183,16 @@ std::vector<PolledCompletion> HostSession::poll(uint32_t cq_num, int max_entries
   std::vector<PolledCompletion> out;
   for (int i = 0; i < n; i++) {
     PolledCompletion pc{wcs[i].wr_id, cq_num, wcs[i].qp ? wcs[i].qp->qp_num : 0, wcs[i], {}};
-    if (wcs[i].opcode & IB_WC_RECV) {
+    if (wcs[i].opcode == IB_WC_RDMA_READ) {
+      Qp& q = qp(pc.qp_num);
+      auto read = q.read_into.find(pc.wr_id);
+      if (read != q.read_into.end()) {
+        if (wcs[i].status == IB_WC_SUCCESS)
+          pc.data.assign(reinterpret_cast<const char*>(q.bq->send_slot(read->second.first)),
+                         read->second.second);
+        q.read_into.erase(read);
+      }
+    } else if (wcs[i].opcode & IB_WC_RECV) {
       Qp& q = qp(pc.qp_num);
       auto slot = q.recv_slot_of.find(pc.wr_id);
       if (slot != q.recv_slot_of.end()) {

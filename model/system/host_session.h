@@ -54,6 +54,14 @@ class HostSession {
   uint64_t post_send(uint32_t qp, const std::string& data, std::optional<uint32_t> imm,
                      bool signaled, bool solicited, std::optional<uint32_t> invalidate = {});
   uint64_t post_recv(uint32_t qp);
+  // RDMA WRITE of `data` into slot `window_slot` of the peer's window (with immediate data:
+  // it consumes a receive there); RDMA READ of `length` bytes from it.
+  uint64_t post_write(uint32_t qp, const std::string& data, uint32_t window_slot,
+                      std::optional<uint32_t> imm, bool signaled);
+  uint64_t post_read(uint32_t qp, uint32_t length, uint32_t window_slot, bool signaled);
+  // The bytes of a QP's window slot, and setting them.
+  std::string window(uint32_t qp, uint32_t window_slot, uint32_t length);
+  void set_window(uint32_t qp, uint32_t window_slot, const std::string& data);
   std::vector<PolledCompletion> poll(uint32_t cq, int max_entries);
   // Lets simulated time pass (the device works meanwhile).
   void run_for_ns(uint64_t ns);
@@ -65,10 +73,15 @@ class HostSession {
  private:
   struct Qp {
     std::unique_ptr<BufferedQp> bq;
+    uint32_t peer = 0;
     uint64_t sends = 0, recvs = 0;
     std::map<uint64_t, uint32_t> recv_slot_of;  // wr_id -> slot
+    std::map<uint64_t, std::pair<uint32_t, uint32_t>> read_into;  // wr_id -> (slot, length)
   };
   Qp& qp(uint32_t qp_num);
+  // Posts `wr` on `q`, its data in the next send slot; returns the wr_id.
+  uint64_t post(Qp& q, ibcore::ib_send_wr& wr, const std::string& data, uint32_t length);
+  BufferedQp& window_owner(uint32_t qp_num, uint32_t window_slot, uint64_t length);
   ibcore::ib_cq* cq(uint32_t cq_num);
 
   std::unique_ptr<Simulation> sim_;

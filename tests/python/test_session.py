@@ -91,3 +91,57 @@ def test_one_session_per_process(run_python):
         else:
             raise AssertionError("a second elaboration must be refused")
     """)
+
+
+def test_rdma_write_read_and_write_with_immediate(run_python):
+    run_ok(run_python, """
+        from irdma_sim import Session
+        s = Session()
+        cq = s.pool_get(64)
+        a, b = s.create_qp_pair(cq, cq, sq_depth=8, rq_depth=8, max_msg_bytes=256)
+
+        def drain(n):
+            got = []
+            for _ in range(200):
+                got += s.poll(cq)
+                if len(got) >= n:
+                    return got
+                s.run_for_ns(500)
+            raise AssertionError(f"only {len(got)} of {n} completions: {got}")
+
+        # WRITE lands in b's window, consumes no receive, completes on the SQ only.
+        w = s.post_write(a, b"written by a", window_slot=3)
+        [c] = drain(1)
+        assert (c["wr_id"], c["opcode"], c["byte_len"], c["status"]) == (w, 1, 12, 0), c
+        assert s.window(b, 3, 12) == b"written by a"
+
+        # READ brings b's window back to a.
+        s.set_window(b, 5, b"read me, a")
+        r = s.post_read(a, 10, window_slot=5)
+        [c] = drain(1)
+        assert (c["wr_id"], c["opcode"], c["byte_len"], c["data"]) == (r, 2, 10, b"read me, a"), c
+
+        # WRITE with immediate: data in the window, a RECV_RDMA_WITH_IMM on b's receive.
+        rr = s.post_recv(b)
+        w = s.post_write(a, b"with imm", window_slot=1, imm=0x55)
+        got = drain(2)
+        recv = next(c for c in got if c["wr_id"] == rr)
+        assert recv["opcode"] == 129 and recv["imm_data"] == 0x55 and recv["byte_len"] == 8, recv
+        assert s.window(b, 1, 8) == b"with imm"
+        sq = next(c for c in got if c["wr_id"] == w)
+        assert sq["opcode"] == 1
+
+        # An unsignaled WRITE is retired by the next signaled one.
+        s.post_write(a, b"quiet", window_slot=0, signaled=False)
+        last = s.post_write(a, b"loud", window_slot=2)
+        [c] = drain(1)
+        assert c["wr_id"] == last and s.window(b, 0, 5) == b"quiet"
+
+        try:
+            s.post_read(a, 300, window_slot=0)
+        except Exception as e:
+            assert "does not hold" in str(e), e
+        else:
+            raise AssertionError("a READ larger than the window slot must be refused")
+        assert s.counters()["wqe_errors"] == 0
+    """)
