@@ -13,7 +13,7 @@ BufferedQp* BufferedQp::create(irdma::irdma_device& dev, ibcore::ib_cq* cq, uint
   b->slot_bytes_ = slot_bytes;
   b->send_buf_ = dev.hw().dma.alloc_coherent(uint64_t(sq_depth) * slot_bytes, 64);
   b->recv_buf_ = dev.hw().dma.alloc_coherent(uint64_t(rq_depth) * slot_bytes, 64);
-  b->window_buf_ = dev.hw().dma.alloc_coherent(uint64_t(sq_depth) * slot_bytes, 64);
+  b->window_buf_ = dev.hw().dma.alloc_coherent(uint64_t(b->window_slots()) * slot_bytes, 64);
   if (!b->send_buf_ || !b->recv_buf_ || !b->window_buf_) {
     err = -ENOMEM;
     return nullptr;

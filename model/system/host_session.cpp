@@ -121,7 +121,7 @@ uint64_t HostSession::post_send(uint32_t qp_num, const std::string& data,
 
 BufferedQp& HostSession::window_owner(uint32_t qp_num, uint32_t window_slot, uint64_t length) {
   BufferedQp& owner = *qp(qp_num).bq;
-  if (window_slot >= owner.sq_depth() || length > owner.slot_bytes())
+  if (window_slot >= owner.window_slots() || length > owner.slot_bytes())
     throw VerbsError("window slot " + std::to_string(window_slot) + " of QP " +
                          std::to_string(qp_num) + " does not hold " + std::to_string(length) +
                          " bytes", EINVAL);

@@ -98,10 +98,13 @@ Scenario load_scenario(const std::string& path) {
   if (sc.pairs.empty()) top.fail(YAML::Node(), "key 'qp_pairs' needs at least one pair");
 
   const YamlMap t = top.map("traffic");
-  t.allow({"sends_per_qp", "min_bytes", "max_bytes", "imm_every", "inv_every", "solicited_every",
-           "batch", "signal_every"});
+  t.allow({"sends_per_qp", "ops", "min_bytes", "max_bytes", "imm_every", "inv_every",
+           "solicited_every", "batch", "signal_every"});
   TrafficSpec& tr = sc.traffic;
   tr.sends_per_qp = t.u32("sends_per_qp", tr.sends_per_qp, 0, 100'000'000);
+  tr.ops.clear();
+  for (size_t op : t.choice_list("ops", {0}, {"send", "write", "write_imm", "read"}))
+    tr.ops.push_back(TrafficOp(op));
   tr.min_bytes = t.u32("min_bytes", tr.min_bytes, 0, 1u << 20);
   tr.max_bytes = t.u32("max_bytes", tr.max_bytes, tr.min_bytes, 1u << 20);
   tr.imm_every = t.u32("imm_every", tr.imm_every, 0, UINT32_MAX);

@@ -19,8 +19,11 @@ struct QpPairSpec {
   uint32_t rq_depth = 64;    // receive WRs per QP
 };
 
+enum class TrafficOp { send, write, write_imm, read };
+
 struct TrafficSpec {
-  uint32_t sends_per_qp = 1000;  // each QP of a pair sends this many to its peer
+  uint32_t sends_per_qp = 1000;  // each QP of a pair posts this many SQ work requests
+  std::vector<TrafficOp> ops = {TrafficOp::send};  // cycled through by each QP
   uint32_t min_bytes = 1;
   uint32_t max_bytes = 4096;
   uint32_t imm_every = 0;        // every Nth send carries immediate data (0: none)

@@ -49,7 +49,7 @@ void Scoreboard::compare(const char* what, const ExpectedCompletion& e, const ib
                   std::to_string(e.qp_num));
 }
 
-void Scoreboard::check_send(unsigned qp, const ib_wc& wc) {
+void Scoreboard::check_send(unsigned qp, const ib_wc& wc, bool payload_ok) {
   checked_++;
   auto& q = sq_[qp];
   if (q.empty() || q.front().wr_id != wc.wr_id) {
@@ -60,6 +60,7 @@ void Scoreboard::check_send(unsigned qp, const ib_wc& wc) {
   }
   compare("send", q.front(), wc);
   q.pop_front();
+  if (!payload_ok) fail(kPayload, "send " + wr(wc.wr_id) + ": the RDMA data moved is not what was expected");
 }
 
 void Scoreboard::check_recv(unsigned qp, const ib_wc& wc, bool payload_ok) {

@@ -44,7 +44,8 @@ class Scoreboard {
   // A receive posted on QP `qp`.
   void expect_recv(unsigned qp, uint64_t wr_id) { rq_[qp].push_back(wr_id); }
 
-  void check_send(unsigned qp, const ibcore::ib_wc& wc);
+  // `payload_ok`: what an RDMA WRITE wrote or a READ read is what it should be.
+  void check_send(unsigned qp, const ibcore::ib_wc& wc, bool payload_ok = true);
   // `payload_ok`: the receive buffer holds the bytes that were sent.
   void check_recv(unsigned qp, const ibcore::ib_wc& wc, bool payload_ok);
 

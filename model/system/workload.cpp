@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 
 #include "driver/core/cq.h"
 #include "driver/core/cq_pool.h"
@@ -56,6 +57,23 @@ uint64_t payload_key(uint64_t seed, unsigned qp_index, uint64_t seq) {
   return splitmix64(seed * 31 + qp_index) ^ (seq << 20);
 }
 
+bool consumes_receive(TrafficOp op) { return op == TrafficOp::send || op == TrafficOp::write_imm; }
+
+// How many of the first `n` work requests of the op cycle take a receive at the peer.
+uint64_t receives_taken(const std::vector<TrafficOp>& ops, uint64_t n) {
+  uint64_t per_cycle = 0, rest = 0;
+  for (size_t i = 0; i < ops.size(); i++) {
+    per_cycle += consumes_receive(ops[i]);
+    if (i < n % ops.size()) rest += consumes_receive(ops[i]);
+  }
+  return n / ops.size() * per_cycle + rest;
+}
+
+// The bytes a QP's window offers to READs: fixed at setup, one key per slot.
+uint64_t read_source_key(uint64_t seed, unsigned owner, uint32_t slot) {
+  return splitmix64(seed ^ 0x5EAD) + (uint64_t(owner) << 48) + (uint64_t(slot) << 24);
+}
+
 }  // namespace
 
 struct Workload::WrCtx {
@@ -65,6 +83,15 @@ struct Workload::WrCtx {
   uint64_t wr_id = 0;
   uint32_t slot = 0;
   uint64_t seq = 0;  // the send's number on its QP
+  TrafficOp op = TrafficOp::send;
+  uint32_t len = 0;
+};
+
+// A message on its way to a QP's receive queue: a SEND or a WRITE with immediate data.
+struct Workload::Incoming {
+  uint64_t seq;  // its number at the sender
+  TrafficOp op;
+  uint32_t len;
 };
 
 struct Workload::Qp {
@@ -74,8 +101,9 @@ struct Workload::Qp {
   ib_cq* cq = nullptr;
   uint32_t nr_cqe = 0;
   std::vector<WrCtx> send_ctx, recv_ctx;
+  std::deque<Incoming> incoming;
   uint64_t sends_total = 0, sends_posted = 0, sends_done = 0;
-  uint64_t recvs_posted = 0, recvs_done = 0;
+  uint64_t recvs_total = 0, recvs_posted = 0, recvs_done = 0;
 };
 
 Workload::Workload(Simulation& sim, const Scenario& sc, Scoreboard& sb, CompletionLog& log)
@@ -141,7 +169,14 @@ bool Workload::setup() {
   counters_.pool_cqs = 0;
   for (const auto& pool : dev_.cq_pools) counters_.pool_cqs += pool.size();
   for (auto& q : qps_) {
-    const uint64_t initial = std::min<uint64_t>(q->bq->rq_depth(), q->peer->sends_total);
+    q->recvs_total = receives_taken(sc_.traffic.ops, q->peer->sends_total);
+    const BufferedQp& bq = *q->bq;
+    for (uint32_t slot = 0; slot < bq.sq_depth(); slot++)  // the second half serves READs
+      fill_payload(bq.window_slot(bq.sq_depth() + slot), bq.slot_bytes(),
+                   read_source_key(sc_.seed, q->index, slot));
+  }
+  for (auto& q : qps_) {
+    const uint64_t initial = std::min<uint64_t>(q->bq->rq_depth(), q->recvs_total);
     for (uint64_t i = 0; i < initial; i++)
       if (post_recv(*q)) return false;
   }
@@ -189,37 +224,62 @@ int Workload::post_sends(Qp& q) {
     const uint64_t seq = q.sends_posted++;
     const uint32_t slot = uint32_t(seq % bq.sq_depth());
     const uint32_t len = message_size(q, seq);
-    fill_payload(bq.send_slot(slot), len, payload_key(sc_.seed, q.index, seq));
+    const TrafficOp op = t.ops[seq % t.ops.size()];
+    if (op != TrafficOp::read)
+      fill_payload(bq.send_slot(slot), len, payload_key(sc_.seed, q.index, seq));
     WrCtx& ctx = q.send_ctx[slot];
-    ctx = {{&Workload::on_send_done}, this, &q, next_wr_id_++, slot, seq};
+    ctx = {{&Workload::on_send_done}, this, &q, next_wr_id_++, slot, seq, op, len};
 
     ib_send_wr wr;
     wr.wr_cqe = &ctx.cqe;
     sges.push_back(bq.send_sge(slot, len));
     wr.num_sge = 1;
-    // Every signal_every-th send is signaled, and so is one that fills the SQ or ends the
-    // run: only a signaled completion retires the unsignaled sends before it.
+    // Every signal_every-th WR is signaled, and so is one that fills the SQ or ends the
+    // run: only a signaled completion retires the unsignaled WRs before it.
     const bool signaled = (seq + 1) % t.signal_every == 0 || q.sends_posted == q.sends_total ||
                           q.sends_posted - q.sends_done == bq.sq_depth();
     wr.send_flags = signaled ? IB_SEND_SIGNALED : 0;
     const BufferedQp& peer = *q.peer->bq;
-    ExpectedCompletion send{ctx.wr_id, bq.qp(), bq.qp_num(), IB_WC_SEND, len, false, 0};
-    ExpectedCompletion msg{0, peer.qp(), peer.qp_num(), IB_WC_RECV, len, false, 0};
-    if (t.imm_every && seq % t.imm_every == t.imm_every - 1) {
-      msg.with_imm = true;
-      msg.imm_data = uint32_t(splitmix64(seq ^ sc_.seed));
-      wr.opcode = IB_WR_SEND_WITH_IMM;
-      wr.ex.imm_data = __builtin_bswap32(msg.imm_data);  // htonl
-    } else if (t.inv_every && seq % t.inv_every == t.inv_every - 1) {
-      msg.with_inv = true;
-      msg.inv_rkey = uint32_t(splitmix64(seq * 3 + sc_.seed)) | 1;
-      wr.opcode = IB_WR_SEND_WITH_INV;
-      wr.ex.invalidate_rkey = msg.inv_rkey;
+    ExpectedCompletion done{ctx.wr_id, bq.qp(), bq.qp_num(), IB_WC_SEND, len};
+    ExpectedCompletion msg{0, peer.qp(), peer.qp_num(), IB_WC_RECV, len};
+    switch (op) {
+      case TrafficOp::send:
+        if (t.imm_every && seq % t.imm_every == t.imm_every - 1) {
+          msg.with_imm = true;
+          msg.imm_data = uint32_t(splitmix64(seq ^ sc_.seed));
+          wr.opcode = IB_WR_SEND_WITH_IMM;
+          wr.ex.imm_data = __builtin_bswap32(msg.imm_data);  // htonl
+        } else if (t.inv_every && seq % t.inv_every == t.inv_every - 1) {
+          msg.with_inv = true;
+          msg.inv_rkey = uint32_t(splitmix64(seq * 3 + sc_.seed)) | 1;
+          wr.opcode = IB_WR_SEND_WITH_INV;
+          wr.ex.invalidate_rkey = msg.inv_rkey;
+        }
+        break;
+      case TrafficOp::write_imm:
+        msg.opcode = IB_WC_RECV_RDMA_WITH_IMM;
+        msg.with_imm = true;
+        msg.imm_data = uint32_t(splitmix64(seq ^ sc_.seed ^ 0x1D));
+        wr.ex.imm_data = __builtin_bswap32(msg.imm_data);
+        [[fallthrough]];
+      case TrafficOp::write:
+        wr.opcode = op == TrafficOp::write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_WRITE_WITH_IMM;
+        wr.remote_addr = peer.window_addr(slot);  // the first half takes WRITEs
+        done.opcode = IB_WC_RDMA_WRITE;
+        break;
+      case TrafficOp::read:
+        wr.opcode = IB_WR_RDMA_READ;
+        wr.remote_addr = peer.window_addr(peer.sq_depth() + slot);
+        done.opcode = IB_WC_RDMA_READ;
+        break;
     }
-    if (t.solicited_every && seq % t.solicited_every == t.solicited_every - 1)
-      wr.send_flags |= IB_SEND_SOLICITED;
-    if (signaled) sb_.expect_send(q.index, send);
-    sb_.expect_message(q.peer->index, msg);
+    if (consumes_receive(op)) {
+      if (t.solicited_every && seq % t.solicited_every == t.solicited_every - 1)
+        wr.send_flags |= IB_SEND_SOLICITED;
+      sb_.expect_message(q.peer->index, msg);
+      q.peer->incoming.push_back({seq, op, len});
+    }
+    if (signaled) sb_.expect_send(q.index, done);
     wrs.push_back(wr);
   }
   if (wrs.empty()) return 0;
@@ -254,11 +314,22 @@ void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
 void Workload::on_send_done(ib_cq* cq, ib_wc* wc) {
   const WrCtx& ctx = *reinterpret_cast<WrCtx*>(wc->wr_cqe);
   Workload& wl = *ctx.wl;
+  Qp& q = *ctx.qp;
   ib_wc copy = *wc;
   copy.wr_id = ctx.wr_id;
   wl.completed(cq, ctx, copy);
-  wl.sb_.check_send(ctx.qp->index, copy);
-  ctx.qp->sends_done = ctx.seq + 1;  // it retires every unsignaled send before it
+  // An RDMA WRITE's data is at the peer once it completes; a READ's is here.
+  bool payload_ok = true;
+  if (wc->status == IB_WC_SUCCESS && ctx.op != TrafficOp::send) {
+    const BufferedQp& peer = *q.peer->bq;
+    payload_ok = ctx.op == TrafficOp::read
+                     ? payload_equals(q.bq->send_slot(ctx.slot), ctx.len,
+                                      read_source_key(wl.sc_.seed, q.peer->index, ctx.slot))
+                     : payload_equals(peer.window_slot(ctx.slot), ctx.len,
+                                      payload_key(wl.sc_.seed, q.index, ctx.seq));
+  }
+  wl.sb_.check_send(q.index, copy, payload_ok);
+  q.sends_done = ctx.seq + 1;  // it retires every unsignaled WR before it
 }
 
 void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {
@@ -268,18 +339,26 @@ void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {
   ib_wc copy = *wc;
   copy.wr_id = ctx.wr_id;
   wl.completed(cq, ctx, copy);
-  const uint64_t seq = q.recvs_done++;
-  const uint32_t len = std::min(wc->byte_len, q.bq->slot_bytes());
-  const bool payload_ok =
-      wc->status != IB_WC_SUCCESS ||
-      payload_equals(q.bq->recv_slot(ctx.slot), len, payload_key(wl.sc_.seed, q.peer->index, seq));
+  q.recvs_done++;
+  bool payload_ok = true;
+  if (!q.incoming.empty()) {
+    // A SEND's bytes are in the receive buffer, a WRITE's in this QP's window.
+    const Incoming msg = q.incoming.front();
+    q.incoming.pop_front();
+    const uint8_t* at = msg.op == TrafficOp::send
+                            ? q.bq->recv_slot(ctx.slot)
+                            : q.bq->window_slot(uint32_t(msg.seq % q.peer->bq->sq_depth()));
+    const uint32_t len = std::min(wc->byte_len, q.bq->slot_bytes());
+    payload_ok = wc->status != IB_WC_SUCCESS ||
+                 payload_equals(at, len, payload_key(wl.sc_.seed, q.peer->index, msg.seq));
+  }
   wl.sb_.check_recv(q.index, copy, payload_ok);
-  if (q.recvs_posted < q.peer->sends_total) wl.post_recv(q);
+  if (q.recvs_posted < q.recvs_total) wl.post_recv(q);
 }
 
 bool Workload::finished() const {
   return std::all_of(qps_.begin(), qps_.end(), [](const auto& q) {
-    return q->sends_done == q->sends_total && q->recvs_done == q->peer->sends_total;
+    return q->sends_done == q->sends_total && q->recvs_done == q->recvs_total;
   });
 }
 

@@ -43,6 +43,7 @@ class Workload {
  private:
   struct Qp;
   struct WrCtx;
+  struct Incoming;
   static void on_send_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
   static void on_recv_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
 

@@ -1,5 +1,6 @@
 #include "model/system/yaml_reader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -121,6 +122,26 @@ size_t YamlMap::choice(const char* key, size_t def, const std::vector<std::strin
     list += (i ? ", " : "") + choices[i];
   }
   fail(node_[key], "key '" + key_path(key) + "' must be one of " + list + ", got '" + s + "'");
+}
+
+std::vector<size_t> YamlMap::choice_list(const char* key, const std::vector<size_t>& def,
+                                         const std::vector<std::string>& choices) const {
+  if (!has(key)) return def;
+  const YAML::Node n = node_[key];
+  std::string allowed;
+  for (size_t i = 0; i < choices.size(); i++) allowed += (i ? ", " : "") + choices[i];
+  if (!n.IsSequence() || n.size() == 0)
+    fail(n, "key '" + key_path(key) + "' must be a non-empty list of " + allowed);
+  std::vector<size_t> out;
+  for (size_t i = 0; i < n.size(); i++) {
+    const std::string s = n[i].IsScalar() ? n[i].Scalar() : "";
+    const auto it = std::find(choices.begin(), choices.end(), s);
+    if (it == choices.end())
+      fail(n[i], "key '" + key_path(key) + "[" + std::to_string(i) + "]' must be one of " +
+                     allowed + ", got '" + s + "'");
+    out.push_back(size_t(it - choices.begin()));
+  }
+  return out;
 }
 
 YamlMap YamlMap::map(const char* key) const {

@@ -37,6 +37,10 @@ class YamlMap {
   // One of `choices`; returns its index.
   size_t choice(const char* key, size_t def, const std::vector<std::string>& choices) const;
 
+  // A list of choices; returns their indices (`def` when absent).
+  std::vector<size_t> choice_list(const char* key, const std::vector<size_t>& def,
+                                  const std::vector<std::string>& choices) const;
+
   YamlMap map(const char* key) const;  // an empty map when absent
   std::vector<YamlMap> list_of_maps(const char* key) const;
 

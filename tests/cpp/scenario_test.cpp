@@ -76,6 +76,17 @@ TEST(Scenario, WrongTypeAndRange) {
   EXPECT_NE(e.find("traffic.max_bytes"), std::string::npos) << e;
 }
 
+TEST(Scenario, OpsAreAListOfKnownOperations) {
+  const Scenario sc = load_scenario(write_temp("ops.yaml", std::string(kMinimal) +
+                                                               "traffic:\n  ops: [read, send]\n"));
+  ASSERT_EQ(sc.traffic.ops.size(), 2u);
+  EXPECT_EQ(sc.traffic.ops[0], TrafficOp::read);
+  std::string e = error_of(std::string(kMinimal) + "traffic:\n  ops: [send, atomics]\n");
+  EXPECT_NE(e.find("traffic.ops[1]' must be one of send, write, write_imm, read"), std::string::npos) << e;
+  e = error_of(std::string(kMinimal) + "traffic:\n  ops: []\n");
+  EXPECT_NE(e.find("non-empty list"), std::string::npos) << e;
+}
+
 TEST(Scenario, StructuralErrors) {
   EXPECT_NE(error_of("qp_pairs:\n  - name: p\n").find("'name' is required"), std::string::npos);
   EXPECT_NE(error_of("name: t\n").find("at least one pair"), std::string::npos);

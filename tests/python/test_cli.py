@@ -106,3 +106,21 @@ def test_no_trace_skips_only_the_trace(scenario, tmp_path):
     assert report["passed"]
     assert not (tmp_path / "trace.jsonl").exists()
     assert (tmp_path / "completions.jsonl").stat().st_size > 0
+
+
+def test_every_shipped_scenario_is_valid(source_dir):
+    files = sorted(str(p) for p in (source_dir / "scenarios").glob("*.yaml"))
+    assert len(files) >= 2
+    proc = cli("check", *files)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_rdma_operations_scenario_passes_with_every_opcode(scenario, tmp_path):
+    report = irdma_sim.run(scenario("rdma_ops.yaml"), tmp_path, trace=False)
+    assert report["passed"], [c for c in report["checks"] if not c["passed"]]
+    opcodes = {o["opcode"] for o in report["counts"]["by_opcode"]}
+    assert opcodes == {0, 1, 2, 128, 129}  # SEND, RDMA_WRITE, RDMA_READ, RECV, RECV_RDMA_WITH_IMM
+    flags = set()
+    for line in open(tmp_path / "completions.jsonl"):
+        flags.add(json.loads(line)["wc_flags"])
+    assert {2, 4} <= flags  # WITH_IMM and WITH_INVALIDATE both seen
