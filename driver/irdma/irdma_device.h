@@ -63,7 +63,6 @@ class irdma_device final : public ibcore::ib_device {
   int post_send(irdma_qp* qp, const ibcore::ib_send_wr* wr, const ibcore::ib_send_wr** bad_wr);
   int post_recv(irdma_qp* qp, const ibcore::ib_recv_wr* wr, const ibcore::ib_recv_wr** bad_wr);
 
-  const irdma_device_caps& caps() const { return caps_; }
   hal::Platform& hw() { return hw_; }
 
  private:

@@ -57,7 +57,6 @@ class SimLock final : public hal::Lock {
 uint64_t SimExec::now_ns() { return uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e9); }
 
 void SimExec::cpu_relax() {
-  relaxes_++;
   sc_core::wait(sc_time(cfg_.relax_timeout_ns, SC_NS), memory_written_);
 }
 

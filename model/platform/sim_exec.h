@@ -33,12 +33,10 @@ class SimExec final : public hal::Exec {
   std::unique_ptr<hal::Event> make_event() override;
   std::unique_ptr<hal::Lock> make_lock() override;
   unsigned num_cpus() const override { return cfg_.cpus; }
-  uint64_t relax_count() const { return relaxes_; }
 
  private:
   HostConfig cfg_;
   const sc_core::sc_event& memory_written_;
-  uint64_t relaxes_ = 0;
 };
 
 }  // namespace irdma_sim::platform

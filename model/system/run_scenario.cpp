@@ -23,12 +23,20 @@ const char* const kStatusNames[] = {
     "IB_WC_REM_INV_RD_REQ_ERR", "IB_WC_REM_ABORT_ERR", "IB_WC_INV_EECN_ERR",
     "IB_WC_INV_EEC_STATE_ERR", "IB_WC_FATAL_ERR", "IB_WC_RESP_TIMEOUT_ERR", "IB_WC_GENERAL_ERR"};
 
-void system_checks(const Simulation& sim, const WorkloadCounters& wl, Scoreboard& sb) {
+void system_checks(Simulation& sim, const WorkloadCounters& wl, Scoreboard& sb) {
   const auto& dev = sim.device();
   const auto& cq = dev.cq_engine().counters();
-  const uint64_t dma_errors = dev.dma_errors() + sim.link().dma_errors();
+  const uint64_t dma_errors = sim.memory().access_errors();
   sb.record("no_dma_errors", dma_errors == 0,
             std::to_string(dma_errors) + " DMA access(es) to unmapped host memory");
+  const uint64_t mmio_errors = sim.link().mmio_errors() + dev.counters().bad_mmio;
+  sb.record("no_mmio_errors", mmio_errors == 0,
+            std::to_string(mmio_errors) + " MMIO access(es) the device refused");
+  const uint64_t left = sim.memory().mapped_bytes();
+  sb.record("no_dma_memory_left_mapped", left == 0,
+            std::to_string(left) + " bytes of DMA memory still mapped after teardown");
+  sb.record("no_spurious_interrupts", sim.interrupts().spurious() == 0,
+            std::to_string(sim.interrupts().spurious()) + " MSI-X message(s) for no handler");
   const uint64_t data_cqes = cq.cqes_written - cq.ccq_cqes;
   sb.record("cqes_written_equal_completions_delivered", data_cqes == wl.completions,
             std::to_string(data_cqes) + " CQEs written, " + std::to_string(wl.completions) +
@@ -43,7 +51,7 @@ void system_checks(const Simulation& sim, const WorkloadCounters& wl, Scoreboard
                 std::to_string(cqp_errors) + " failed");
 }
 
-std::string report_json(const Scenario& sc, const Simulation& sim, const WorkloadCounters& wl,
+std::string report_json(const Scenario& sc, Simulation& sim, const WorkloadCounters& wl,
                         const std::vector<Check>& checks, bool passed, double wall_s) {
   const auto& dev = sim.device();
   const auto& cq = dev.cq_engine().counters();
@@ -70,6 +78,9 @@ std::string report_json(const Scenario& sc, const Simulation& sim, const Workloa
       .num("cqp_commands", dev.cqp_engine().counters().commands)
       .num("mmio_writes", dev.counters().mmio_writes)
       .num("mmio_reads", dev.counters().mmio_reads)
+      .num("cq_arms", dev.counters().cq_arms)
+      .num("msix_delivered", sim.interrupts().delivered())
+      .num("trace_events", sim.trace().events_written())
       .num("idle_polls", wl.idle_polls)
       .num("pool_cqs", wl.pool_cqs);
   j.begin_array("by_status");

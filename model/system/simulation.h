@@ -38,6 +38,7 @@ class Simulation {
   const device::IrdmaDevice& device() const { return *device_; }
   device::IrdmaDevice& device() { return *device_; }
   platform::HostMemory& memory() { return *memory_; }
+  const platform::SimInterrupts& interrupts() const { return *irq_; }
   const platform::PcieLink& link() const { return *link_; }
   const platform::SimExec& exec() const { return *exec_; }
   const SimConfig& config() const { return cfg_; }
