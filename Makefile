@@ -27,8 +27,8 @@ bench: build
 	done
 
 build: deps
-	cmake --preset release -B $(BUILD)
-	cmake --build $(BUILD)
+	@cmake --preset release -B $(BUILD) --log-level=WARNING > /dev/null
+	@cmake --build $(BUILD) -- --quiet
 
 deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
