@@ -51,6 +51,9 @@ struct ib_send_wr {
   // RDMA WRITE/READ: the remote buffer (Linux's struct ib_rdma_wr around the WR).
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
+  // UD SEND: the destination (Linux's struct ib_ud_wr, without an address handle).
+  uint32_t remote_qpn = 0;
+  uint32_t remote_qkey = 0;
   ib_send_wr() : wr_id(0), ex{0} {}
 };
 

@@ -124,6 +124,7 @@ inline constexpr uint64_t IRDMAQPC_RQWQESIZE = GENMASK_ULL(9, 8);     // qword0
 inline constexpr uint64_t IRDMAQPC_RQSIZE = GENMASK_ULL(11, 8);       // qword3
 inline constexpr uint64_t IRDMAQPC_SQSIZE = GENMASK_ULL(15, 12);      // qword3
 inline constexpr uint64_t IRDMAQPC_DESTQP = GENMASK_ULL(23, 0);       // qword8
+inline constexpr uint64_t IRDMAQPC_QKEY = GENMASK_ULL(63, 32);        // qword8
 inline constexpr uint64_t IRDMAQPC_TXCQNUM = GENMASK_ULL(18, 0);      // qword17
 inline constexpr uint64_t IRDMAQPC_RXCQNUM = GENMASK_ULL(50, 32);     // qword17
 inline constexpr unsigned IRDMAQPC_SQADDR_QWORD = 1;
@@ -135,6 +136,9 @@ inline constexpr unsigned IRDMAQPC_QPCOMPCTX_QWORD = 21;
 
 // SQ/RQ WQEs (GEN_2 fragment format).
 inline constexpr uint64_t IRDMAQPSQ_REMSTAG = GENMASK_ULL(31, 0);
+inline constexpr uint64_t IRDMAQPSQ_AHID = GENMASK_ULL(16, 0);       // UD, within REMSTAG
+inline constexpr uint64_t IRDMAQPSQ_DESTQKEY = GENMASK_ULL(31, 0);   // qword2, UD
+inline constexpr uint64_t IRDMAQPSQ_DESTQPN = GENMASK_ULL(55, 32);   // qword2, UD
 inline constexpr uint64_t IRDMAQPSQ_OPCODE = GENMASK_ULL(37, 32);
 inline constexpr uint64_t IRDMAQPSQ_ADDFRAGCNT = GENMASK_ULL(41, 38);
 inline constexpr uint64_t IRDMAQPSQ_IMMDATAFLAG = BIT_ULL(47);

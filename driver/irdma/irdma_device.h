@@ -57,8 +57,9 @@ class irdma_device final : public ibcore::ib_device {
   int req_notify_cq(ibcore::ib_cq* cq, unsigned flags) override;
 
   ibcore::ErrPtr<irdma_qp> create_qp(const ibcore::ib_qp_init_attr& attr);
-  // Points an RC QP at its peer and moves it to RTS (MODIFY_QP through the CQP).
-  int connect_qp(irdma_qp* qp, uint32_t dest_qp_num);
+  // Moves a QP to RTS (MODIFY_QP through the CQP): an RC QP connected to `dest_qp_num`, a
+  // UD QP accepting datagrams that carry `qkey`.
+  int connect_qp(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey = 0);
   int destroy_qp(irdma_qp* qp);
   int post_send(irdma_qp* qp, const ibcore::ib_send_wr* wr, const ibcore::ib_send_wr** bad_wr);
   int post_recv(irdma_qp* qp, const ibcore::ib_recv_wr* wr, const ibcore::ib_recv_wr** bad_wr);
@@ -67,7 +68,7 @@ class irdma_device final : public ibcore::ib_device {
 
  private:
   int64_t alloc_id(std::vector<bool>& used, uint32_t& next, uint32_t first);
-  void write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num);
+  void write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey);
   void free_cq(irdma_cq* cq);
   void free_qp(irdma_qp* qp);
 

@@ -161,6 +161,11 @@ struct irdma_post_sq_info {
   // the receiver invalidate; remote_addr: the RDMA WRITE/READ's remote address.
   uint32_t remote_stag = 0;
   uint64_t remote_addr = 0;
+  // UD SEND: the destination QP and its QKEY, and the address handle (this driver's
+  // loopback device resolves none: 0).
+  uint32_t dest_qpn = 0;
+  uint32_t dest_qkey = 0;
+  uint32_t ah_id = 0;
   const irdma_sge* sg_list = nullptr;
   uint32_t num_sges = 0;
 };

@@ -155,7 +155,12 @@ int post_sq_wqe(irdma_qp_uk* qp, const irdma_post_sq_info& info, uint64_t qword2
 }  // namespace
 
 int irdma_uk_send(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
-  return post_sq_wqe(qp, info, 0);  // qword2 holds the UD destination, unused on RC
+  if (qp->qp_type != IRDMA_QP_TYPE_ROCE_UD) return post_sq_wqe(qp, info, 0);
+  irdma_post_sq_info ud = info;
+  ud.remote_stag = uint32_t(FIELD_PREP(IRDMAQPSQ_AHID, info.ah_id));
+  return post_sq_wqe(qp, ud,
+                     FIELD_PREP(IRDMAQPSQ_DESTQKEY, info.dest_qkey) |
+                         FIELD_PREP(IRDMAQPSQ_DESTQPN, info.dest_qpn));
 }
 
 int irdma_uk_rdma_write(irdma_qp_uk* qp, const irdma_post_sq_info& info) {

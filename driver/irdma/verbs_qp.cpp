@@ -27,7 +27,7 @@ uint64_t qp_cmd_header(const irdma_qp_uk& q) {
 
 }  // namespace
 
-void irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num) {
+void irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey) {
   const irdma_qp_uk& q = qp->qp_uk;
   auto* ctx = static_cast<uint64_t*>(qp->host_ctx.cpu);
   const uint64_t sq_pa = qp->queues.iova;
@@ -39,7 +39,8 @@ void irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num) {
   ctx[IRDMAQPC_SIZES_QWORD] =
       FIELD_PREP(IRDMAQPC_RQSIZE, log2u(q.rq_ring.size << q.rq_shift) - 2) |
       FIELD_PREP(IRDMAQPC_SQSIZE, log2u(q.sq_ring.size) - 2);
-  ctx[IRDMAQPC_DESTQP_QWORD] = FIELD_PREP(IRDMAQPC_DESTQP, dest_qp_num);
+  ctx[IRDMAQPC_DESTQP_QWORD] =
+      FIELD_PREP(IRDMAQPC_DESTQP, dest_qp_num) | FIELD_PREP(IRDMAQPC_QKEY, qkey);
   ctx[IRDMAQPC_CQNUM_QWORD] =
       FIELD_PREP(IRDMAQPC_TXCQNUM, static_cast<irdma_cq*>(qp->send_cq)->cq_num) |
       FIELD_PREP(IRDMAQPC_RXCQNUM, static_cast<irdma_cq*>(qp->recv_cq)->cq_num);
@@ -50,7 +51,8 @@ ErrPtr<irdma_qp> irdma_device::create_qp(const ib_qp_init_attr& attr) {
   if (!attr.send_cq || !attr.recv_cq || attr.send_cq->device != this ||
       attr.recv_cq->device != this)
     return ErrPtr<irdma_qp>::error(-EINVAL);
-  if (attr.qp_type != IB_QPT_RC) return ErrPtr<irdma_qp>::error(-EOPNOTSUPP);
+  if (attr.qp_type != IB_QPT_RC && attr.qp_type != IB_QPT_UD)
+    return ErrPtr<irdma_qp>::error(-EOPNOTSUPP);
   auto qp = std::make_unique<irdma_qp>();
   irdma_qp_uk& q = qp->qp_uk;
   const int64_t qp_num = alloc_id(qp_used_, next_qp_, 2);
@@ -60,7 +62,7 @@ ErrPtr<irdma_qp> irdma_device::create_qp(const ib_qp_init_attr& attr) {
     qp_used_[qp_num] = false;
     return ErrPtr<irdma_qp>::error(ret);
   }
-  q.qp_type = IRDMA_QP_TYPE_ROCE_RC;
+  q.qp_type = attr.qp_type == IB_QPT_UD ? IRDMA_QP_TYPE_ROCE_UD : IRDMA_QP_TYPE_ROCE_RC;
   q.db = &hw_.bar0;
   q.back_qp = static_cast<ib_qp*>(qp.get());
   q.compl_ctx = ++obj_generation_ << 32 | uint64_t(qp_num);
@@ -85,7 +87,7 @@ ErrPtr<irdma_qp> irdma_device::create_qp(const ib_qp_init_attr& attr) {
   q.sq_base = reinterpret_cast<uint64_t*>(base);
   q.rq_base = reinterpret_cast<uint64_t*>(base + sq_bytes);
   q.shadow_area = reinterpret_cast<uint64_t*>(base + sq_bytes + rq_bytes(q));
-  write_qp_ctx(qp.get(), 0);
+  write_qp_ctx(qp.get(), 0, 0);
 
   const uint64_t shadow_pa = qp->queues.iova + sq_bytes + rq_bytes(q);
   const int ret = cqp_.exec(IRDMA_CQP_OP_CREATE_QP, [&](uint64_t* wqe) {
@@ -103,8 +105,8 @@ ErrPtr<irdma_qp> irdma_device::create_qp(const ib_qp_init_attr& attr) {
   return qp.release();
 }
 
-int irdma_device::connect_qp(irdma_qp* qp, uint32_t dest_qp_num) {
-  write_qp_ctx(qp, dest_qp_num);
+int irdma_device::connect_qp(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey) {
+  write_qp_ctx(qp, dest_qp_num, qkey);
   return cqp_.exec(IRDMA_CQP_OP_MODIFY_QP, [&](uint64_t* wqe) {
     wqe[2] = qp->host_ctx.iova;
     return qp_cmd_header(qp->qp_uk);
@@ -147,6 +149,15 @@ int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr
     info.wr_id = wr->wr_id;
     info.signaled = wr->send_flags & IB_SEND_SIGNALED;
     const bool solicited = wr->send_flags & IB_SEND_SOLICITED;
+    info.dest_qpn = wr->remote_qpn;
+    info.dest_qkey = wr->remote_qkey;
+    // A UD QP sends datagrams only.
+    const bool ud = qp->qp_uk.qp_type == IRDMA_QP_TYPE_ROCE_UD;
+    if (ud && wr->opcode != IB_WR_SEND && wr->opcode != IB_WR_SEND_WITH_IMM) {
+      if (bad_wr) *bad_wr = wr;
+      ret = -EINVAL;
+      break;
+    }
     switch (wr->opcode) {
       case IB_WR_SEND_WITH_IMM:
         info.imm_data_valid = true;

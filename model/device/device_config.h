@@ -26,6 +26,11 @@ struct DeviceConfig {
   uint32_t max_cqe = 1048574;   // largest CQ the device reports to ib-core
   bool cqe_64byte = false;
   uint32_t rnr_retry_cycles = 2000;  // until an SQ blocked on an empty peer RQ retries
+  // What UD receives report about the (loopback) wire: the port's MAC, the VLAN tag
+  // (0: untagged) and whether RoCEv2 runs over IPv4 (else IPv6).
+  uint64_t mac = 0x001B21A0C0DEull;
+  uint16_t ud_vlan_tci = 0;
+  bool ud_ipv4 = true;
   FormatterKind formatter = FormatterKind::tlm;
 };
 

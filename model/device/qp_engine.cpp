@@ -45,6 +45,7 @@ uint16_t QpEngine::load_ctx(QpContext& qp) {
   qp.rq_wqes = (1u << (get(ctx[3], 11, 8) + 2)) >> qp.rq_shift;
   qp.sq_quanta = 1u << (get(ctx[3], 15, 12) + 2);
   qp.dest_qp = uint32_t(get(ctx[8], 23, 0));
+  qp.qkey = uint32_t(get(ctx[8], 63, 32));
   qp.send_cq = uint32_t(get(ctx[17], 18, 0));
   qp.recv_cq = uint32_t(get(ctx[17], 50, 32));
   qp.compl_ctx = ctx[21];
@@ -109,6 +110,12 @@ void QpEngine::complete_sq(const QpContext& qp, uint8_t op, uint16_t major, uint
   f.wqe_idx = uint16_t(qp.sq_head);
   f.op = op;
   f.sq = true;
+  if (qp.type == QP_TYPE_ROCE_UD) {
+    // The driver reports any UD completion's source QPN and IP version; a send names
+    // its own QP (this model's choice: the spec says nothing of UD send CQEs).
+    f.stag_or_src_qpn = qp.id;
+    f.stag_or_ipv4 = cfg_.ud_ipv4;
+  }
   f.error = major != 0;
   f.major_err = major;
   f.minor_err = minor;
@@ -152,6 +159,7 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
   const bool read = op == SQ_RDMA_READ;
   const bool imm = bit(wqe[3], 47) && !read;
   const bool signaled = bit(wqe[3], 62);
+  if (qp.type == QP_TYPE_ROCE_UD) return execute_ud(qp, wqe, op);
   auto peer_it = qps_.find(qp.dest_qp);
   if (peer_it == qps_.end()) {
     counters_.wqe_errors++;
@@ -239,6 +247,63 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
     complete_rq(peer, rq);
   }
   if (signaled || sq_minor) complete_sq(qp, op, sq_minor ? MSG_ERROR_MAJOR : 0, sq_minor);
+  return Result::done;
+}
+
+// A datagram: delivered to the QP and QKEY qword2 names when it has a receive posted there,
+// dropped otherwise (UD has no RNR and no acknowledgement); the sender completes either way.
+QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_t op) {
+  const bool imm = bit(wqe[3], 47);
+  if (op != SQ_SEND && op != SQ_SEND_SOL) {
+    counters_.wqe_errors++;
+    complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_LOC_QP_OP_ERR);
+    return Result::done;
+  }
+  const Fragments local = fragments(wqe, imm ? 1 : 0, unsigned(get(wqe[3], 41, 38)) + 1);
+  uint64_t total = 0;
+  for (const Fragment& f : local) total += f.len;
+  time_.cycles(cfg_.cycles.execute);
+
+  auto peer_it = qps_.find(uint32_t(get(wqe[2], 55, 32)));
+  Fragments receive;
+  bool delivered = false;
+  if (peer_it != qps_.end() && peer_it->second.type == QP_TYPE_ROCE_UD &&
+      peer_it->second.qkey == uint32_t(get(wqe[2], 31, 0)) &&
+      next_receive(peer_it->second, receive) == Receive::posted) {
+    QpContext& peer = peer_it->second;
+    uint64_t capacity = 0;
+    for (const Fragment& f : receive) capacity += f.len;
+    CqeFields rq;
+    rq.op = imm ? BTH_SEND_ONLY_WITH_IMMEDIATE : BTH_SEND_ONLY;
+    rq.solicited = op == SQ_SEND_SOL;
+    rq.stag_or_src_qpn = qp.id;
+    rq.stag_or_ipv4 = cfg_.ud_ipv4;
+    if (total > capacity) {
+      rq.error = true;
+      rq.major_err = MSG_ERROR_MAJOR;
+      rq.minor_err = FLUSH_LOC_LEN_ERR;
+    } else if (move_payload(local, receive) == total) {
+      // No GRH is placed in the buffer: the drivers read none (a model choice).
+      rq.payload_len = uint32_t(total);
+      rq.extended = true;
+      rq.smac_valid = true;
+      rq.ud_smac = cfg_.mac;
+      rq.vlan_valid = cfg_.ud_vlan_tci != 0;
+      rq.ud_vlan = cfg_.ud_vlan_tci;
+      rq.imm_valid = imm;
+      rq.imm_data = imm ? uint32_t(wqe[0]) : 0;
+      counters_.bytes_moved += total;
+      counters_.messages++;
+    } else {
+      counters_.wqe_errors++;
+      complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_PROT_ERR);
+      return Result::done;
+    }
+    complete_rq(peer, rq);
+    delivered = true;
+  }
+  if (!delivered) counters_.ud_dropped++;
+  if (bit(wqe[3], 62)) complete_sq(qp, op, 0, 0);
   return Result::done;
 }
 

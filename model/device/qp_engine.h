@@ -25,6 +25,7 @@ struct QpContext {
   uint32_t rq_wqes = 0;
   uint8_t rq_shift = 0;        // RQ WQE = 32 << rq_shift bytes
   uint32_t dest_qp = 0;
+  uint32_t qkey = 0;           // UD
   uint32_t send_cq = 0;
   uint32_t recv_cq = 0;
   uint64_t compl_ctx = 0;      // echoed in CQE qword1
@@ -41,6 +42,7 @@ struct QpEngineCounters {
   uint64_t messages = 0;  // SENDs, WRITEs and READs carried out
   uint64_t bytes_moved = 0;
   uint64_t rnr_stalls = 0;
+  uint64_t ud_dropped = 0;     // datagrams with no receive posted, or a wrong QKEY
   uint64_t bad_doorbells = 0;
   uint64_t wqe_errors = 0;
 };
@@ -80,6 +82,7 @@ class QpEngine {
   uint16_t load_ctx(QpContext& qp);
   // Runs a SEND, RDMA WRITE or RDMA READ against the peer QP.
   Result execute(QpContext& qp, const uint64_t* wqe, uint8_t op);
+  Result execute_ud(QpContext& qp, const uint64_t* wqe, uint8_t op);
   enum class Receive { posted, none, unreadable };
   Receive next_receive(QpContext& peer, Fragments& dst);
   void complete_rq(QpContext& peer, CqeFields& rq);

@@ -39,6 +39,8 @@ enum CqpOp : uint8_t {
   OP_DESTROY_CQ = 0x05,
 };
 
+inline constexpr uint8_t QP_TYPE_ROCE_UD = 4;  // CREATE_QP QPTYPE
+
 // SQ WQE opcodes (WQE qword3 37:32) and what the RQ CQE's op field carries on RoCE: the
 // BTH opcode of the message's last packet.
 enum SqOp : uint8_t {

@@ -6,7 +6,8 @@
 namespace irdma_sim::system {
 
 BufferedQp* BufferedQp::create(irdma::irdma_device& dev, ibcore::ib_cq* cq, uint32_t sq_depth,
-                               uint32_t rq_depth, uint32_t slot_bytes, int& err) {
+                               uint32_t rq_depth, uint32_t slot_bytes, int& err,
+                               ibcore::ib_qp_type type) {
   std::unique_ptr<BufferedQp> b(new BufferedQp(dev, cq));
   b->sq_depth_ = sq_depth;
   b->rq_depth_ = rq_depth;
@@ -22,6 +23,7 @@ BufferedQp* BufferedQp::create(irdma::irdma_device& dev, ibcore::ib_cq* cq, uint
   attr.send_cq = attr.recv_cq = cq;
   attr.max_send_wr = sq_depth;
   attr.max_recv_wr = rq_depth;
+  attr.qp_type = type;
   auto qp = dev.create_qp(attr);
   if (qp.is_err()) {
     err = qp.err();

@@ -15,7 +15,8 @@ class BufferedQp {
   // Creates the QP on `cq` (send and receive) and its buffers; returns a negative errno
   // through `err` on failure, leaving nothing allocated.
   static BufferedQp* create(irdma::irdma_device& dev, ibcore::ib_cq* cq, uint32_t sq_depth,
-                            uint32_t rq_depth, uint32_t slot_bytes, int& err);
+                            uint32_t rq_depth, uint32_t slot_bytes, int& err,
+                            ibcore::ib_qp_type type = ibcore::IB_QPT_RC);
   // Destroys the QP through the CQP and frees the buffers; returns the destroy's errno.
   int destroy();
   ~BufferedQp();

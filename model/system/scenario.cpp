@@ -1,14 +1,18 @@
 #include "model/system/scenario.h"
 
+#include <algorithm>
+
 #include "model/system/yaml_reader.h"
 
 namespace irdma_sim::system {
 
 namespace {
 
+constexpr uint32_t kUdMtu = 4096;
+
 void read_device(const YamlMap& m, device::DeviceConfig& d) {
   m.allow({"generation", "clock_mhz", "cycles", "max_cq", "max_qp", "num_ceqs", "max_cqe",
-           "cqe_64byte", "rnr_retry_cycles", "formatter"});
+           "cqe_64byte", "rnr_retry_cycles", "formatter", "mac", "ud_vlan_tci", "ud_ipv4"});
   d.generation = uint8_t(m.u32("generation", d.generation, 2, 2));
   d.clock_mhz = m.f64("clock_mhz", d.clock_mhz, 1, 10000);
   d.max_cq = m.u32("max_cq", d.max_cq, 4, 1u << 19);
@@ -18,6 +22,9 @@ void read_device(const YamlMap& m, device::DeviceConfig& d) {
   d.cqe_64byte = m.boolean("cqe_64byte", d.cqe_64byte);
   d.rnr_retry_cycles = m.u32("rnr_retry_cycles", d.rnr_retry_cycles, 1, 1u << 30);
   d.formatter = device::FormatterKind(m.choice("formatter", size_t(d.formatter), {"tlm", "rtl"}));
+  d.mac = m.u64("mac", d.mac, 0, (1ull << 48) - 1);
+  d.ud_vlan_tci = uint16_t(m.u32("ud_vlan_tci", d.ud_vlan_tci, 0, 0xFFFF));
+  d.ud_ipv4 = m.boolean("ud_ipv4", d.ud_ipv4);
   const YamlMap c = m.map("cycles");
   c.allow({"doorbell", "cqp_wqe", "wqe_decode", "execute", "cqe_format", "cqe_write"});
   constexpr uint32_t kMax = 1u << 20;
@@ -74,7 +81,7 @@ Scenario load_scenario(const std::string& path) {
   const YamlMap top(load_yaml_file(path), path, "");
   top.allow({"name", "description", "seed", "config", "pool", "qp_pairs", "traffic"});
   sc.name = top.str("name", "");
-  if (sc.name.empty()) top.fail(YAML::Node(), "key 'name' is required");
+  if (sc.name.empty()) top.fail("key 'name' is required");
   sc.description = top.str("description", "");
   sc.seed = top.u64("seed", sc.seed, 0, UINT64_MAX);
   read_config(top.map("config"), sc.config);
@@ -87,15 +94,16 @@ Scenario load_scenario(const std::string& path) {
       "poll_ctx", size_t(sc.poll_ctx), {"softirq", "workqueue", "unbound_workqueue"}));
 
   for (const YamlMap& p : top.list_of_maps("qp_pairs")) {
-    p.allow({"name", "cq_vector", "sq_depth", "rq_depth"});
+    p.allow({"name", "type", "cq_vector", "sq_depth", "rq_depth"});
     QpPairSpec q;
     q.name = p.str("name", "pair" + std::to_string(sc.pairs.size()));
     q.cq_vector = int(p.i64("cq_vector", q.cq_vector, -1, 1023));
     q.sq_depth = p.u32("sq_depth", q.sq_depth, 1, 4096);
     q.rq_depth = p.u32("rq_depth", q.rq_depth, 1, 4096);
+    q.ud = p.choice("type", 0, {"rc", "ud"}) == 1;
     sc.pairs.push_back(q);
   }
-  if (sc.pairs.empty()) top.fail(YAML::Node(), "key 'qp_pairs' needs at least one pair");
+  if (sc.pairs.empty()) top.fail("key 'qp_pairs' needs at least one pair");
 
   const YamlMap t = top.map("traffic");
   t.allow({"sends_per_qp", "ops", "min_bytes", "max_bytes", "imm_every", "inv_every",
@@ -112,6 +120,13 @@ Scenario load_scenario(const std::string& path) {
   tr.solicited_every = t.u32("solicited_every", tr.solicited_every, 0, UINT32_MAX);
   tr.batch = t.u32("batch", tr.batch, 1, 256);
   tr.signal_every = t.u32("signal_every", tr.signal_every, 1, UINT32_MAX);
+  const bool any_ud = std::any_of(sc.pairs.begin(), sc.pairs.end(), [](const QpPairSpec& p) { return p.ud; });
+  if (any_ud && std::any_of(tr.ops.begin(), tr.ops.end(), [](TrafficOp op) { return op != TrafficOp::send; }))
+    t.fail("key 'traffic.ops': a UD pair sends datagrams only (ops: [send])");
+  if (any_ud && tr.inv_every)
+    t.fail("key 'traffic.inv_every': a UD datagram cannot invalidate a remote STag");
+  if (any_ud && tr.max_bytes > kUdMtu)
+    t.fail("key 'traffic.max_bytes': a UD datagram is at most " + std::to_string(kUdMtu) + " bytes");
   return sc;
 }
 

@@ -17,6 +17,7 @@ struct QpPairSpec {
   int cq_vector = -1;        // ib_cq_pool_get hint for both QPs' CQs
   uint32_t sq_depth = 64;    // send WRs per QP
   uint32_t rq_depth = 64;    // receive WRs per QP
+  bool ud = false;           // unreliable datagram: SENDs only, addressed per WR
 };
 
 enum class TrafficOp { send, write, write_imm, read };

@@ -36,12 +36,25 @@ void Scoreboard::compare(const char* what, const ExpectedCompletion& e, const ib
   if (wc.byte_len != e.byte_len)
     fail(kFields, id() + ": byte_len " + std::to_string(wc.byte_len) + ", expected " +
                       std::to_string(e.byte_len));
-  const bool imm = wc.wc_flags & IB_WC_WITH_IMM;
-  if (imm != e.with_imm || (imm && __builtin_bswap32(wc.ex.imm_data) != e.imm_data))
+  const uint16_t vid = e.vlan_tci & 0x0FFF;
+  const int want = (e.with_imm ? IB_WC_WITH_IMM : 0) | (e.with_inv ? IB_WC_WITH_INVALIDATE : 0) |
+                   (e.grh ? IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE : 0) |
+                   (e.with_smac ? IB_WC_WITH_SMAC : 0) | (e.with_smac && vid ? IB_WC_WITH_VLAN : 0);
+  if (wc.wc_flags != want)
+    fail(kFields, id() + ": wc_flags " + std::to_string(wc.wc_flags) + ", expected " + std::to_string(want));
+  if (e.with_imm && __builtin_bswap32(wc.ex.imm_data) != e.imm_data)
     fail(kFields, id() + ": immediate data differs from what was sent");
-  const bool inv = wc.wc_flags & IB_WC_WITH_INVALIDATE;
-  if (inv != e.with_inv || (inv && wc.ex.invalidate_rkey != e.inv_rkey))
+  if (e.with_inv && wc.ex.invalidate_rkey != e.inv_rkey)
     fail(kFields, id() + ": invalidated rkey differs from what was sent");
+  if (e.grh && wc.network_hdr_type != e.network_hdr_type)
+    fail(kFields, id() + ": network_hdr_type " + std::to_string(wc.network_hdr_type) + ", expected " +
+                      std::to_string(e.network_hdr_type));
+  if (e.with_smac) {
+    uint64_t smac = 0;
+    for (uint8_t b : wc.smac) smac = smac << 8 | b;
+    if (smac != e.smac || wc.sl != uint8_t(e.vlan_tci >> 13) || (vid && wc.vlan_id != vid))
+      fail(kFields, id() + ": UD source MAC, VLAN or SL differ from the wire's");
+  }
   if (wc.qp != e.qp)
     fail(kQp, id() + ": ib_wc.qp is not the QP the work request was posted on");
   else if (wc.src_qp != e.qp_num)

@@ -29,6 +29,13 @@ struct ExpectedCompletion {
   uint32_t imm_data = 0;  // host order
   bool with_inv = false;
   uint32_t inv_rkey = 0;
+  // UD completions carry a GRH and the network header type; UD receives also the source
+  // MAC and the VLAN tag.
+  bool grh = false;
+  uint8_t network_hdr_type = 0;
+  bool with_smac = false;
+  uint64_t smac = 0;  // 48 bits, first byte highest
+  uint16_t vlan_tci = 0;
 };
 
 class Scoreboard {

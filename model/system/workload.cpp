@@ -97,6 +97,8 @@ struct Workload::Incoming {
 struct Workload::Qp {
   unsigned index = 0;
   Qp* peer = nullptr;
+  bool ud = false;
+  uint32_t qkey = 0;  // UD: what this QP accepts
   std::unique_ptr<BufferedQp> bq;
   ib_cq* cq = nullptr;
   uint32_t nr_cqe = 0;
@@ -148,7 +150,10 @@ bool Workload::setup() {
       q->cq = cq.get();
       if (std::find(cqs_.begin(), cqs_.end(), q->cq) == cqs_.end()) cqs_.push_back(q->cq);
       int err = 0;
-      q->bq.reset(BufferedQp::create(dev_, q->cq, pair.sq_depth, pair.rq_depth, slot_bytes, err));
+      q->ud = pair.ud;
+      q->qkey = 0x1000 + unsigned(qps_.size());
+      q->bq.reset(BufferedQp::create(dev_, q->cq, pair.sq_depth, pair.rq_depth, slot_bytes, err,
+                                     pair.ud ? IB_QPT_UD : IB_QPT_RC));
       q->send_ctx.resize(pair.sq_depth);
       q->recv_ctx.resize(pair.rq_depth);
       qps_.push_back(std::move(q));
@@ -161,7 +166,11 @@ bool Workload::setup() {
     Qp& b = *qps_[qps_.size() - 1];
     a.peer = &b;
     b.peer = &a;
-    if (dev_.connect_qp(a.bq->qp(), b.bq->qp_num()) || dev_.connect_qp(b.bq->qp(), a.bq->qp_num())) {
+    const bool connected = pair.ud ? !dev_.connect_qp(a.bq->qp(), 0, a.qkey) &&
+                                         !dev_.connect_qp(b.bq->qp(), 0, b.qkey)
+                                   : !dev_.connect_qp(a.bq->qp(), b.bq->qp_num()) &&
+                                         !dev_.connect_qp(b.bq->qp(), a.bq->qp_num());
+    if (!connected) {
       sb_.record("setup", false, pair.name + ": connecting the QP pair failed");
       return false;
     }
@@ -221,10 +230,13 @@ int Workload::post_sends(Qp& q) {
   if (want == 0 || free < want) return 0;
   while (wrs.size() < t.batch && q.sends_posted < q.sends_total &&
          q.sends_posted - q.sends_done < bq.sq_depth()) {
+    const TrafficOp op = t.ops[q.sends_posted % t.ops.size()];
+    // A datagram with no receive posted for it is dropped: a UD sender waits for credit.
+    const Qp& to = *q.peer;
+    if (q.ud && to.recvs_posted <= to.recvs_done + to.incoming.size()) break;
     const uint64_t seq = q.sends_posted++;
     const uint32_t slot = uint32_t(seq % bq.sq_depth());
     const uint32_t len = message_size(q, seq);
-    const TrafficOp op = t.ops[seq % t.ops.size()];
     if (op != TrafficOp::read)
       fill_payload(bq.send_slot(slot), len, payload_key(sc_.seed, q.index, seq));
     WrCtx& ctx = q.send_ctx[slot];
@@ -242,6 +254,18 @@ int Workload::post_sends(Qp& q) {
     const BufferedQp& peer = *q.peer->bq;
     ExpectedCompletion done{ctx.wr_id, bq.qp(), bq.qp_num(), IB_WC_SEND, len};
     ExpectedCompletion msg{0, peer.qp(), peer.qp_num(), IB_WC_RECV, len};
+    if (q.ud) {
+      const device::DeviceConfig& d = sim_.config().device;
+      wr.remote_qpn = peer.qp_num();
+      wr.remote_qkey = q.peer->qkey;
+      msg.qp_num = bq.qp_num();  // a UD receive names its source QP
+      msg.grh = done.grh = true;
+      msg.network_hdr_type = done.network_hdr_type =
+          d.ud_ipv4 ? RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6;
+      msg.with_smac = true;
+      msg.smac = d.mac;
+      msg.vlan_tci = d.ud_vlan_tci;
+    }
     switch (op) {
       case TrafficOp::send:
         if (t.imm_every && seq % t.imm_every == t.imm_every - 1) {

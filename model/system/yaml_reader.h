@@ -45,6 +45,8 @@ class YamlMap {
   std::vector<YamlMap> list_of_maps(const char* key) const;
 
   [[noreturn]] void fail(const YAML::Node& at, const std::string& what) const;
+  // An error about this mapping as a whole, located at its start.
+  [[noreturn]] void fail(const std::string& what) const { fail(node_, what); }
   const std::string& file() const { return file_; }
 
  private:

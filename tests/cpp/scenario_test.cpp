@@ -87,6 +87,15 @@ TEST(Scenario, OpsAreAListOfKnownOperations) {
   EXPECT_NE(e.find("non-empty list"), std::string::npos) << e;
 }
 
+TEST(Scenario, UdPairsSendDatagramsOnly) {
+  const std::string ud = "name: t\nqp_pairs:\n  - {name: p, type: ud}\n";
+  EXPECT_TRUE(load_scenario(write_temp("ud.yaml", ud)).pairs[0].ud);
+  EXPECT_NE(error_of(ud + "traffic:\n  ops: [send, write]\n").find("datagrams only"), std::string::npos);
+  EXPECT_NE(error_of(ud + "traffic:\n  inv_every: 2\n").find("traffic.inv_every"), std::string::npos);
+  EXPECT_NE(error_of(ud + "traffic:\n  max_bytes: 9000\n").find("at most 4096"), std::string::npos);
+  EXPECT_NE(error_of("name: t\nqp_pairs:\n  - {type: uc}\n").find("one of rc, ud"), std::string::npos);
+}
+
 TEST(Scenario, StructuralErrors) {
   EXPECT_NE(error_of("qp_pairs:\n  - name: p\n").find("'name' is required"), std::string::npos);
   EXPECT_NE(error_of("name: t\n").find("at least one pair"), std::string::npos);

@@ -70,3 +70,21 @@ def test_unsignaled_sends_are_retired_by_the_next_signaled_one(scenario, tmp_pat
     sends = {o["opcode"]: o["count"] for o in counts["by_opcode"]}[0]
     assert counts["sends_posted"] // 5 <= sends < counts["sends_posted"]
     assert counts["cqes_written"] == counts["completions_delivered"] == counts["recvs_posted"] + sends
+
+
+def test_ud_pair_reports_source_qp_mac_vlan_and_network_type(scenario, tmp_path):
+    doc = yaml.safe_load(open(scenario("smoke.yaml")))
+    doc["qp_pairs"][1]["type"] = "ud"
+    doc["config"]["device"].update({"ud_vlan_tci": 0xA00C, "mac": 0x02AABBCCDDEE, "ud_ipv4": False})
+    path = tmp_path / "ud.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    report = irdma_sim.run(path, tmp_path / "out")
+    assert report["passed"], [c for c in report["checks"] if not c["passed"]]
+    ud_recvs = [c for c in map(json.loads, open(tmp_path / "out" / "completions.jsonl"))
+                if c["opcode"] == 128 and c["wc_flags"] & 1]
+    assert ud_recvs
+    for c in ud_recvs:
+        assert c["src_qp"] != c["qp_num"]  # the sender's QP, not the receiver's
+        assert c["smac"] == "02:aa:bb:cc:dd:ee" and c["vlan_id"] == 12 and c["sl"] == 5
+        assert c["network_hdr_type"] == 3  # RDMA_NETWORK_IPV6
+        assert c["wc_flags"] & 0x70 == 0x70  # WITH_SMAC | WITH_VLAN | WITH_NETWORK_HDR_TYPE
