@@ -46,9 +46,13 @@ bool set_ib_wc_op_sq(const irdma_cq_poll_info& info, ib_wc* wc) {
   }
 }
 
-void set_ib_wc_op_rq(const irdma_cq_poll_info& info, ib_wc* wc) {
-  const bool write_imm = info.op_type == IB_OPCODE_RDMA_WRITE_LAST_WITH_IMMEDIATE ||
-                         info.op_type == IB_OPCODE_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+// GEN_1/2 RoCE RQ CQEs carry the message's BTH opcode; GEN_3 ones the sender's SQ opcode.
+void set_ib_wc_op_rq(const irdma_cq_poll_info& info, irdma_vers hw_rev, ib_wc* wc) {
+  const bool write_imm =
+      hw_rev >= IRDMA_GEN_3
+          ? info.op_type == IRDMA_OP_TYPE_RDMA_WRITE || info.op_type == IRDMA_OP_TYPE_RDMA_WRITE_SOL
+          : info.op_type == IB_OPCODE_RDMA_WRITE_LAST_WITH_IMMEDIATE ||
+                info.op_type == IB_OPCODE_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
   wc->opcode = write_imm ? IB_WC_RECV_RDMA_WITH_IMM : IB_WC_RECV;
 }
 
@@ -95,7 +99,7 @@ void irdma_process_cqe(ib_wc* wc, const irdma_cq_poll_info& info) {
   if (info.q_type == 1) {
     if (!set_ib_wc_op_sq(info, wc)) wc->status = IB_WC_GENERAL_ERR;
   } else {
-    set_ib_wc_op_rq(info, wc);
+    set_ib_wc_op_rq(info, qp->hw_rev, wc);
     if (info.stag_invalid_set && !roce_ud) {
       wc->ex.invalidate_rkey = info.inv_stag;
       wc->wc_flags |= IB_WC_WITH_INVALIDATE;

@@ -69,6 +69,7 @@ struct irdma_qp_uk {
   uint32_t max_rq_frag_cnt = 1;
   uint8_t rq_shift = 0;
   uint8_t qp_type = IRDMA_QP_TYPE_ROCE_RC;
+  irdma_vers hw_rev = IRDMA_GEN_2;
   uint8_t swqe_polarity = 0;
   uint8_t rwqe_polarity = 0;
   bool destroy_pending = false;

@@ -63,6 +63,7 @@ ErrPtr<irdma_qp> irdma_device::create_qp(const ib_qp_init_attr& attr) {
     return ErrPtr<irdma_qp>::error(ret);
   }
   q.qp_type = attr.qp_type == IB_QPT_UD ? IRDMA_QP_TYPE_ROCE_UD : IRDMA_QP_TYPE_ROCE_RC;
+  q.hw_rev = caps_.hw_rev;
   q.db = &hw_.bar0;
   q.back_qp = static_cast<ib_qp*>(qp.get());
   q.compl_ctx = ++obj_generation_ << 32 | uint64_t(qp_num);

@@ -17,7 +17,7 @@ struct StageCycles {
 };
 
 struct DeviceConfig {
-  uint8_t generation = 2;       // GEN_2 (E810) rules
+  uint8_t generation = 2;       // 2: GEN_2 (E810) rules; 3: GEN_3 (RQ opcodes, CQE rules)
   double clock_mhz = 500.0;
   StageCycles cycles;
   uint32_t max_cq = 1024;

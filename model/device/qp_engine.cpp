@@ -122,6 +122,15 @@ void QpEngine::complete_sq(const QpContext& qp, uint8_t op, uint16_t major, uint
   cqs_.post(qp.send_cq, f);
 }
 
+// What a receive's CQE says the message was: GEN_2 reports its (last) BTH opcode, GEN_3
+// the sender's SQ opcode.
+uint8_t QpEngine::receive_opcode(uint8_t sq_op, bool imm) const {
+  if (cfg_.generation >= 3) return sq_op;
+  if (sq_op == SQ_RDMA_WRITE || sq_op == SQ_RDMA_WRITE_SOL) return BTH_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
+  if (sq_op == SQ_SEND_INV || sq_op == SQ_SEND_SOL_INV) return BTH_SEND_ONLY_WITH_INVALIDATE;
+  return imm ? BTH_SEND_ONLY_WITH_IMMEDIATE : BTH_SEND_ONLY;
+}
+
 // The peer's next receive, into `dst`.
 QpEngine::Receive QpEngine::next_receive(QpContext& peer, Fragments& dst) {
   const uint32_t rwqe_bytes = kQuantum << peer.rq_shift;
@@ -221,20 +230,14 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
   if (rq_used) {
     CqeFields rq;
     rq.solicited = op == SQ_SEND_SOL || op == SQ_SEND_SOL_INV || op == SQ_RDMA_WRITE_SOL;
-    if (write) {
-      rq.op = BTH_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
-    } else if (op == SQ_SEND_INV || op == SQ_SEND_SOL_INV) {
-      rq.op = BTH_SEND_ONLY_WITH_INVALIDATE;
-    } else {
-      rq.op = imm ? BTH_SEND_ONLY_WITH_IMMEDIATE : BTH_SEND_ONLY;
-    }
+    rq.op = receive_opcode(op, imm);
     if (rq_minor) {
       rq.error = true;
       rq.major_err = MSG_ERROR_MAJOR;
       rq.minor_err = rq_minor;
     } else {
       rq.payload_len = uint32_t(total);
-      if (rq.op == BTH_SEND_ONLY_WITH_INVALIDATE) {  // the STag rides in REMSTAG
+      if (op == SQ_SEND_INV || op == SQ_SEND_SOL_INV) {  // the STag rides in REMSTAG
         rq.stag_or_ipv4 = true;
         rq.stag_or_src_qpn = uint32_t(get(wqe[3], 31, 0));
       }
@@ -274,7 +277,7 @@ QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_
     uint64_t capacity = 0;
     for (const Fragment& f : receive) capacity += f.len;
     CqeFields rq;
-    rq.op = imm ? BTH_SEND_ONLY_WITH_IMMEDIATE : BTH_SEND_ONLY;
+    rq.op = receive_opcode(op, imm);
     rq.solicited = op == SQ_SEND_SOL;
     rq.stag_or_src_qpn = qp.id;
     rq.stag_or_ipv4 = cfg_.ud_ipv4;

@@ -13,7 +13,8 @@ constexpr uint32_t kUdMtu = 4096;
 void read_device(const YamlMap& m, device::DeviceConfig& d) {
   m.allow({"generation", "clock_mhz", "cycles", "max_cq", "max_qp", "num_ceqs", "max_cqe",
            "cqe_64byte", "rnr_retry_cycles", "formatter", "mac", "ud_vlan_tci", "ud_ipv4"});
-  d.generation = uint8_t(m.u32("generation", d.generation, 2, 2));
+  d.generation = uint8_t(m.u32("generation", d.generation, 2, 3));
+  d.cqe_64byte = d.generation >= 3;  // GEN_3 reports FEATURE_64_BYTE_CQE unless told not to
   d.clock_mhz = m.f64("clock_mhz", d.clock_mhz, 1, 10000);
   d.max_cq = m.u32("max_cq", d.max_cq, 4, 1u << 19);
   d.max_qp = m.u32("max_qp", d.max_qp, 4, 1u << 18);

@@ -89,6 +89,25 @@ TEST_F(Mapping, RoceWriteWithImmediateOpcodesAreRecvRdmaWithImm) {
   }
 }
 
+TEST_F(Mapping, Gen3ReceivesCarryTheSendersSqOpcode) {
+  qp.hw_rev = IRDMA_GEN_3;
+  info.q_type = 0;
+  const std::pair<uint8_t, ib_wc_opcode> rows[] = {
+      {IRDMA_OP_TYPE_RDMA_WRITE, IB_WC_RECV_RDMA_WITH_IMM},
+      {IRDMA_OP_TYPE_RDMA_WRITE_SOL, IB_WC_RECV_RDMA_WITH_IMM},
+      {IRDMA_OP_TYPE_SEND, IB_WC_RECV},
+      {uint8_t(0x0b), IB_WC_RECV}};  // a GEN_2 BTH opcode means nothing on GEN_3
+  for (const auto& [op, expected] : rows) {
+    info.op_type = op;
+    irdma_process_cqe(&wc, info);
+    EXPECT_EQ(wc.opcode, expected) << int(op);
+  }
+  qp.hw_rev = IRDMA_GEN_2;
+  info.op_type = IRDMA_OP_TYPE_RDMA_WRITE;
+  irdma_process_cqe(&wc, info);
+  EXPECT_EQ(wc.opcode, IB_WC_RECV) << "GEN_2 reads 0x00 as a BTH opcode";
+}
+
 TEST_F(Mapping, InvalidateOverwritesImmediateInTheUnion) {
   info.q_type = 0;
   info.imm_valid = true;

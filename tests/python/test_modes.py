@@ -88,3 +88,20 @@ def test_ud_pair_reports_source_qp_mac_vlan_and_network_type(scenario, tmp_path)
         assert c["smac"] == "02:aa:bb:cc:dd:ee" and c["vlan_id"] == 12 and c["sl"] == 5
         assert c["network_hdr_type"] == 3  # RDMA_NETWORK_IPV6
         assert c["wc_flags"] & 0x70 == 0x70  # WITH_SMAC | WITH_VLAN | WITH_NETWORK_HDR_TYPE
+
+
+def test_gen3_device_reports_sq_opcodes_in_receives(scenario, tmp_path):
+    doc = yaml.safe_load(open(scenario("rdma_ops.yaml")))
+    doc["config"]["device"]["generation"] = 3
+    path = tmp_path / "gen3.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    report = irdma_sim.run(path, tmp_path / "out")
+    assert report["passed"], [c for c in report["checks"] if not c["passed"]]
+    rq_ops = set()
+    for ev in map(json.loads, open(tmp_path / "out" / "trace.jsonl")):
+        if ev["ev"] == "cqe" and ev["cq"] != 0:
+            qword3 = int.from_bytes(bytes.fromhex(ev["bytes"][48:64]), "little")
+            assert len(ev["bytes"]) in (64, 128) and int(ev["addr"], 16) % 64 == 0  # 64-byte slots
+            if not qword3 >> 62 & 1:  # an RQ completion
+                rq_ops.add(qword3 >> 56 & 0x3F)
+    assert rq_ops <= {0x00, 0x03, 0x04, 0x05, 0x06, 0x0D} and 0x00 in rq_ops
