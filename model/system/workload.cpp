@@ -216,6 +216,60 @@ int Workload::post_recv(Qp& q) {
   return 0;
 }
 
+// What work request `seq` of `q` is on the wire (its opcode, immediate, invalidate, remote
+// buffer, UD destination) and what it must complete as, at `q` and at the receiver.
+void Workload::describe(const Qp& q, uint64_t seq, TrafficOp op, uint32_t len, uint64_t wr_id,
+                        ib_send_wr& wr, ExpectedCompletion& done, ExpectedCompletion& msg) const {
+  const TrafficSpec& t = sc_.traffic;
+  const BufferedQp& bq = *q.bq;
+  const BufferedQp& peer = *q.peer->bq;
+  const uint32_t slot = uint32_t(seq % bq.sq_depth());
+  done = {wr_id, bq.qp(), bq.qp_num(), IB_WC_SEND, len};
+  msg = {0, peer.qp(), peer.qp_num(), IB_WC_RECV, len};
+  if (q.ud) {
+    const device::DeviceConfig& d = sim_.config().device;
+    wr.remote_qpn = peer.qp_num();
+    wr.remote_qkey = q.peer->qkey;
+    msg.qp_num = bq.qp_num();  // a UD receive names its source QP
+    msg.grh = done.grh = true;
+    msg.network_hdr_type = done.network_hdr_type = d.ud_ipv4 ? RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6;
+    msg.with_smac = true;
+    msg.smac = d.mac;
+    msg.vlan_tci = d.ud_vlan_tci;
+  }
+  switch (op) {
+    case TrafficOp::send:
+      if (t.imm_every && seq % t.imm_every == t.imm_every - 1) {
+        msg.with_imm = true;
+        msg.imm_data = uint32_t(splitmix64(seq ^ sc_.seed));
+        wr.opcode = IB_WR_SEND_WITH_IMM;
+        wr.ex.imm_data = __builtin_bswap32(msg.imm_data);  // htonl
+      } else if (t.inv_every && seq % t.inv_every == t.inv_every - 1) {
+        msg.with_inv = true;
+        msg.inv_rkey = uint32_t(splitmix64(seq * 3 + sc_.seed)) | 1;
+        wr.opcode = IB_WR_SEND_WITH_INV;
+        wr.ex.invalidate_rkey = msg.inv_rkey;
+      }
+      break;
+    case TrafficOp::write_imm:
+      msg.opcode = IB_WC_RECV_RDMA_WITH_IMM;
+      msg.with_imm = true;
+      msg.imm_data = uint32_t(splitmix64(seq ^ sc_.seed ^ 0x1D));
+      wr.ex.imm_data = __builtin_bswap32(msg.imm_data);
+      [[fallthrough]];
+    case TrafficOp::write:
+      wr.opcode = op == TrafficOp::write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_WRITE_WITH_IMM;
+      wr.remote_addr = peer.window_addr(slot);  // the first half takes WRITEs
+      done.opcode = IB_WC_RDMA_WRITE;
+      break;
+    case TrafficOp::read:
+      wr.opcode = IB_WR_RDMA_READ;
+      wr.remote_addr = peer.window_addr(peer.sq_depth() + slot);
+      done.opcode = IB_WC_RDMA_READ;
+      break;
+  }
+}
+
 int Workload::post_sends(Qp& q) {
   const TrafficSpec& t = sc_.traffic;
   std::vector<ib_send_wr>& wrs = wr_scratch_;
@@ -251,52 +305,8 @@ int Workload::post_sends(Qp& q) {
     const bool signaled = (seq + 1) % t.signal_every == 0 || q.sends_posted == q.sends_total ||
                           q.sends_posted - q.sends_done == bq.sq_depth();
     wr.send_flags = signaled ? IB_SEND_SIGNALED : 0;
-    const BufferedQp& peer = *q.peer->bq;
-    ExpectedCompletion done{ctx.wr_id, bq.qp(), bq.qp_num(), IB_WC_SEND, len};
-    ExpectedCompletion msg{0, peer.qp(), peer.qp_num(), IB_WC_RECV, len};
-    if (q.ud) {
-      const device::DeviceConfig& d = sim_.config().device;
-      wr.remote_qpn = peer.qp_num();
-      wr.remote_qkey = q.peer->qkey;
-      msg.qp_num = bq.qp_num();  // a UD receive names its source QP
-      msg.grh = done.grh = true;
-      msg.network_hdr_type = done.network_hdr_type =
-          d.ud_ipv4 ? RDMA_NETWORK_IPV4 : RDMA_NETWORK_IPV6;
-      msg.with_smac = true;
-      msg.smac = d.mac;
-      msg.vlan_tci = d.ud_vlan_tci;
-    }
-    switch (op) {
-      case TrafficOp::send:
-        if (t.imm_every && seq % t.imm_every == t.imm_every - 1) {
-          msg.with_imm = true;
-          msg.imm_data = uint32_t(splitmix64(seq ^ sc_.seed));
-          wr.opcode = IB_WR_SEND_WITH_IMM;
-          wr.ex.imm_data = __builtin_bswap32(msg.imm_data);  // htonl
-        } else if (t.inv_every && seq % t.inv_every == t.inv_every - 1) {
-          msg.with_inv = true;
-          msg.inv_rkey = uint32_t(splitmix64(seq * 3 + sc_.seed)) | 1;
-          wr.opcode = IB_WR_SEND_WITH_INV;
-          wr.ex.invalidate_rkey = msg.inv_rkey;
-        }
-        break;
-      case TrafficOp::write_imm:
-        msg.opcode = IB_WC_RECV_RDMA_WITH_IMM;
-        msg.with_imm = true;
-        msg.imm_data = uint32_t(splitmix64(seq ^ sc_.seed ^ 0x1D));
-        wr.ex.imm_data = __builtin_bswap32(msg.imm_data);
-        [[fallthrough]];
-      case TrafficOp::write:
-        wr.opcode = op == TrafficOp::write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_WRITE_WITH_IMM;
-        wr.remote_addr = peer.window_addr(slot);  // the first half takes WRITEs
-        done.opcode = IB_WC_RDMA_WRITE;
-        break;
-      case TrafficOp::read:
-        wr.opcode = IB_WR_RDMA_READ;
-        wr.remote_addr = peer.window_addr(peer.sq_depth() + slot);
-        done.opcode = IB_WC_RDMA_READ;
-        break;
-    }
+    ExpectedCompletion done, msg;
+    describe(q, seq, op, len, ctx.wr_id, wr, done, msg);
     if (consumes_receive(op)) {
       if (t.solicited_every && seq % t.solicited_every == t.solicited_every - 1)
         wr.send_flags |= IB_SEND_SOLICITED;
