@@ -119,6 +119,18 @@ PYBIND11_MODULE(_irdma_sim, m) {
            py::arg("window_slot") = 0, py::arg("imm") = py::none(), py::arg("signaled") = true)
       .def("post_read", &HostSession::post_read, py::arg("qp"), py::arg("length"),
            py::arg("window_slot") = 0, py::arg("signaled") = true)
+      .def("post_fetch_add",
+           [](HostSession& s, uint32_t qp, uint64_t add, uint32_t slot, bool signaled) {
+             return s.post_atomic(qp, slot, add, std::nullopt, signaled);
+           },
+           py::arg("qp"), py::arg("add"), py::arg("window_slot") = 0, py::arg("signaled") = true)
+      .def("post_compare_swap",
+           [](HostSession& s, uint32_t qp, uint64_t compare, uint64_t swap, uint32_t slot,
+              bool signaled) {
+             return s.post_atomic(qp, slot, std::nullopt, std::make_pair(compare, swap), signaled);
+           },
+           py::arg("qp"), py::arg("compare"), py::arg("swap"), py::arg("window_slot") = 0,
+           py::arg("signaled") = true)
       .def("window",
            [](HostSession& s, uint32_t qp, uint32_t slot, uint32_t length) {
              return py::bytes(s.window(qp, slot, length));

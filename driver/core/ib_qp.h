@@ -19,6 +19,8 @@ enum ib_wr_opcode : int {
   IB_WR_SEND = 2,
   IB_WR_SEND_WITH_IMM = 3,
   IB_WR_RDMA_READ = 4,
+  IB_WR_ATOMIC_CMP_AND_SWP = 5,
+  IB_WR_ATOMIC_FETCH_AND_ADD = 6,
   IB_WR_SEND_WITH_INV = 9,
 };
 
@@ -51,6 +53,10 @@ struct ib_send_wr {
   // RDMA WRITE/READ: the remote buffer (Linux's struct ib_rdma_wr around the WR).
   uint64_t remote_addr = 0;
   uint32_t rkey = 0;
+  // Atomics: the add (FETCH_AND_ADD) or compare (CMP_AND_SWP) value and the swap value, at
+  // remote_addr (Linux's struct ib_atomic_wr).
+  uint64_t compare_add = 0;
+  uint64_t swap = 0;
   // UD SEND: the destination (Linux's struct ib_ud_wr, without an address handle).
   uint32_t remote_qpn = 0;
   uint32_t remote_qkey = 0;

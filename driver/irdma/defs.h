@@ -144,6 +144,7 @@ inline constexpr uint64_t IRDMAQPSQ_ADDFRAGCNT = GENMASK_ULL(41, 38);
 inline constexpr uint64_t IRDMAQPSQ_IMMDATAFLAG = BIT_ULL(47);
 inline constexpr uint64_t IRDMAQPSQ_SIGCOMPL = BIT_ULL(62);
 inline constexpr uint64_t IRDMAQPSQ_VALID = BIT_ULL(63);
+inline constexpr uint64_t IRDMAQPSQ_LOCSTAG = GENMASK_ULL(31, 0);  // atomics, qword1
 inline constexpr uint64_t IRDMAQPSQ_FRAG_LEN = GENMASK_ULL(62, 32);
 inline constexpr uint64_t IRDMAQPSQ_FRAG_STAG = GENMASK_ULL(31, 0);
 inline constexpr uint64_t IRDMAQPSQ_FRAG_VALID = BIT_ULL(63);

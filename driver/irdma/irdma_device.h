@@ -23,6 +23,7 @@ struct irdma_device_caps {
   uint32_t num_ceqs = 1;       // completion vectors
   int max_cqe = IRDMA_MAX_CQ_SIZE - 1;  // as reported to ib-core
   bool cqe_64byte = false;     // IRDMA_FEATURE_64_BYTE_CQE
+  bool atomics = false;        // IRDMA_FEATURE_ATOMIC_OPS
 };
 
 struct irdma_cq : ibcore::ib_cq {

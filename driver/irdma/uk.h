@@ -167,6 +167,9 @@ struct irdma_post_sq_info {
   uint32_t dest_qpn = 0;
   uint32_t dest_qkey = 0;
   uint32_t ah_id = 0;
+  // Atomics: the add or swap value, and the compare value.
+  uint64_t atomic_data = 0;
+  uint64_t atomic_compare = 0;
   const irdma_sge* sg_list = nullptr;
   uint32_t num_sges = 0;
 };
@@ -184,6 +187,9 @@ uint32_t irdma_uk_rq_depth_wqes(uint32_t rq_wrs, uint32_t max_rq_frags, uint8_t*
 int irdma_uk_send(irdma_qp_uk* qp, const irdma_post_sq_info& info);
 int irdma_uk_rdma_write(irdma_qp_uk* qp, const irdma_post_sq_info& info);
 int irdma_uk_rdma_read(irdma_qp_uk* qp, const irdma_post_sq_info& info);
+// FETCH_AND_ADD / COMPARE_AND_SWAP on 8 remote bytes; the first SGE receives the original
+// value. Two quanta: the operands in the second.
+int irdma_uk_atomic(irdma_qp_uk* qp, const irdma_post_sq_info& info);
 int irdma_uk_post_receive(irdma_qp_uk* qp, uint64_t wr_id, const irdma_sge* sg_list,
                           uint32_t num_sges);
 // Rings the WQEALLOC doorbell for what was posted since the last call.

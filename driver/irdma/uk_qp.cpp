@@ -172,6 +172,32 @@ int irdma_uk_rdma_read(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
   return post_sq_wqe(qp, info, info.remote_addr);
 }
 
+int irdma_uk_atomic(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
+  if (info.num_sges != 1) return -EINVAL;
+  constexpr uint32_t kQuanta = 2;
+  const int64_t idx = next_send_wqe(qp, kQuanta);
+  if (idx < 0) return int(idx);
+  uint64_t* wqe = qp->sq_base + 4ull * uint64_t(idx);
+  // The local buffer's length is implied (8 bytes); only its address and key are written.
+  wqe[0] = info.sg_list[0].addr;
+  wqe[1] = FIELD_PREP(IRDMAQPSQ_LOCSTAG, info.sg_list[0].lkey);
+  wqe[2] = info.remote_addr;
+  wqe[4] = info.atomic_data;
+  wqe[5] = info.op_type == IRDMA_OP_TYPE_ATOMIC_COMPARE_AND_SWAP ? info.atomic_compare : 0;
+  wqe[6] = 0;
+  qp->sq_wrtrk_array[idx] = {info.wr_id, 0, uint16_t(kQuanta), info.op_type};
+  hal::dma_wmb();
+  WRITE_ONCE(wqe[7], FIELD_PREP(IRDMAQPSQ_VALID, qp->swqe_polarity));
+  const uint64_t hdr = FIELD_PREP(IRDMAQPSQ_REMSTAG, info.remote_stag) |
+                       FIELD_PREP(IRDMAQPSQ_OPCODE, info.op_type) |
+                       FIELD_PREP(IRDMAQPSQ_ADDFRAGCNT, 1) |
+                       FIELD_PREP(IRDMAQPSQ_SIGCOMPL, info.signaled) |
+                       FIELD_PREP(IRDMAQPSQ_VALID, qp->swqe_polarity);
+  hal::dma_wmb();  // the header, with the valid bit, goes last
+  WRITE_ONCE(wqe[3], hdr);
+  return 0;
+}
+
 int irdma_uk_post_receive(irdma_qp_uk* qp, uint64_t wr_id, const irdma_sge* sg_list,
                           uint32_t num_sges) {
   if (num_sges > qp->max_rq_frag_cnt) return -EINVAL;

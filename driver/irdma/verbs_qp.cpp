@@ -185,6 +185,19 @@ int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr
         info.remote_stag = wr->rkey;
         info.remote_addr = wr->remote_addr;
         break;
+      case IB_WR_ATOMIC_FETCH_AND_ADD:
+      case IB_WR_ATOMIC_CMP_AND_SWP:
+        if (!caps_.atomics) {
+          ret = -EOPNOTSUPP;
+          break;
+        }
+        info.op_type = wr->opcode == IB_WR_ATOMIC_FETCH_AND_ADD ? IRDMA_OP_TYPE_ATOMIC_FETCH_AND_ADD
+                                                                : IRDMA_OP_TYPE_ATOMIC_COMPARE_AND_SWAP;
+        info.remote_stag = wr->rkey;
+        info.remote_addr = wr->remote_addr;
+        info.atomic_data = wr->opcode == IB_WR_ATOMIC_FETCH_AND_ADD ? wr->compare_add : wr->swap;
+        info.atomic_compare = wr->compare_add;
+        break;
       default:
         ret = -EINVAL;
     }
@@ -198,6 +211,8 @@ int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr
         case IB_WR_RDMA_WRITE:
         case IB_WR_RDMA_WRITE_WITH_IMM: ret = irdma_uk_rdma_write(&qp->qp_uk, info); break;
         case IB_WR_RDMA_READ: ret = irdma_uk_rdma_read(&qp->qp_uk, info); break;
+        case IB_WR_ATOMIC_FETCH_AND_ADD:
+        case IB_WR_ATOMIC_CMP_AND_SWP: ret = irdma_uk_atomic(&qp->qp_uk, info); break;
         default: ret = irdma_uk_send(&qp->qp_uk, info);
       }
     }

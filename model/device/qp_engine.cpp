@@ -24,7 +24,9 @@ bool executable(uint8_t op) {
     case SQ_SEND_SOL_INV:
     case SQ_RDMA_WRITE:
     case SQ_RDMA_WRITE_SOL:
-    case SQ_RDMA_READ: return true;
+    case SQ_RDMA_READ:
+    case SQ_ATOMIC_FETCH_ADD:
+    case SQ_ATOMIC_COMPARE_SWAP: return true;
     default: return false;
   }
 }
@@ -169,6 +171,7 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
   const bool imm = bit(wqe[3], 47) && !read;
   const bool signaled = bit(wqe[3], 62);
   if (qp.type == QP_TYPE_ROCE_UD) return execute_ud(qp, wqe, op);
+  if (op == SQ_ATOMIC_FETCH_ADD || op == SQ_ATOMIC_COMPARE_SWAP) return execute_atomic(qp, wqe, op);
   auto peer_it = qps_.find(qp.dest_qp);
   if (peer_it == qps_.end()) {
     counters_.wqe_errors++;
@@ -250,6 +253,34 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
     complete_rq(peer, rq);
   }
   if (signaled || sq_minor) complete_sq(qp, op, sq_minor ? MSG_ERROR_MAJOR : 0, sq_minor);
+  return Result::done;
+}
+
+// An atomic on 8 remote bytes, the original value returned into the local buffer. GEN_3
+// devices have them (FEATURE_ATOMIC_OPS); the engine runs one WQE at a time, so the read
+// and write back cannot interleave with another access of the device's.
+QpEngine::Result QpEngine::execute_atomic(QpContext& qp, const uint64_t* wqe, uint8_t op) {
+  time_.cycles(cfg_.cycles.execute);
+  const uint64_t remote = wqe[2];
+  uint16_t minor = 0;
+  uint64_t original = 0;
+  if (cfg_.generation < 3) {
+    minor = FLUSH_LOC_QP_OP_ERR;
+  } else if (remote % 8 != 0) {
+    minor = FLUSH_REM_INV_REQ_ERR;  // atomics need natural alignment
+  } else if (!dma_.read(remote, &original, 8)) {
+    minor = FLUSH_REM_ACCESS_ERR;
+  } else {
+    const uint64_t updated = op == SQ_ATOMIC_FETCH_ADD ? original + wqe[4]
+                             : original == wqe[5]      ? wqe[4]
+                                                       : original;
+    if (updated != original) dma_.write(remote, &updated, 8);
+    dma_.write(wqe[0], &original, 8);
+    counters_.messages++;
+    counters_.bytes_moved += 8;
+  }
+  if (minor) counters_.wqe_errors++;
+  if (bit(wqe[3], 62) || minor) complete_sq(qp, op, minor ? MSG_ERROR_MAJOR : 0, minor);
   return Result::done;
 }
 

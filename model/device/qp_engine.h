@@ -83,6 +83,7 @@ class QpEngine {
   // Runs a SEND, RDMA WRITE or RDMA READ against the peer QP.
   Result execute(QpContext& qp, const uint64_t* wqe, uint8_t op);
   Result execute_ud(QpContext& qp, const uint64_t* wqe, uint8_t op);
+  Result execute_atomic(QpContext& qp, const uint64_t* wqe, uint8_t op);
   uint8_t receive_opcode(uint8_t sq_op, bool imm) const;
   enum class Receive { posted, none, unreadable };
   Receive next_receive(QpContext& peer, Fragments& dst);

@@ -52,6 +52,8 @@ enum SqOp : uint8_t {
   SQ_SEND_SOL_INV = 0x06,
   SQ_NOP = 0x0c,
   SQ_RDMA_WRITE_SOL = 0x0d,
+  SQ_ATOMIC_FETCH_ADD = 0x0f,
+  SQ_ATOMIC_COMPARE_SWAP = 0x11,
 };
 inline constexpr uint8_t BTH_SEND_ONLY = 0x04;
 inline constexpr uint8_t BTH_SEND_ONLY_WITH_IMMEDIATE = 0x05;

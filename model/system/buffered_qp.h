@@ -1,6 +1,7 @@
 // A loopback QP together with its message buffers: one DMA slot per SQ entry and per RQ
 // entry, so a work request's data stays put until it completes, and a window of one slot
-// of two slots per SQ entry that the peer's RDMA WRITEs land in and its READs read from.
+// of three slots per SQ entry: where the peer's RDMA WRITEs land, where its READs read
+// from, and where its atomics operate.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +33,7 @@ class BufferedQp {
   const uint8_t* recv_slot(uint32_t slot) const;
   ibcore::ib_sge send_sge(uint32_t slot, uint32_t len) const;
   ibcore::ib_sge recv_sge(uint32_t slot) const;
-  uint32_t window_slots() const { return 2 * sq_depth_; }
+  uint32_t window_slots() const { return 3 * sq_depth_; }
   uint8_t* window_slot(uint32_t slot) const;
   uint64_t window_addr(uint32_t slot) const;
 

@@ -99,7 +99,10 @@ uint64_t HostSession::post(Qp& q, ib_send_wr& wr, const std::string& data, uint3
   int ret = 0;
   sim_->run_on_host([&] { ret = sim_->driver().post_send(bq.qp(), &wr, nullptr); });
   check(ret, "post_send");
-  if (wr.opcode == IB_WR_RDMA_READ) q.read_into[wr.wr_id] = {slot, length};
+  // READs and atomics bring bytes back into the slot: the completion will carry them.
+  if (wr.opcode == IB_WR_RDMA_READ || wr.opcode == IB_WR_ATOMIC_FETCH_AND_ADD ||
+      wr.opcode == IB_WR_ATOMIC_CMP_AND_SWP)
+    q.read_into[wr.wr_id] = {slot, length};
   return wr.wr_id;
 }
 
@@ -149,6 +152,22 @@ uint64_t HostSession::post_read(uint32_t qp_num, uint32_t length, uint32_t windo
   return post(q, wr, "", length);
 }
 
+uint64_t HostSession::post_atomic(uint32_t qp_num, uint32_t window_slot,
+                                  std::optional<uint64_t> fetch_add,
+                                  std::optional<std::pair<uint64_t, uint64_t>> compare_swap,
+                                  bool signaled) {
+  if (bool(fetch_add) == bool(compare_swap))
+    throw VerbsError("an atomic is a fetch-and-add or a compare-and-swap", EINVAL);
+  Qp& q = qp(qp_num);
+  ib_send_wr wr;
+  wr.opcode = fetch_add ? IB_WR_ATOMIC_FETCH_AND_ADD : IB_WR_ATOMIC_CMP_AND_SWP;
+  wr.compare_add = fetch_add ? *fetch_add : compare_swap->first;
+  wr.swap = compare_swap ? compare_swap->second : 0;
+  wr.send_flags = signaled ? IB_SEND_SIGNALED : 0;
+  wr.remote_addr = window_owner(q.peer, window_slot, 8).window_addr(window_slot);
+  return post(q, wr, "", 8);
+}
+
 std::string HostSession::window(uint32_t qp_num, uint32_t window_slot, uint32_t length) {
   const uint8_t* p = window_owner(qp_num, window_slot, length).window_slot(window_slot);
   return std::string(reinterpret_cast<const char*>(p), length);
@@ -183,7 +202,7 @@ std::vector<PolledCompletion> HostSession::poll(uint32_t cq_num, int max_entries
   std::vector<PolledCompletion> out;
   for (int i = 0; i < n; i++) {
     PolledCompletion pc{wcs[i].wr_id, cq_num, wcs[i].qp ? wcs[i].qp->qp_num : 0, wcs[i], {}};
-    if (wcs[i].opcode == IB_WC_RDMA_READ) {
+    if (!(wcs[i].opcode & IB_WC_RECV)) {
       Qp& q = qp(pc.qp_num);
       auto read = q.read_into.find(pc.wr_id);
       if (read != q.read_into.end()) {

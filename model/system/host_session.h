@@ -59,6 +59,10 @@ class HostSession {
   uint64_t post_write(uint32_t qp, const std::string& data, uint32_t window_slot,
                       std::optional<uint32_t> imm, bool signaled);
   uint64_t post_read(uint32_t qp, uint32_t length, uint32_t window_slot, bool signaled);
+  // An atomic on the 8 bytes at the peer's window slot: fetch-and-add, or compare-and-swap
+  // (compare, swap); the completion carries the original value.
+  uint64_t post_atomic(uint32_t qp, uint32_t window_slot, std::optional<uint64_t> fetch_add,
+                       std::optional<std::pair<uint64_t, uint64_t>> compare_swap, bool signaled);
   // The bytes of a QP's window slot, and setting them.
   std::string window(uint32_t qp, uint32_t window_slot, uint32_t length);
   void set_window(uint32_t qp, uint32_t window_slot, const std::string& data);

@@ -112,7 +112,7 @@ Scenario load_scenario(const std::string& path) {
   TrafficSpec& tr = sc.traffic;
   tr.sends_per_qp = t.u32("sends_per_qp", tr.sends_per_qp, 0, 100'000'000);
   tr.ops.clear();
-  for (size_t op : t.choice_list("ops", {0}, {"send", "write", "write_imm", "read"}))
+  for (size_t op : t.choice_list("ops", {0}, {"send", "write", "write_imm", "read", "fetch_add", "cmp_swap"}))
     tr.ops.push_back(TrafficOp(op));
   tr.min_bytes = t.u32("min_bytes", tr.min_bytes, 0, 1u << 20);
   tr.max_bytes = t.u32("max_bytes", tr.max_bytes, tr.min_bytes, 1u << 20);
@@ -124,6 +124,11 @@ Scenario load_scenario(const std::string& path) {
   const bool any_ud = std::any_of(sc.pairs.begin(), sc.pairs.end(), [](const QpPairSpec& p) { return p.ud; });
   if (any_ud && std::any_of(tr.ops.begin(), tr.ops.end(), [](TrafficOp op) { return op != TrafficOp::send; }))
     t.fail("key 'traffic.ops': a UD pair sends datagrams only (ops: [send])");
+  const bool atomics = std::any_of(tr.ops.begin(), tr.ops.end(), [](TrafficOp op) {
+    return op == TrafficOp::fetch_add || op == TrafficOp::cmp_swap;
+  });
+  if (atomics && sc.config.device.generation < 3)
+    t.fail("key 'traffic.ops': atomics need a GEN_3 device (config.device.generation: 3)");
   if (any_ud && tr.inv_every)
     t.fail("key 'traffic.inv_every': a UD datagram cannot invalidate a remote STag");
   if (any_ud && tr.max_bytes > kUdMtu)

@@ -62,6 +62,7 @@ irdma::irdma_device_caps caps_of(const device::DeviceConfig& d) {
   caps.num_ceqs = d.num_ceqs;
   caps.max_cqe = int(d.max_cqe);
   caps.cqe_64byte = d.cqe_64byte;
+  caps.atomics = d.generation >= 3;
   return caps;
 }
 

@@ -85,6 +85,7 @@ struct Workload::WrCtx {
   uint64_t seq = 0;  // the send's number on its QP
   TrafficOp op = TrafficOp::send;
   uint32_t len = 0;
+  uint64_t original = 0, after = 0;  // atomics: the value returned, the value left behind
 };
 
 // A message on its way to a QP's receive queue: a SEND or a WRITE with immediate data.
@@ -104,6 +105,7 @@ struct Workload::Qp {
   uint32_t nr_cqe = 0;
   std::vector<WrCtx> send_ctx, recv_ctx;
   std::deque<Incoming> incoming;
+  std::vector<uint64_t> atomic_values;  // of the peer's atomic slots, as this QP leaves them
   uint64_t sends_total = 0, sends_posted = 0, sends_done = 0;
   uint64_t recvs_total = 0, recvs_posted = 0, recvs_done = 0;
 };
@@ -155,6 +157,7 @@ bool Workload::setup() {
       q->bq.reset(BufferedQp::create(dev_, q->cq, pair.sq_depth, pair.rq_depth, slot_bytes, err,
                                      pair.ud ? IB_QPT_UD : IB_QPT_RC));
       q->send_ctx.resize(pair.sq_depth);
+      q->atomic_values.assign(pair.sq_depth, 0);  // DMA memory starts zeroed
       q->recv_ctx.resize(pair.rq_depth);
       qps_.push_back(std::move(q));
       if (err) {
@@ -217,9 +220,12 @@ int Workload::post_recv(Qp& q) {
 }
 
 // What work request `seq` of `q` is on the wire (its opcode, immediate, invalidate, remote
-// buffer, UD destination) and what it must complete as, at `q` and at the receiver.
-void Workload::describe(const Qp& q, uint64_t seq, TrafficOp op, uint32_t len, uint64_t wr_id,
-                        ib_send_wr& wr, ExpectedCompletion& done, ExpectedCompletion& msg) const {
+// buffer, UD destination, atomic operands) and what it must complete as, at `q` and at the
+// receiver; atomics also move the model of the peer's atomic slots on.
+void Workload::describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ib_send_wr& wr,
+                        ExpectedCompletion& done, ExpectedCompletion& msg) {
+  const uint32_t len = ctx.len;
+  const uint64_t wr_id = ctx.wr_id;
   const TrafficSpec& t = sc_.traffic;
   const BufferedQp& bq = *q.bq;
   const BufferedQp& peer = *q.peer->bq;
@@ -267,6 +273,27 @@ void Workload::describe(const Qp& q, uint64_t seq, TrafficOp op, uint32_t len, u
       wr.remote_addr = peer.window_addr(peer.sq_depth() + slot);
       done.opcode = IB_WC_RDMA_READ;
       break;
+    case TrafficOp::fetch_add:
+    case TrafficOp::cmp_swap: {
+      uint64_t& value = q.atomic_values[slot];
+      ctx.original = value;
+      if (op == TrafficOp::fetch_add) {
+        wr.opcode = IB_WR_ATOMIC_FETCH_AND_ADD;
+        wr.compare_add = splitmix64(seq + sc_.seed) >> 40;
+        value += wr.compare_add;
+        done.opcode = IB_WC_FETCH_ADD;
+      } else {
+        wr.opcode = IB_WR_ATOMIC_CMP_AND_SWP;
+        wr.compare_add = seq % 3 ? value : value + 1;  // two in three match
+        wr.swap = splitmix64(seq ^ sc_.seed);
+        if (wr.compare_add == value) value = wr.swap;
+        done.opcode = IB_WC_COMP_SWAP;
+      }
+      ctx.after = value;
+      wr.remote_addr = peer.window_addr(2 * peer.sq_depth() + slot);
+      done.byte_len = 0;  // irdma tracks no length for atomics
+      break;
+    }
   }
 }
 
@@ -290,9 +317,10 @@ int Workload::post_sends(Qp& q) {
     if (q.ud && to.recvs_posted <= to.recvs_done + to.incoming.size()) break;
     const uint64_t seq = q.sends_posted++;
     const uint32_t slot = uint32_t(seq % bq.sq_depth());
-    const uint32_t len = message_size(q, seq);
-    if (op != TrafficOp::read)
-      fill_payload(bq.send_slot(slot), len, payload_key(sc_.seed, q.index, seq));
+    const bool atomic = op == TrafficOp::fetch_add || op == TrafficOp::cmp_swap;
+    const uint32_t len = atomic ? 8 : message_size(q, seq);
+    const bool fetches = op == TrafficOp::read || op == TrafficOp::fetch_add || op == TrafficOp::cmp_swap;
+    if (!fetches) fill_payload(bq.send_slot(slot), len, payload_key(sc_.seed, q.index, seq));
     WrCtx& ctx = q.send_ctx[slot];
     ctx = {{&Workload::on_send_done}, this, &q, next_wr_id_++, slot, seq, op, len};
 
@@ -306,7 +334,7 @@ int Workload::post_sends(Qp& q) {
                           q.sends_posted - q.sends_done == bq.sq_depth();
     wr.send_flags = signaled ? IB_SEND_SIGNALED : 0;
     ExpectedCompletion done, msg;
-    describe(q, seq, op, len, ctx.wr_id, wr, done, msg);
+    describe(q, seq, op, ctx, wr, done, msg);
     if (consumes_receive(op)) {
       if (t.solicited_every && seq % t.solicited_every == t.solicited_every - 1)
         wr.send_flags |= IB_SEND_SOLICITED;
@@ -352,18 +380,32 @@ void Workload::on_send_done(ib_cq* cq, ib_wc* wc) {
   ib_wc copy = *wc;
   copy.wr_id = ctx.wr_id;
   wl.completed(cq, ctx, copy);
-  // An RDMA WRITE's data is at the peer once it completes; a READ's is here.
-  bool payload_ok = true;
-  if (wc->status == IB_WC_SUCCESS && ctx.op != TrafficOp::send) {
-    const BufferedQp& peer = *q.peer->bq;
-    payload_ok = ctx.op == TrafficOp::read
-                     ? payload_equals(q.bq->send_slot(ctx.slot), ctx.len,
-                                      read_source_key(wl.sc_.seed, q.peer->index, ctx.slot))
-                     : payload_equals(peer.window_slot(ctx.slot), ctx.len,
-                                      payload_key(wl.sc_.seed, q.index, ctx.seq));
-  }
-  wl.sb_.check_send(q.index, copy, payload_ok);
+  wl.sb_.check_send(q.index, copy, wc->status != IB_WC_SUCCESS || wl.moved_right(q, ctx));
   q.sends_done = ctx.seq + 1;  // it retires every unsignaled WR before it
+}
+
+// After a successful SQ completion: an RDMA WRITE's data is at the peer, a READ's is here,
+// an atomic returned the original value and left the new one.
+bool Workload::moved_right(const Qp& q, const WrCtx& ctx) const {
+  const BufferedQp& peer = *q.peer->bq;
+  switch (ctx.op) {
+    case TrafficOp::send: return true;  // checked at the receiver
+    case TrafficOp::read:
+      return payload_equals(q.bq->send_slot(ctx.slot), ctx.len,
+                            read_source_key(sc_.seed, q.peer->index, ctx.slot));
+    case TrafficOp::write:
+    case TrafficOp::write_imm:
+      return payload_equals(peer.window_slot(ctx.slot), ctx.len,
+                            payload_key(sc_.seed, q.index, ctx.seq));
+    case TrafficOp::fetch_add:
+    case TrafficOp::cmp_swap: {
+      uint64_t returned, left;
+      std::memcpy(&returned, q.bq->send_slot(ctx.slot), 8);
+      std::memcpy(&left, peer.window_slot(2 * peer.sq_depth() + ctx.slot), 8);
+      return returned == ctx.original && left == ctx.after;
+    }
+  }
+  return false;
 }
 
 void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {

@@ -51,12 +51,12 @@ class Workload {
   void traffic();
   void teardown();
   int post_sends(Qp& qp);
-  void describe(const Qp& q, uint64_t seq, TrafficOp op, uint32_t len, uint64_t wr_id,
-                ibcore::ib_send_wr& wr, ExpectedCompletion& done, ExpectedCompletion& msg) const;
+  void describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ibcore::ib_send_wr& wr,
+                ExpectedCompletion& done, ExpectedCompletion& msg);
   int post_recv(Qp& qp);
   void completed(const ibcore::ib_cq* cq, const WrCtx& ctx, const ibcore::ib_wc& wc);
   uint32_t message_size(const Qp& qp, uint64_t seq) const;
-  bool payload_matches(const Qp& receiver, const WrCtx& ctx, uint32_t len) const;
+  bool moved_right(const Qp& q, const WrCtx& ctx) const;
   bool finished() const;
 
   Simulation& sim_;

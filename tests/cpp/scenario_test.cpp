@@ -87,6 +87,15 @@ TEST(Scenario, OpsAreAListOfKnownOperations) {
   EXPECT_NE(e.find("non-empty list"), std::string::npos) << e;
 }
 
+TEST(Scenario, AtomicsNeedAGen3Device) {
+  const std::string ops = "traffic:\n  ops: [send, fetch_add]\n";
+  EXPECT_NE(error_of(std::string(kMinimal) + ops).find("atomics need a GEN_3 device"), std::string::npos);
+  const Scenario sc = load_scenario(write_temp(
+      "gen3.yaml", std::string(kMinimal) + "config:\n  device: {generation: 3}\n" + ops));
+  EXPECT_EQ(sc.traffic.ops[1], TrafficOp::fetch_add);
+  EXPECT_TRUE(sc.config.device.cqe_64byte) << "GEN_3 defaults to 64-byte CQEs";
+}
+
 TEST(Scenario, UdPairsSendDatagramsOnly) {
   const std::string ud = "name: t\nqp_pairs:\n  - {name: p, type: ud}\n";
   EXPECT_TRUE(load_scenario(write_temp("ud.yaml", ud)).pairs[0].ud);

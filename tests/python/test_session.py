@@ -145,3 +145,47 @@ def test_rdma_write_read_and_write_with_immediate(run_python):
             raise AssertionError("a READ larger than the window slot must be refused")
         assert s.counters()["wqe_errors"] == 0
     """)
+
+
+def test_atomics_on_gen3_and_their_absence_on_gen2(run_python):
+    run_ok(run_python, """
+        import struct
+        from irdma_sim import Session, VerbsError
+        s = Session(config_yaml="device: {generation: 3}")
+        cq = s.pool_get(64)
+        a, b = s.create_qp_pair(cq, cq, sq_depth=8, rq_depth=8, max_msg_bytes=64)
+        s.set_window(b, 2, struct.pack("<Q", 40))
+
+        def one():
+            for _ in range(200):
+                got = s.poll(cq)
+                if got:
+                    return got[0]
+                s.run_for_ns(500)
+            raise AssertionError("no completion")
+
+        s.post_fetch_add(a, 2, window_slot=2)
+        c = one()
+        assert c["opcode"] == 4 and c["status"] == 0 and c["byte_len"] == 0, c  # IB_WC_FETCH_ADD
+        assert struct.unpack("<Q", c["data"])[0] == 40
+        assert struct.unpack("<Q", s.window(b, 2, 8))[0] == 42
+        s.post_compare_swap(a, 41, 7, window_slot=2)  # no match: unchanged
+        c = one()
+        assert c["opcode"] == 3 and struct.unpack("<Q", c["data"])[0] == 42, c  # IB_WC_COMP_SWAP
+        s.post_compare_swap(a, 42, 7, window_slot=2)
+        assert struct.unpack("<Q", one()["data"])[0] == 42
+        assert struct.unpack("<Q", s.window(b, 2, 8))[0] == 7
+    """)
+    run_ok(run_python, """
+        import errno
+        from irdma_sim import Session, VerbsError
+        s = Session()
+        cq = s.pool_get(64)
+        a, b = s.create_qp_pair(cq, cq)
+        try:
+            s.post_fetch_add(a, 1)
+        except VerbsError as e:
+            assert e.errno == errno.EOPNOTSUPP, e
+        else:
+            raise AssertionError("GEN_2 has no atomics")
+    """)
