@@ -21,6 +21,7 @@ enum ib_wr_opcode : int {
   IB_WR_RDMA_READ = 4,
   IB_WR_ATOMIC_CMP_AND_SWP = 5,
   IB_WR_ATOMIC_FETCH_AND_ADD = 6,
+  IB_WR_LOCAL_INV = 7,
   IB_WR_SEND_WITH_INV = 9,
 };
 

@@ -190,6 +190,8 @@ int irdma_uk_rdma_read(irdma_qp_uk* qp, const irdma_post_sq_info& info);
 // FETCH_AND_ADD / COMPARE_AND_SWAP on 8 remote bytes; the first SGE receives the original
 // value. Two quanta: the operands in the second.
 int irdma_uk_atomic(irdma_qp_uk* qp, const irdma_post_sq_info& info);
+// LOCAL_INV: invalidates STag `info.remote_stag` here. One quantum, no fragments.
+int irdma_uk_stag_local_invalidate(irdma_qp_uk* qp, const irdma_post_sq_info& info);
 int irdma_uk_post_receive(irdma_qp_uk* qp, uint64_t wr_id, const irdma_sge* sg_list,
                           uint32_t num_sges);
 // Rings the WQEALLOC doorbell for what was posted since the last call.

@@ -198,6 +198,22 @@ int irdma_uk_atomic(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
   return 0;
 }
 
+int irdma_uk_stag_local_invalidate(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
+  const int64_t idx = next_send_wqe(qp, 1);
+  if (idx < 0) return int(idx);
+  uint64_t* wqe = qp->sq_base + 4ull * uint64_t(idx);
+  wqe[0] = 0;
+  wqe[1] = FIELD_PREP(IRDMAQPSQ_LOCSTAG, info.remote_stag);  // the STag to invalidate
+  wqe[2] = 0;
+  qp->sq_wrtrk_array[idx] = {info.wr_id, 0, 1, IRDMA_OP_TYPE_INV_STAG};
+  const uint64_t hdr = FIELD_PREP(IRDMAQPSQ_OPCODE, IRDMA_OP_TYPE_INV_STAG) |
+                       FIELD_PREP(IRDMAQPSQ_SIGCOMPL, info.signaled) |
+                       FIELD_PREP(IRDMAQPSQ_VALID, qp->swqe_polarity);
+  hal::dma_wmb();
+  WRITE_ONCE(wqe[3], hdr);
+  return 0;
+}
+
 int irdma_uk_post_receive(irdma_qp_uk* qp, uint64_t wr_id, const irdma_sge* sg_list,
                           uint32_t num_sges) {
   if (num_sges > qp->max_rq_frag_cnt) return -EINVAL;

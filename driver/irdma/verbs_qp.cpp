@@ -185,6 +185,10 @@ int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr
         info.remote_stag = wr->rkey;
         info.remote_addr = wr->remote_addr;
         break;
+      case IB_WR_LOCAL_INV:
+        info.op_type = IRDMA_OP_TYPE_INV_STAG;
+        info.remote_stag = wr->ex.invalidate_rkey;
+        break;
       case IB_WR_ATOMIC_FETCH_AND_ADD:
       case IB_WR_ATOMIC_CMP_AND_SWP:
         if (!caps_.atomics) {
@@ -213,6 +217,7 @@ int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr
         case IB_WR_RDMA_READ: ret = irdma_uk_rdma_read(&qp->qp_uk, info); break;
         case IB_WR_ATOMIC_FETCH_AND_ADD:
         case IB_WR_ATOMIC_CMP_AND_SWP: ret = irdma_uk_atomic(&qp->qp_uk, info); break;
+        case IB_WR_LOCAL_INV: ret = irdma_uk_stag_local_invalidate(&qp->qp_uk, info); break;
         default: ret = irdma_uk_send(&qp->qp_uk, info);
       }
     }

@@ -50,6 +50,7 @@ enum SqOp : uint8_t {
   SQ_SEND_INV = 0x04,
   SQ_SEND_SOL = 0x05,
   SQ_SEND_SOL_INV = 0x06,
+  SQ_INV_STAG = 0x0a,
   SQ_NOP = 0x0c,
   SQ_RDMA_WRITE_SOL = 0x0d,
   SQ_ATOMIC_FETCH_ADD = 0x0f,

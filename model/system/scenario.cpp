@@ -112,7 +112,8 @@ Scenario load_scenario(const std::string& path) {
   TrafficSpec& tr = sc.traffic;
   tr.sends_per_qp = t.u32("sends_per_qp", tr.sends_per_qp, 0, 100'000'000);
   tr.ops.clear();
-  for (size_t op : t.choice_list("ops", {0}, {"send", "write", "write_imm", "read", "fetch_add", "cmp_swap"}))
+  for (size_t op : t.choice_list("ops", {0}, {"send", "write", "write_imm", "read", "fetch_add",
+                                              "cmp_swap", "local_inv"}))
     tr.ops.push_back(TrafficOp(op));
   tr.min_bytes = t.u32("min_bytes", tr.min_bytes, 0, 1u << 20);
   tr.max_bytes = t.u32("max_bytes", tr.max_bytes, tr.min_bytes, 1u << 20);

@@ -20,7 +20,7 @@ struct QpPairSpec {
   bool ud = false;           // unreliable datagram: SENDs only, addressed per WR
 };
 
-enum class TrafficOp { send, write, write_imm, read, fetch_add, cmp_swap };
+enum class TrafficOp { send, write, write_imm, read, fetch_add, cmp_swap, local_inv };
 
 struct TrafficSpec {
   uint32_t sends_per_qp = 1000;  // each QP of a pair posts this many SQ work requests

@@ -294,6 +294,13 @@ void Workload::describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ib_send_w
       done.byte_len = 0;  // irdma tracks no length for atomics
       break;
     }
+    case TrafficOp::local_inv:
+      wr.opcode = IB_WR_LOCAL_INV;
+      wr.ex.invalidate_rkey = uint32_t(splitmix64(seq + 77));
+      wr.num_sge = 0;
+      done.opcode = IB_WC_LOCAL_INV;
+      done.byte_len = 0;
+      break;
   }
 }
 
@@ -389,7 +396,9 @@ void Workload::on_send_done(ib_cq* cq, ib_wc* wc) {
 bool Workload::moved_right(const Qp& q, const WrCtx& ctx) const {
   const BufferedQp& peer = *q.peer->bq;
   switch (ctx.op) {
-    case TrafficOp::send: return true;  // checked at the receiver
+    case TrafficOp::send:       // checked at the receiver
+    case TrafficOp::local_inv:  // moves no data
+      return true;
     case TrafficOp::read:
       return payload_equals(q.bq->send_slot(ctx.slot), ctx.len,
                             read_source_key(sc_.seed, q.peer->index, ctx.slot));

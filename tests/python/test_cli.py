@@ -119,7 +119,8 @@ def test_rdma_operations_scenario_passes_with_every_opcode(scenario, tmp_path):
     report = irdma_sim.run(scenario("rdma_ops.yaml"), tmp_path, trace=False)
     assert report["passed"], [c for c in report["checks"] if not c["passed"]]
     opcodes = {o["opcode"] for o in report["counts"]["by_opcode"]}
-    assert opcodes == {0, 1, 2, 128, 129}  # SEND, RDMA_WRITE, RDMA_READ, RECV, RECV_RDMA_WITH_IMM
+    # SEND, RDMA_WRITE, RDMA_READ, LOCAL_INV, RECV, RECV_RDMA_WITH_IMM
+    assert opcodes == {0, 1, 2, 6, 128, 129}
     flags = set()
     for line in open(tmp_path / "completions.jsonl"):
         flags.add(json.loads(line)["wc_flags"])
