@@ -131,6 +131,8 @@ PYBIND11_MODULE(_irdma_sim, m) {
            },
            py::arg("qp"), py::arg("compare"), py::arg("swap"), py::arg("window_slot") = 0,
            py::arg("signaled") = true)
+      .def("inject_fault", &HostSession::inject_fault, py::arg("qp"), py::arg("nth"),
+           py::arg("flush_minor"))
       .def("window",
            [](HostSession& s, uint32_t qp, uint32_t slot, uint32_t length) {
              return py::bytes(s.window(qp, slot, length));

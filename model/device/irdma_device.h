@@ -47,6 +47,11 @@ class IrdmaDevice : public sc_core::sc_module {
   // or unprogrammed vector is counted and not sent. The CEQ engine's interrupt output.
   void schedule_msix(unsigned vector);
 
+  // Error injection (see QpEngine::inject_fault).
+  bool inject_fault(uint32_t qp_id, uint64_t nth_request, uint16_t flush_minor) {
+    return qp_.inject_fault(qp_id, nth_request, flush_minor);
+  }
+
   const DeviceConfig& config() const { return cfg_; }
   const DeviceCounters& counters() const { return counters_; }
   const CqEngine& cq_engine() const { return cq_; }

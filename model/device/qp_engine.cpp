@@ -179,6 +179,11 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
     return Result::done;
   }
   QpContext& peer = peer_it->second;
+  if (peer.in_error) {  // nobody answers: the requester retries until it gives up
+    counters_.wqe_errors++;
+    complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_RETRY_EXC_ERR);
+    return Result::done;
+  }
 
   // A SEND, or a WRITE with immediate data, needs a receive at the peer before anything
   // moves (RNR otherwise); a SEND's data lands in that receive's buffers.
@@ -341,6 +346,77 @@ QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_
   return Result::done;
 }
 
+bool QpEngine::inject_fault(uint32_t qp_id, uint64_t nth, uint16_t minor) {
+  auto it = qps_.find(qp_id);
+  if (it == qps_.end()) return false;
+  it->second.fault_at = int64_t(nth);
+  it->second.fault_minor = minor;
+  return true;
+}
+
+void QpEngine::enter_error(QpContext& qp, uint16_t minor) {
+  qp.in_error = true;
+  counters_.qps_in_error++;
+  trace_.event(time_.now_ps(), "qp_error").num("qp", qp.id).num("minor", minor);
+  flush_sq(qp, minor);
+  flush_rq(qp, minor);
+}
+
+// GEN_2 writes one flush CQE for a queue with work in it and leaves the driver to report
+// every WQE from its tail; GEN_3 writes one per WQE (spec D.4 step 9, D.10).
+void QpEngine::flush_sq(QpContext& qp, uint16_t minor) {
+  for (bool first = true;; first = false) {
+    uint64_t hdr[4];
+    if (!dma_.read(qp.sq_base + uint64_t(qp.sq_head) * kQuantum, hdr, kQuantum) ||
+        bit(hdr[3], 63) != qp.sq_polarity)
+      return;
+    const uint8_t op = uint8_t(get(hdr[3], 37, 32));
+    if (op != SQ_NOP || cfg_.generation < 3) {
+      CqeFields f;
+      f.qp_ctx = qp.compl_ctx;
+      f.qp_id = qp.id;
+      f.wqe_idx = uint16_t(qp.sq_head);
+      f.op = op;
+      f.sq = true;
+      f.error = true;
+      f.major_err = FLUSH_MAJOR;
+      f.minor_err = first ? minor : FLUSH_GENERAL_ERR;
+      cqs_.post(qp.send_cq, f);
+      counters_.flush_cqes++;
+    }
+    if (cfg_.generation < 3) return;
+    const unsigned quanta = std::min(1 + (unsigned(get(hdr[3], 41, 38)) + 1) / 2, qp.sq_quanta - qp.sq_head);
+    if ((qp.sq_head += quanta) == qp.sq_quanta) {
+      qp.sq_head = 0;
+      qp.sq_polarity = !qp.sq_polarity;
+    }
+  }
+}
+
+void QpEngine::flush_rq(QpContext& qp, uint16_t minor) {
+  const uint32_t rwqe_bytes = kQuantum << qp.rq_shift;
+  for (bool first = true;; first = false) {
+    uint64_t hdr[4];
+    if (!dma_.read(qp.rq_base + uint64_t(qp.rq_head) * rwqe_bytes, hdr, kQuantum) ||
+        bit(hdr[3], 63) != qp.rq_polarity)
+      return;
+    CqeFields f;
+    f.qp_ctx = qp.compl_ctx;
+    f.qp_id = qp.id;
+    f.wqe_idx = uint16_t(qp.rq_head << qp.rq_shift);
+    f.error = true;
+    f.major_err = FLUSH_MAJOR;
+    f.minor_err = first ? minor : FLUSH_GENERAL_ERR;
+    cqs_.post(qp.recv_cq, f);
+    counters_.flush_cqes++;
+    if (cfg_.generation < 3) return;
+    if (++qp.rq_head == qp.rq_wqes) {
+      qp.rq_head = 0;
+      qp.rq_polarity = !qp.rq_polarity;
+    }
+  }
+}
+
 // Copies the message through a bounce buffer of one chunk, so no message size, however
 // large or corrupt, makes the device allocate it whole. Returns the bytes moved.
 uint64_t QpEngine::move_payload(const Fragments& src, const Fragments& dst) {
@@ -372,7 +448,7 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
     return Result::done;
   }
   QpContext& qp = it->second;
-  qp.rnr_wait = false;
+  if (qp.in_error) return Result::done;  // its doorbells no longer start anything
   // SQ WQEs are fetched up to a max read request at a time; no WQE crosses the ring's end.
   uint64_t fetched[kFetchQuanta * kQuantum / 8];
   uint32_t first = 0, count = 0;  // fetched quanta [first, first + count)
@@ -408,6 +484,9 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
     } else if (op == SQ_NOP || op == SQ_INV_STAG) {
       // Memory keys are not modelled, so invalidating one changes nothing here.
       if (bit(wqe[3], 62)) complete_sq(qp, op, 0, 0);
+    } else if (int64_t(qp.requests) == qp.fault_at) {
+      enter_error(qp, qp.fault_minor);
+      return Result::done;
     } else if (executable(op)) {
       r = execute(qp, wqe, op);
     } else {
@@ -416,9 +495,9 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
     }
     if (r == Result::rnr) {
       counters_.rnr_stalls++;
-      qp.rnr_wait = true;
       return r;
     }
+    if (op != SQ_NOP) qp.requests++;
     counters_.wqes_executed++;
     qp.sq_head += std::min(quanta, qp.sq_quanta - qp.sq_head);
     if (qp.sq_head == qp.sq_quanta) {

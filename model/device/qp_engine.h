@@ -34,7 +34,10 @@ struct QpContext {
   bool sq_polarity = true;
   uint32_t rq_head = 0;
   bool rq_polarity = true;
-  bool rnr_wait = false;       // the SQ is blocked on an empty peer RQ
+  uint64_t requests = 0;        // non-NOP SQ WQEs carried out
+  bool in_error = false;        // executes nothing more; its queues were flushed
+  int64_t fault_at = -1;        // request number that fails (injected), or -1
+  uint16_t fault_minor = 0;
 };
 
 struct QpEngineCounters {
@@ -43,6 +46,8 @@ struct QpEngineCounters {
   uint64_t bytes_moved = 0;
   uint64_t rnr_stalls = 0;
   uint64_t ud_dropped = 0;     // datagrams with no receive posted, or a wrong QKEY
+  uint64_t qps_in_error = 0;
+  uint64_t flush_cqes = 0;
   uint64_t bad_doorbells = 0;
   uint64_t wqe_errors = 0;
 };
@@ -65,6 +70,10 @@ class QpEngine {
   // Runs the SQ of `qp_id` until it holds no valid WQE (done) or is blocked on an empty
   // peer RQ (rnr: retry later).
   Result process_sq(uint32_t qp_id);
+  // Makes request `nth` (counting from 0, NOPs not counted) of QP `qp_id` fail with flush
+  // code `minor`: the QP then moves to the error state and its queues are flushed. A
+  // test-bench hook, as pre-silicon error injection is. False when there is no such QP.
+  bool inject_fault(uint32_t qp_id, uint64_t nth, uint16_t minor);
   const QpEngineCounters& counters() const { return counters_; }
 
  private:
@@ -85,6 +94,9 @@ class QpEngine {
   Result execute_ud(QpContext& qp, const uint64_t* wqe, uint8_t op);
   Result execute_atomic(QpContext& qp, const uint64_t* wqe, uint8_t op);
   uint8_t receive_opcode(uint8_t sq_op, bool imm) const;
+  void enter_error(QpContext& qp, uint16_t minor);
+  void flush_sq(QpContext& qp, uint16_t minor);
+  void flush_rq(QpContext& qp, uint16_t minor);
   enum class Receive { posted, none, unreadable };
   Receive next_receive(QpContext& peer, Fragments& dst);
   void complete_rq(QpContext& peer, CqeFields& rq);

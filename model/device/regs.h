@@ -78,6 +78,11 @@ enum CqpMinor : uint16_t {
 // for a whole queue on GEN_2) and a minor naming the reason with spec G.5's flush codes.
 // The QP keeps running; moving it to the error state and flushing is not modelled yet.
 inline constexpr uint16_t MSG_ERROR_MAJOR = 0x0002;
+// Flush CQEs: major 1 with the QP's flush code; later ones of a GEN_3 flush carry the
+// generic code.
+inline constexpr uint16_t FLUSH_MAJOR = 1;
+inline constexpr uint16_t FLUSH_GENERAL_ERR = 1;
+inline constexpr uint16_t FLUSH_RETRY_EXC_ERR = 8;
 inline constexpr uint16_t FLUSH_PROT_ERR = 2;
 inline constexpr uint16_t FLUSH_REM_ACCESS_ERR = 3;
 inline constexpr uint16_t FLUSH_LOC_QP_OP_ERR = 4;

@@ -168,6 +168,12 @@ uint64_t HostSession::post_atomic(uint32_t qp_num, uint32_t window_slot,
   return post(q, wr, "", 8);
 }
 
+void HostSession::inject_fault(uint32_t qp_num, uint64_t nth, uint16_t flush_minor) {
+  qp(qp_num);  // a QP this session made
+  if (!sim_->device().inject_fault(qp_num, nth, flush_minor))
+    throw VerbsError("the device has no QP " + std::to_string(qp_num), EINVAL);
+}
+
 std::string HostSession::window(uint32_t qp_num, uint32_t window_slot, uint32_t length) {
   const uint8_t* p = window_owner(qp_num, window_slot, length).window_slot(window_slot);
   return std::string(reinterpret_cast<const char*>(p), length);
@@ -244,6 +250,8 @@ std::map<std::string, uint64_t> HostSession::counters() const {
           {"rnr_stalls", qp.rnr_stalls},
           {"wqe_errors", qp.wqe_errors},
           {"bad_doorbells", qp.bad_doorbells},
+          {"qps_in_error", qp.qps_in_error},
+          {"flush_cqes", qp.flush_cqes},
           {"cqp_commands", dev.cqp_engine().counters().commands},
           {"mmio_writes", dev.counters().mmio_writes},
           {"mmio_reads", dev.counters().mmio_reads},

@@ -63,6 +63,9 @@ class HostSession {
   // (compare, swap); the completion carries the original value.
   uint64_t post_atomic(uint32_t qp, uint32_t window_slot, std::optional<uint64_t> fetch_add,
                        std::optional<std::pair<uint64_t, uint64_t>> compare_swap, bool signaled);
+  // Makes request `nth` of QP `qp` (counting SQ work requests from 0) fail with flush code
+  // `flush_minor` (spec G.5): the QP moves to error and its queues are flushed.
+  void inject_fault(uint32_t qp, uint64_t nth, uint16_t flush_minor);
   // The bytes of a QP's window slot, and setting them.
   std::string window(uint32_t qp, uint32_t window_slot, uint32_t length);
   void set_window(uint32_t qp, uint32_t window_slot, const std::string& data);

@@ -189,3 +189,46 @@ def test_atomics_on_gen3_and_their_absence_on_gen2(run_python):
         else:
             raise AssertionError("GEN_2 has no atomics")
     """)
+
+
+FLUSH_CASE = """
+    from irdma_sim import Session
+    s = Session(config_yaml="device: {{generation: {gen}}}")
+    cq = s.pool_get(64)
+    a, b = s.create_qp_pair(cq, cq, sq_depth=8, rq_depth=8, max_msg_bytes=64)
+    for _ in range(4):
+        s.post_recv(b)
+    a_recvs = [s.post_recv(a) for _ in range(3)]
+    s.inject_fault(a, 2, 3)  # a's third request fails with FLUSH_REM_ACCESS_ERR
+    sends = [s.post_send(a, b"x" * 10) for _ in range(4)]
+    got = []
+    for _ in range(200):
+        got += s.poll(cq)
+        s.run_for_ns(500)
+    by_wr = {{c["wr_id"]: c for c in got}}
+    # Two sends made it, with their receives; then a is in error and everything it still
+    # holds comes back flushed: the first with the real error, the rest WR_FLUSH_ERR.
+    assert [by_wr[w]["status"] for w in sends] == [0, 0, 10, 5], [by_wr.get(w) for w in sends]
+    assert [by_wr[w]["status"] for w in a_recvs] == [10, 5, 5]
+    assert all(by_wr[w]["vendor_err"] >> 16 == 1 for w in sends[2:] + a_recvs)
+    assert sum(c["opcode"] == 128 and c["status"] == 0 for c in got) == 2  # b's receives
+    assert len(got) == 2 + 2 + 2 + 3
+    c = s.counters()
+    assert c["qps_in_error"] == 1 and c["flush_cqes"] == {flush_cqes}, c
+    # A SEND to the QP in error gets no answer: a message error (major 2) for retries
+    # exhausted (minor 8), which the driver reports as IB_WC_GENERAL_ERR.
+    w = s.post_send(b, b"late")
+    s.run_for_ns(5000)
+    late = [c for c in s.poll(cq) if c["wr_id"] == w]
+    assert late and late[0]["status"] == 21 and late[0]["vendor_err"] == 0x20008, late
+"""
+
+
+def test_injected_fault_flushes_both_queues_gen2(run_python):
+    # GEN_2: one flush CQE per queue, expanded by the driver.
+    run_ok(run_python, FLUSH_CASE.format(gen=2, flush_cqes=2))
+
+
+def test_injected_fault_flushes_both_queues_gen3(run_python):
+    # GEN_3: one flush CQE per WQE (2 sends + 3 receives).
+    run_ok(run_python, FLUSH_CASE.format(gen=3, flush_cqes=5))
