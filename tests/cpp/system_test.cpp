@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "driver/core/cq.h"
@@ -74,6 +75,32 @@ TEST(System, SendWithoutAReceiveWaitsForOne) {
   s.post_recv(b);
   s.run_for_ns(20000);
   EXPECT_EQ(s.poll(cq, 4).size(), 2u);
+}
+
+// GEN_2: one flush CQE per queue, expanded by the driver (GEN_3 is covered by pytest: one
+// elaboration per process).
+TEST(System, InjectedFaultFlushesBothQueuesThroughTheDriver) {
+  using namespace ibcore;
+  HostSession s(SimConfig{});
+  const uint32_t cq = s.pool_get(64, -1, IB_POLL_SOFTIRQ);
+  const auto [a, b] = s.create_qp_pair(cq, cq, 8, 8, 64);
+  for (int i = 0; i < 4; i++) s.post_recv(b);
+  std::vector<uint64_t> recvs, sends;
+  for (int i = 0; i < 3; i++) recvs.push_back(s.post_recv(a));
+  s.inject_fault(a, 2, 3);  // the third request fails with FLUSH_REM_ACCESS_ERR
+  for (int i = 0; i < 4; i++) sends.push_back(s.post_send(a, "0123456789", std::nullopt, true, false));
+  std::map<uint64_t, ib_wc_status> status;
+  for (int i = 0; i < 100; i++) {
+    s.run_for_ns(500);
+    for (const auto& c : s.poll(cq, 16)) status[c.wr_id] = c.wc.status;
+  }
+  EXPECT_EQ(status.at(sends[1]), IB_WC_SUCCESS);
+  EXPECT_EQ(status.at(sends[2]), IB_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(status.at(sends[3]), IB_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(status.at(recvs[0]), IB_WC_REM_ACCESS_ERR);
+  EXPECT_EQ(status.at(recvs[2]), IB_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(s.counters().at("flush_cqes"), 2u);
+  s.shutdown();
 }
 
 TEST(System, RetriesOfADestroyedQpAreDroppedQuietly) {
