@@ -23,9 +23,10 @@ irdma_device::~irdma_device() {
 
 int irdma_device::probe() { return cqp_.create(caps_.hw_rev); }
 
-void irdma_device::remove() {
-  ibcore::ib_cq_pool_cleanup(this);
+int irdma_device::remove() {
+  const int kept = ibcore::ib_cq_pool_cleanup(this);
   cqp_.destroy();
+  return kept;
 }
 
 // Next-fit over the id space, as irdma allocates CQ and QP numbers.

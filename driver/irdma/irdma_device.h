@@ -50,7 +50,8 @@ class irdma_device final : public ibcore::ib_device {
   // Brings up the CQP and CCQ. Returns 0 or a negative errno.
   int probe();
   // Frees pool CQs and stops the CQP; CQs and QPs the caller still holds are its own.
-  void remove();
+  // Returns how many pool CQs were still in use and so kept.
+  int remove();
 
   ibcore::ib_cq* create_cq(const ibcore::ib_cq_init_attr& attr, int& err) override;
   int destroy_cq(ibcore::ib_cq* cq) override;

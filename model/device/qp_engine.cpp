@@ -95,6 +95,10 @@ bool QpEngine::cq_in_use(uint32_t cq_id) const {
 }
 
 // Fragment slot i sits at qwords {0,1} (i = 0) or {4 + 2(i-1), 5 + 2(i-1)}; length 62:32.
+QpEngine::Fragments QpEngine::sq_fragments(const uint64_t* wqe) {
+  return fragments(wqe, bit(wqe[3], 47) ? 1 : 0, unsigned(get(wqe[3], 41, 38)) + 1);
+}
+
 QpEngine::Fragments QpEngine::fragments(const uint64_t* wqe, unsigned first_slot, unsigned slots) {
   Fragments out;
   for (unsigned i = first_slot; i < slots && i < 16; i++) {
@@ -199,14 +203,9 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
         return Result::done;
     }
   }
-  const Fragments local = fragments(wqe, imm ? 1 : 0, unsigned(get(wqe[3], 41, 38)) + 1);
-  uint64_t total = 0;
-  for (const Fragment& f : local) total += f.len;
-  uint64_t capacity = total;
-  if (send) {
-    capacity = 0;
-    for (const Fragment& f : receive) capacity += f.len;
-  }
+  const Fragments local = sq_fragments(wqe);
+  const uint64_t total = local.bytes();
+  const uint64_t capacity = send ? receive.bytes() : total;
   time_.cycles(cfg_.cycles.execute);
 
   // RDMA operations name one remote buffer; memory keys are not checked yet.
@@ -298,9 +297,8 @@ QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_
     complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_LOC_QP_OP_ERR);
     return Result::done;
   }
-  const Fragments local = fragments(wqe, imm ? 1 : 0, unsigned(get(wqe[3], 41, 38)) + 1);
-  uint64_t total = 0;
-  for (const Fragment& f : local) total += f.len;
+  const Fragments local = sq_fragments(wqe);
+  const uint64_t total = local.bytes();
   time_.cycles(cfg_.cycles.execute);
 
   auto peer_it = qps_.find(uint32_t(get(wqe[2], 55, 32)));
@@ -310,8 +308,7 @@ QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_
       peer_it->second.qkey == uint32_t(get(wqe[2], 31, 0)) &&
       next_receive(peer_it->second, receive) == Receive::posted) {
     QpContext& peer = peer_it->second;
-    uint64_t capacity = 0;
-    for (const Fragment& f : receive) capacity += f.len;
+    const uint64_t capacity = receive.bytes();
     CqeFields rq;
     rq.op = receive_opcode(op, imm);
     rq.solicited = op == SQ_SEND_SOL;
@@ -362,6 +359,21 @@ void QpEngine::enter_error(QpContext& qp, uint16_t minor) {
   flush_rq(qp, minor);
 }
 
+void QpEngine::post_flush_cqe(const QpContext& qp, bool sq, uint16_t wqe_idx, uint8_t op,
+                              uint16_t minor) {
+  CqeFields f;
+  f.qp_ctx = qp.compl_ctx;
+  f.qp_id = qp.id;
+  f.wqe_idx = wqe_idx;
+  f.op = op;
+  f.sq = sq;
+  f.error = true;
+  f.major_err = FLUSH_MAJOR;
+  f.minor_err = minor;
+  cqs_.post(sq ? qp.send_cq : qp.recv_cq, f);
+  counters_.flush_cqes++;
+}
+
 // GEN_2 writes one flush CQE for a queue with work in it and leaves the driver to report
 // every WQE from its tail; GEN_3 writes one per WQE (spec D.4 step 9, D.10).
 void QpEngine::flush_sq(QpContext& qp, uint16_t minor) {
@@ -371,19 +383,8 @@ void QpEngine::flush_sq(QpContext& qp, uint16_t minor) {
         bit(hdr[3], 63) != qp.sq_polarity)
       return;
     const uint8_t op = uint8_t(get(hdr[3], 37, 32));
-    if (op != SQ_NOP || cfg_.generation < 3) {
-      CqeFields f;
-      f.qp_ctx = qp.compl_ctx;
-      f.qp_id = qp.id;
-      f.wqe_idx = uint16_t(qp.sq_head);
-      f.op = op;
-      f.sq = true;
-      f.error = true;
-      f.major_err = FLUSH_MAJOR;
-      f.minor_err = first ? minor : FLUSH_GENERAL_ERR;
-      cqs_.post(qp.send_cq, f);
-      counters_.flush_cqes++;
-    }
+    if (op != SQ_NOP || cfg_.generation < 3)
+      post_flush_cqe(qp, true, uint16_t(qp.sq_head), op, first ? minor : FLUSH_GENERAL_ERR);
     if (cfg_.generation < 3) return;
     const unsigned quanta = std::min(1 + (unsigned(get(hdr[3], 41, 38)) + 1) / 2, qp.sq_quanta - qp.sq_head);
     if ((qp.sq_head += quanta) == qp.sq_quanta) {
@@ -400,15 +401,8 @@ void QpEngine::flush_rq(QpContext& qp, uint16_t minor) {
     if (!dma_.read(qp.rq_base + uint64_t(qp.rq_head) * rwqe_bytes, hdr, kQuantum) ||
         bit(hdr[3], 63) != qp.rq_polarity)
       return;
-    CqeFields f;
-    f.qp_ctx = qp.compl_ctx;
-    f.qp_id = qp.id;
-    f.wqe_idx = uint16_t(qp.rq_head << qp.rq_shift);
-    f.error = true;
-    f.major_err = FLUSH_MAJOR;
-    f.minor_err = first ? minor : FLUSH_GENERAL_ERR;
-    cqs_.post(qp.recv_cq, f);
-    counters_.flush_cqes++;
+    post_flush_cqe(qp, false, uint16_t(qp.rq_head << qp.rq_shift), 0,
+                   first ? minor : FLUSH_GENERAL_ERR);
     if (cfg_.generation < 3) return;
     if (++qp.rq_head == qp.rq_wqes) {
       qp.rq_head = 0;

@@ -87,7 +87,14 @@ class QpEngine {
     unsigned count = 0;
     const Fragment* begin() const { return at; }
     const Fragment* end() const { return at + count; }
+    uint64_t bytes() const {
+      uint64_t n = 0;
+      for (const Fragment& f : *this) n += f.len;
+      return n;
+    }
   };
+  // The fragments of an SQ WQE's data: after the immediate's slot when there is one.
+  static Fragments sq_fragments(const uint64_t* wqe);
   uint16_t load_ctx(QpContext& qp);
   // Runs a SEND, RDMA WRITE or RDMA READ against the peer QP.
   Result execute(QpContext& qp, const uint64_t* wqe, uint8_t op);
@@ -97,6 +104,7 @@ class QpEngine {
   void enter_error(QpContext& qp, uint16_t minor);
   void flush_sq(QpContext& qp, uint16_t minor);
   void flush_rq(QpContext& qp, uint16_t minor);
+  void post_flush_cqe(const QpContext& qp, bool sq, uint16_t wqe_idx, uint8_t op, uint16_t minor);
   enum class Receive { posted, none, unreadable };
   Receive next_receive(QpContext& peer, Fragments& dst);
   void complete_rq(QpContext& peer, CqeFields& rq);

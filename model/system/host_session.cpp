@@ -261,15 +261,25 @@ std::map<std::string, uint64_t> HostSession::counters() const {
 
 void HostSession::shutdown() {
   if (down_) return;
+  // Everything is torn down even when a step fails; the first failure is reported after.
+  int first_error = 0;
+  std::string failed;
+  const auto note = [&](int ret, const std::string& what) {
+    if (ret && !first_error) {
+      first_error = ret;
+      failed = what;
+    }
+  };
   sim_->run_on_host([&] {
-    for (auto& [num, q] : qps_) q.bq->destroy();
-    for (auto& [num, c] : cqs_) ib_cq_pool_put(c, c->cqe_used);
-    sim_->driver().remove();
+    for (auto& [num, q] : qps_) note(q.bq->destroy(), "destroying QP " + std::to_string(num));
+    for (auto& [num, c] : cqs_) note(ib_cq_pool_put(c, c->cqe_used), "returning pool CQ " + std::to_string(num));
+    note(sim_->driver().remove() ? -EBUSY : 0, "freeing the CQ pool");
   });
   qps_.clear();
   cqs_.clear();
   sim_->close_trace();
   down_ = true;
+  check(first_error, failed);
 }
 
 }  // namespace irdma_sim::system

@@ -494,9 +494,7 @@ void Workload::teardown() {
     if (q.cq && ib_cq_pool_put(q.cq, q.nr_cqe)) clean = false;
   }
   const size_t pool_before = counters_.pool_cqs;
-  dev_.remove();
-  size_t pool_after = 0;
-  for (const auto& pool : dev_.cq_pools) pool_after += pool.size();
+  const int pool_after = dev_.remove();  // pool CQs still in use, kept
   sb_.record("teardown_clean", clean && pool_after == 0,
              "destroyed " + std::to_string(qps_.size()) + " QPs and " +
                  std::to_string(pool_before) + " pool CQs; " + std::to_string(pool_after) +
