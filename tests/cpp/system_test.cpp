@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "driver/core/cq.h"
 #include "driver/core/cq_pool.h"
@@ -26,6 +27,16 @@ std::string slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
+// A session with one pool CQ and a loopback QP pair on it.
+struct PairSession {
+  HostSession s{SimConfig{}};
+  uint32_t cq = s.pool_get(64, -1, ibcore::IB_POLL_SOFTIRQ);
+  uint32_t a = 0, b = 0;
+  explicit PairSession(uint32_t max_msg_bytes = 64) {
+    std::tie(a, b) = s.create_qp_pair(cq, cq, 8, 8, max_msg_bytes);
+  }
+};
+
 TEST(System, SmokeScenarioPassesEveryCheck) {
   const std::string out = ::testing::TempDir() + "irdma_sim_system_test_smoke";
   const RunResult r = run_scenario(IRDMA_SIM_SOURCE_DIR "/scenarios/smoke.yaml", out);
@@ -40,9 +51,8 @@ TEST(System, SmokeScenarioPassesEveryCheck) {
 }
 
 TEST(System, SessionMovesBytesAndReportsBothCompletions) {
-  HostSession s(SimConfig{});
-  const uint32_t cq = s.pool_get(64, -1, ibcore::IB_POLL_SOFTIRQ);
-  const auto [a, b] = s.create_qp_pair(cq, cq, 8, 8, 256);
+  PairSession p(256);
+  auto& [s, cq, a, b] = p;
   const uint64_t rwr = s.post_recv(b);
   const uint64_t swr = s.post_send(a, "hello, irdma", 0x01020304u, true, false);
   std::vector<PolledCompletion> got;
@@ -65,9 +75,8 @@ TEST(System, SessionMovesBytesAndReportsBothCompletions) {
 }
 
 TEST(System, SendWithoutAReceiveWaitsForOne) {
-  HostSession s(SimConfig{});
-  const uint32_t cq = s.pool_get(64, -1, ibcore::IB_POLL_SOFTIRQ);
-  const auto [a, b] = s.create_qp_pair(cq, cq, 8, 8, 64);
+  PairSession p;
+  auto& [s, cq, a, b] = p;
   s.post_send(a, "x", std::nullopt, true, false);
   s.run_for_ns(20000);
   EXPECT_TRUE(s.poll(cq, 4).empty());
@@ -81,9 +90,8 @@ TEST(System, SendWithoutAReceiveWaitsForOne) {
 // elaboration per process).
 TEST(System, InjectedFaultFlushesBothQueuesThroughTheDriver) {
   using namespace ibcore;
-  HostSession s(SimConfig{});
-  const uint32_t cq = s.pool_get(64, -1, IB_POLL_SOFTIRQ);
-  const auto [a, b] = s.create_qp_pair(cq, cq, 8, 8, 64);
+  PairSession p;
+  auto& [s, cq, a, b] = p;
   for (int i = 0; i < 4; i++) s.post_recv(b);
   std::vector<uint64_t> recvs, sends;
   for (int i = 0; i < 3; i++) recvs.push_back(s.post_recv(a));
@@ -104,9 +112,8 @@ TEST(System, InjectedFaultFlushesBothQueuesThroughTheDriver) {
 }
 
 TEST(System, RetriesOfADestroyedQpAreDroppedQuietly) {
-  HostSession s(SimConfig{});
-  const uint32_t cq = s.pool_get(64, -1, ibcore::IB_POLL_SOFTIRQ);
-  const auto [a, b] = s.create_qp_pair(cq, cq, 8, 8, 64);
+  PairSession p;
+  auto& [s, cq, a, b] = p;
   s.post_send(a, "x", std::nullopt, true, false);
   s.run_for_ns(10000);
   ASSERT_GT(s.counters().at("rnr_stalls"), 0u) << "a retry is pending";
@@ -169,6 +176,48 @@ TEST(System, MsixRaisedByTheDeviceReachesTheHandler) {
   EXPECT_EQ(seen, std::vector<unsigned>{1});
   EXPECT_EQ(dev.counters().msix_sent, 1u);
   EXPECT_EQ(dev.counters().msix_masked, 1u);
+  EXPECT_EQ(sim.interrupts().delivered(), 1u);
+  // free_irq masks the vector again: the device sends nothing.
+  sim.run_on_host([&] { irq.free_irq(1); });
+  dev.schedule_msix(1);
+  sim.run_on_host([&] { sim.driver().hw().exec.delay_ns(5000); });
+  EXPECT_EQ(seen.size(), 1u);
+  EXPECT_EQ(dev.counters().msix_masked, 2u);
+  EXPECT_EQ(sim.interrupts().spurious(), 0u);
+}
+
+// The execution services a backend gives the driver (hal::Exec), on simulated time.
+TEST(System, WorkersEventsAndLocksRunOnSimulatedTime) {
+  Simulation sim(SimConfig{});
+  hal::Exec& exec = sim.driver().hw().exec;
+  std::vector<std::string> log;
+  uint64_t woke_at = 0;
+  sim.run_on_host([&] {
+    auto lock = exec.make_lock();
+    // Both workers want the lock at once and hold it across a wait: they take turns.
+    for (int w = 0; w < 2; w++) {
+      exec.spawn("worker" + std::to_string(w), unsigned(w), [&, w] {
+        lock->lock();
+        log.push_back("in " + std::to_string(w));
+        exec.delay_ns(100);
+        log.push_back("out " + std::to_string(w));
+        lock->unlock();
+      });
+    }
+    auto ready = exec.make_event();
+    const uint64_t t0 = exec.now_ns();
+    EXPECT_FALSE(ready->wait_for(50)) << "nobody signalled";
+    EXPECT_EQ(exec.now_ns() - t0, 50u);
+    exec.spawn("signaller", 0, [&] {
+      exec.delay_ns(30);
+      ready->signal();
+    });
+    EXPECT_TRUE(ready->wait_for(1000));
+    woke_at = exec.now_ns() - t0;
+    exec.delay_ns(1000);
+  });
+  EXPECT_EQ(woke_at, 80u) << "woken by the signal, not the timeout";
+  EXPECT_EQ(log, (std::vector<std::string>{"in 0", "out 0", "in 1", "out 1"}));
 }
 
 TEST(System, OnlyOneSimulationPerProcess) {
