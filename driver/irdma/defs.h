@@ -98,6 +98,7 @@ inline constexpr uint64_t IRDMA_CQPSQ_WQEVALID = BIT_ULL(63);
 
 enum irdma_cqp_op : uint8_t {
   IRDMA_CQP_OP_CREATE_QP = 0x00,
+  IRDMA_CQP_OP_MODIFY_QP = 0x01,
   IRDMA_CQP_OP_DESTROY_QP = 0x02,
   IRDMA_CQP_OP_CREATE_CQ = 0x03,
   IRDMA_CQP_OP_DESTROY_CQ = 0x05,
@@ -118,6 +119,15 @@ inline constexpr uint64_t IRDMA_CQPSQ_CQ_AVOIDMEMCNFLCT = BIT_ULL(61);
 inline constexpr uint64_t IRDMA_CQPSQ_QP_QPID = GENMASK_ULL(23, 0);
 inline constexpr uint64_t IRDMA_CQPSQ_QP_CQNUMVALID = BIT_ULL(47);
 inline constexpr uint64_t IRDMA_CQPSQ_QP_QPTYPE = GENMASK_ULL(50, 48);
+// FLUSH_WQES (spec F.7): qword2 carries the RQ's major/minor, then the SQ's.
+inline constexpr uint8_t IRDMA_CQP_OP_FLUSH_WQES = 0x22;
+inline constexpr uint64_t IRDMA_CQPSQ_FWQE_RQMNERR = GENMASK_ULL(15, 0);
+inline constexpr uint64_t IRDMA_CQPSQ_FWQE_RQMJERR = GENMASK_ULL(31, 16);
+inline constexpr uint64_t IRDMA_CQPSQ_FWQE_SQMNERR = GENMASK_ULL(47, 32);
+inline constexpr uint64_t IRDMA_CQPSQ_FWQE_SQMJERR = GENMASK_ULL(63, 48);
+inline constexpr uint64_t IRDMA_CQPSQ_FWQE_USERFLCODE = BIT_ULL(60);
+inline constexpr uint64_t IRDMA_CQPSQ_FWQE_FLUSHSQ = BIT_ULL(61);
+inline constexpr uint64_t IRDMA_CQPSQ_FWQE_FLUSHRQ = BIT_ULL(62);
 inline constexpr uint8_t IRDMA_QP_TYPE_ROCE_RC = 3;
 inline constexpr uint8_t IRDMA_QP_TYPE_ROCE_UD = 4;
 inline constexpr uint64_t IRDMAQPC_RQWQESIZE = GENMASK_ULL(9, 8);     // qword0
@@ -189,6 +199,10 @@ enum irdma_flush_opcode : uint16_t {
   FLUSH_RNR_RETRY_EXC_ERR = 11,
 };
 inline constexpr uint16_t IRDMA_FLUSH_MAJOR_ERR = 1;
+
+// irdma_cq_poll_info::q_type (the CQE's SQ bit).
+inline constexpr uint8_t IRDMA_CQE_QTYPE_RQ = 0;
+inline constexpr uint8_t IRDMA_CQE_QTYPE_SQ = 1;
 
 enum irdma_cmpl_notify : uint8_t {
   IRDMA_CQ_COMPL_EVENT = 0,

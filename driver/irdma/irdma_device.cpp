@@ -16,7 +16,7 @@ irdma_device::irdma_device(hal::Platform& hw, const irdma_device_caps& caps)
 
 irdma_device::~irdma_device() {
   for (irdma_qp_uk* q : qp_table_)
-    if (q) free_qp(static_cast<irdma_qp*>(static_cast<ibcore::ib_qp*>(q->back_qp)));
+    if (q) free_qp(to_iwqp(q));
   for (irdma_cq* cq : cq_table_)
     if (cq) free_cq(cq);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -33,12 +34,18 @@ struct irdma_cq : ibcore::ib_cq {
   uint64_t ctx = 0;            // the CQ context the device echoes in CEQEs
   bool armed = false;
   irdma_cmpl_notify last_notify = IRDMA_CQ_COMPL_EVENT;
+  // Software flush completions (spec G.7), reported once the ring has none left.
+  std::deque<irdma_cq_poll_info> cmpl_generated;
 };
 
 struct irdma_qp : ibcore::ib_qp {
   irdma_qp_uk qp_uk;
   hal::DmaBuffer queues;    // SQ, then RQ, then the QP shadow area
   hal::DmaBuffer host_ctx;
+  // The device was told to flush this QP, or showed it did: posts no longer ring the
+  // doorbell and their work completes in software (spec G.7).
+  bool flush_issued = false;
+  uint64_t flush_due_ns = 0;  // when the flush work runs; 0: not scheduled
 };
 
 class irdma_device final : public ibcore::ib_device {
@@ -63,6 +70,9 @@ class irdma_device final : public ibcore::ib_device {
   // UD QP accepting datagrams that carry `qkey`.
   int connect_qp(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey = 0);
   int destroy_qp(irdma_qp* qp);
+  // Moves a QP to the error state as ib_modify_qp(IB_QPS_ERR) does: the device flushes
+  // both queues (FLUSH_WQES, spec F.7). -EALREADY when the QP is already flushed.
+  int flush_qp(irdma_qp* qp);
   int post_send(irdma_qp* qp, const ibcore::ib_send_wr* wr, const ibcore::ib_send_wr** bad_wr);
   int post_recv(irdma_qp* qp, const ibcore::ib_recv_wr* wr, const ibcore::ib_recv_wr** bad_wr);
 
@@ -73,6 +83,13 @@ class irdma_device final : public ibcore::ib_device {
   void write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey);
   void free_cq(irdma_cq* cq);
   void free_qp(irdma_qp* qp);
+  // Software flush completions (spec G.7): (re)starts a QP's delayed flush work; runs
+  // the work that is due; turns a queue's outstanding WQEs into completions.
+  void schedule_flush(irdma_qp* qp);
+  void run_flush_work();
+  void generate_flush_completions(irdma_qp* qp, bool sq);
+  void take_newly_flushed(irdma_cq* cq);
+  void forget_flush_work(irdma_qp* qp);
 
   hal::Platform& hw_;
   irdma_device_caps caps_;
@@ -82,7 +99,15 @@ class irdma_device final : public ibcore::ib_device {
   uint64_t obj_generation_ = 0;  // makes every CQ and QP context cookie new
   std::vector<irdma_qp_uk*> qp_table_;  // CQEs are checked against it
   std::vector<irdma_cq*> cq_table_;
+  std::vector<irdma_qp*> flush_work_;  // QPs whose flush work is scheduled
 };
+
+inline irdma_qp* to_iwqp(irdma_qp_uk* uk) {
+  return static_cast<irdma_qp*>(static_cast<ibcore::ib_qp*>(uk->back_qp));
+}
+
+// qword3 of a CQP command on a QP.
+uint64_t qp_cmd_header(const irdma_qp_uk& q);
 
 // One CQE into one ib_wc: irdma_poll_one, and the mapping of spec G.6.
 int irdma_poll_one(irdma_cq_uk* ukcq, irdma_cq_poll_info* info, ibcore::ib_wc* wc);

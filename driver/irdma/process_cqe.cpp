@@ -96,7 +96,7 @@ void irdma_process_cqe(ib_wc* wc, const irdma_cq_poll_info& info) {
     }
   }
 
-  if (info.q_type == 1) {
+  if (info.q_type == IRDMA_CQE_QTYPE_SQ) {
     if (!set_ib_wc_op_sq(info, wc)) wc->status = IB_WC_GENERAL_ERR;
   } else {
     set_ib_wc_op_rq(info, qp->hw_rev, wc);

@@ -75,6 +75,7 @@ struct irdma_qp_uk {
   bool destroy_pending = false;
   bool sq_flush_complete = false;
   bool rq_flush_complete = false;
+  bool flush_seen = false;      // a flush CQE of this QP has been polled
   void* back_qp = nullptr;      // the verbs-level QP
   // What CQE qword1 carries for this QP. Linux hands the device a pointer; this driver
   // hands it an opaque cookie (id and generation), which keeps runs reproducible and lets
@@ -128,6 +129,9 @@ struct irdma_cq_uk {
   irdma_vers hw_rev = IRDMA_GEN_2;
   irdma_qp_table qp_table;
   uint64_t corrupt_cqes = 0;     // CQEs skipped for an unknown context or index
+  // QPs whose first flush CQE this CQ delivered since the verbs layer last looked: it
+  // starts their software flush work (spec G.7).
+  std::vector<irdma_qp_uk*> newly_flushed;
 
   uint64_t* cqe_at(uint32_t idx) const { return cq_base + (uint64_t(idx) << cqe_shift); }
 };
@@ -142,6 +146,8 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info);
 void irdma_uk_cq_request_notification(irdma_cq_uk* cq, irdma_cmpl_notify notify);
 // True when the CQE at head is valid (irdma_cq_empty's negation).
 bool irdma_uk_cq_has_cqe(const irdma_cq_uk* cq);
+// True when an unpolled CQE of the QP whose context is `qp_compl_ctx` is in the ring.
+bool irdma_uk_cq_holds_qp(const irdma_cq_uk* cq, uint64_t qp_compl_ctx);
 // Neutralises the unpolled CQEs of a QP being destroyed (their context becomes 0, so they
 // are consumed and never reported); head and polarity stay as they are (spec D.8).
 void irdma_uk_clean_cq(uint64_t qp_compl_ctx, irdma_cq_uk* cq);

@@ -53,6 +53,32 @@ inline irdma_qp_uk* cqe_qp(const irdma_cq_uk* cq, uint64_t qword1, uint32_t qp_i
   return qp && qp->compl_ctx == qword1 ? qp : nullptr;
 }
 
+// The QP is in error: the verbs layer takes it from here (software flush completions).
+__attribute__((cold, noinline)) void note_flush_seen(irdma_cq_uk* cq, irdma_qp_uk* qp) {
+  qp->flush_seen = true;
+  cq->newly_flushed.push_back(qp);
+}
+
+// Visits the unpolled ring slots from head in order, until `visit` returns true (then
+// returns true). Every slot is visited, so the extended half of a 32-byte-mode CQE is too:
+// its qword1 is zero, which never matches a QP's context.
+template <typename Visit>
+bool walk_unpolled(const irdma_cq_uk* cq, Visit visit) {
+  uint32_t idx = cq->cq_ring.head;
+  uint8_t polarity = cq->polarity;
+  for (uint32_t seen = 0; seen < cq->cq_ring.size; seen++) {
+    uint64_t* cqe = cq->cqe_at(idx);
+    if (FIELD_GET(IRDMA_CQ_VALID, READ_ONCE(cqe[3])) != polarity) return false;
+    hal::dma_rmb();
+    if (visit(cqe)) return true;
+    if (++idx == cq->cq_ring.size) {
+      idx = 0;
+      polarity ^= 1;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 void irdma_uk_cq_init(irdma_cq_uk* cq, uint64_t* base, uint64_t* shadow, uint32_t cq_id,
@@ -125,6 +151,8 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
   info->qp_handle = qp;
   info->op_type = uint8_t(FIELD_GET(IRDMACQ_OP, qword3));
 
+  if (info->comp_status == IRDMA_COMPL_STATUS_FLUSHED && qp && !qp->flush_seen)
+    note_flush_seen(cq, qp);
   if (!qp || qp->destroy_pending) {
     if (qword1 && !qp) cq->corrupt_cqes++;
     ret = -EFAULT;
@@ -206,21 +234,15 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
   return ret;
 }
 
+bool irdma_uk_cq_holds_qp(const irdma_cq_uk* cq, uint64_t qp_compl_ctx) {
+  return walk_unpolled(cq, [&](uint64_t* cqe) { return READ_ONCE(cqe[1]) == qp_compl_ctx; });
+}
+
 void irdma_uk_clean_cq(uint64_t qp_compl_ctx, irdma_cq_uk* cq) {
-  uint32_t idx = cq->cq_ring.head;
-  uint8_t polarity = cq->polarity;
-  // Every slot is looked at, so the extended half of a 32-byte-mode CQE is too: its qword1
-  // is zero, which never matches a QP's context.
-  for (uint32_t seen = 0; seen < cq->cq_ring.size; seen++) {
-    uint64_t* cqe = cq->cqe_at(idx);
-    if (FIELD_GET(IRDMA_CQ_VALID, READ_ONCE(cqe[3])) != polarity) break;
-    hal::dma_rmb();
+  walk_unpolled(cq, [&](uint64_t* cqe) {
     if (READ_ONCE(cqe[1]) == qp_compl_ctx) WRITE_ONCE(cqe[1], uint64_t(0));
-    if (++idx == cq->cq_ring.size) {
-      idx = 0;
-      polarity ^= 1;
-    }
-  }
+    return false;
+  });
 }
 
 void irdma_uk_cq_request_notification(irdma_cq_uk* cq, irdma_cmpl_notify notify) {

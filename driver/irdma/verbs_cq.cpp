@@ -111,7 +111,17 @@ int irdma_device::destroy_cq(ib_cq* ibcq) {
 
 int irdma_device::poll_cq(ib_cq* ibcq, int num_entries, ib_wc* wc) {
   auto* cq = static_cast<irdma_cq*>(ibcq);
-  return irdma_poll_ring(&cq->sc_cq, num_entries, wc);
+  int npolled = irdma_poll_ring(&cq->sc_cq, num_entries, wc);
+  if (npolled < 0) return npolled;
+  if (!cq->sc_cq.newly_flushed.empty()) take_newly_flushed(cq);
+  if (npolled < num_entries) {  // the ring ran dry: software completions may follow
+    if (!flush_work_.empty()) run_flush_work();
+    for (; npolled < num_entries && !cq->cmpl_generated.empty(); npolled++) {
+      irdma_process_cqe(&wc[npolled], cq->cmpl_generated.front());
+      cq->cmpl_generated.pop_front();
+    }
+  }
+  return npolled;
 }
 
 // The hot loop of every poller: flattened, so the CQE reader and the mapping inline into it.
@@ -145,7 +155,9 @@ int irdma_device::req_notify_cq(ib_cq* ibcq, unsigned flags) {
     cq->last_notify = notify;
     irdma_uk_cq_request_notification(&cq->sc_cq, notify);
   }
-  if ((flags & IB_CQ_REPORT_MISSED_EVENTS) && irdma_uk_cq_has_cqe(&cq->sc_cq)) return 1;
+  if ((flags & IB_CQ_REPORT_MISSED_EVENTS) &&
+      (irdma_uk_cq_has_cqe(&cq->sc_cq) || !cq->cmpl_generated.empty()))
+    return 1;
   return 0;
 }
 

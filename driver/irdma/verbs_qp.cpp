@@ -10,8 +10,6 @@ using namespace ibcore;
 
 namespace {
 
-constexpr uint8_t IRDMA_CQP_OP_MODIFY_QP = 0x01;
-
 uint32_t log2u(uint32_t v) {
   uint32_t l = 0;
   while (v >>= 1) l++;
@@ -20,12 +18,12 @@ uint32_t log2u(uint32_t v) {
 
 uint32_t rq_bytes(const irdma_qp_uk& q) { return q.rq_ring.size * (32u << q.rq_shift); }
 
+}  // namespace
+
 uint64_t qp_cmd_header(const irdma_qp_uk& q) {
   return FIELD_PREP(IRDMA_CQPSQ_QP_QPID, q.qp_id) | IRDMA_CQPSQ_QP_CQNUMVALID |
          FIELD_PREP(IRDMA_CQPSQ_QP_QPTYPE, q.qp_type);
 }
-
-}  // namespace
 
 void irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey) {
   const irdma_qp_uk& q = qp->qp_uk;
@@ -133,6 +131,7 @@ int irdma_device::destroy_qp(irdma_qp* qp) {
 }
 
 void irdma_device::free_qp(irdma_qp* qp) {
+  forget_flush_work(qp);
   qp_table_[qp->qp_num] = nullptr;
   qp_used_[qp->qp_num] = false;
   qp->send_cq->usecnt--;
@@ -226,7 +225,11 @@ int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr
       break;
     }
   }
-  irdma_uk_qp_post_wr(&qp->qp_uk);
+  // The device takes no more work from a flushed QP: it completes in software.
+  if (qp->flush_issued)
+    schedule_flush(qp);
+  else
+    irdma_uk_qp_post_wr(&qp->qp_uk);
   return ret;
 }
 
@@ -245,6 +248,7 @@ int irdma_device::post_recv(irdma_qp* qp, const ib_recv_wr* wr, const ib_recv_wr
       break;
     }
   }
+  if (qp->flush_issued) schedule_flush(qp);
   return ret;
 }
 

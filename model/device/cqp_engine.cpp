@@ -100,6 +100,7 @@ CqpEngine::Outcome CqpEngine::execute(const uint64_t* wqe) {
     case OP_CREATE_QP:
     case OP_MODIFY_QP:
     case OP_DESTROY_QP: return qp_command(op, wqe);
+    case OP_FLUSH_WQES: return flush_wqes(wqe);
     default: return {CQP_MAJOR_ERROR, CQP_MINOR_BAD_OPCODE, 0};
   }
 }
@@ -138,6 +139,18 @@ CqpEngine::Outcome CqpEngine::qp_command(uint8_t op, const uint64_t* wqe) {
     minor = qps_.modify(id, wqe[2]);
   else
     minor = qps_.destroy(id);
+  return {minor ? CQP_MAJOR_ERROR : uint16_t(0), minor, 0};
+}
+
+// FLUSH_WQES (spec F.7): the QP moves to error and the queues named flush, their first
+// WQE with the minor code given (the driver's own codes) or a general flush. Flush CQEs
+// always carry major 1; the majors in qword2 are not used.
+CqpEngine::Outcome CqpEngine::flush_wqes(const uint64_t* wqe) {
+  const uint32_t id = uint32_t(get(wqe[3], 23, 0));
+  const bool user_codes = bit(wqe[3], 60);
+  const uint16_t sq_minor = user_codes ? uint16_t(get(wqe[2], 47, 32)) : FLUSH_GENERAL_ERR;
+  const uint16_t rq_minor = user_codes ? uint16_t(get(wqe[2], 15, 0)) : FLUSH_GENERAL_ERR;
+  const uint16_t minor = qps_.flush(id, bit(wqe[3], 61), bit(wqe[3], 62), sq_minor, rq_minor);
   return {minor ? CQP_MAJOR_ERROR : uint16_t(0), minor, 0};
 }
 

@@ -44,6 +44,7 @@ class CqpEngine {
   Outcome execute(const uint64_t* wqe);
   Outcome create_cq(const uint64_t* wqe);
   Outcome destroy_cq(const uint64_t* wqe);
+  Outcome flush_wqes(const uint64_t* wqe);
   Outcome qp_command(uint8_t op, const uint64_t* wqe);
   void fail(uint16_t major, uint16_t minor);
 

@@ -184,9 +184,8 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
   }
   QpContext& peer = peer_it->second;
   if (peer.in_error) {  // nobody answers: the requester retries until it gives up
-    counters_.wqe_errors++;
-    complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_RETRY_EXC_ERR);
-    return Result::done;
+    enter_error(qp, FLUSH_RETRY_EXC_ERR);
+    return Result::failed;
   }
 
   // A SEND, or a WRITE with immediate data, needs a receive at the peer before anything
@@ -304,7 +303,7 @@ QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_
   auto peer_it = qps_.find(uint32_t(get(wqe[2], 55, 32)));
   Fragments receive;
   bool delivered = false;
-  if (peer_it != qps_.end() && peer_it->second.type == QP_TYPE_ROCE_UD &&
+  if (peer_it != qps_.end() && peer_it->second.type == QP_TYPE_ROCE_UD && !peer_it->second.in_error &&
       peer_it->second.qkey == uint32_t(get(wqe[2], 31, 0)) &&
       next_receive(peer_it->second, receive) == Receive::posted) {
     QpContext& peer = peer_it->second;
@@ -351,12 +350,19 @@ bool QpEngine::inject_fault(uint32_t qp_id, uint64_t nth, uint16_t minor) {
   return true;
 }
 
-void QpEngine::enter_error(QpContext& qp, uint16_t minor) {
+uint16_t QpEngine::flush(uint32_t qp_id, bool sq, bool rq, uint16_t sq_minor, uint16_t rq_minor) {
+  auto it = qps_.find(qp_id);
+  if (it == qps_.end()) return CQP_MINOR_NO_SUCH_OBJECT;
+  enter_error(it->second, sq, rq, sq_minor, rq_minor);
+  return 0;
+}
+
+void QpEngine::enter_error(QpContext& qp, bool sq, bool rq, uint16_t sq_minor, uint16_t rq_minor) {
+  if (!qp.in_error) counters_.qps_in_error++;
   qp.in_error = true;
-  counters_.qps_in_error++;
-  trace_.event(time_.now_ps(), "qp_error").num("qp", qp.id).num("minor", minor);
-  flush_sq(qp, minor);
-  flush_rq(qp, minor);
+  trace_.event(time_.now_ps(), "qp_error").num("qp", qp.id).num("sq_minor", sq_minor).num("rq_minor", rq_minor);
+  if (sq) flush_sq(qp, sq_minor);
+  if (rq) flush_rq(qp, rq_minor);
 }
 
 void QpEngine::post_flush_cqe(const QpContext& qp, bool sq, uint16_t wqe_idx, uint8_t op,
@@ -475,18 +481,19 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
     if (!fits) {
       counters_.wqe_errors++;
       complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_LOC_QP_OP_ERR);
+    } else if (op != SQ_NOP && int64_t(qp.requests) == qp.fault_at) {
+      r = Result::failed;
+      enter_error(qp, qp.fault_minor);
     } else if (op == SQ_NOP || op == SQ_INV_STAG) {
       // Memory keys are not modelled, so invalidating one changes nothing here.
       if (bit(wqe[3], 62)) complete_sq(qp, op, 0, 0);
-    } else if (int64_t(qp.requests) == qp.fault_at) {
-      enter_error(qp, qp.fault_minor);
-      return Result::done;
     } else if (executable(op)) {
       r = execute(qp, wqe, op);
     } else {
       counters_.wqe_errors++;
       complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_LOC_QP_OP_ERR);
     }
+    if (r == Result::failed) return Result::done;  // flushed: nothing more runs
     if (r == Result::rnr) {
       counters_.rnr_stalls++;
       return r;

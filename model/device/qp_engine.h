@@ -54,7 +54,9 @@ struct QpEngineCounters {
 
 class QpEngine {
  public:
-  enum class Result { done, rnr };
+  // done: the SQ ran dry; rnr: blocked on an empty peer RQ (retry later); failed: the QP
+  // moved to error (its queues flushed).
+  enum class Result { done, rnr, failed };
 
   QpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
            trace::TraceLog& trace);
@@ -74,6 +76,9 @@ class QpEngine {
   // code `minor`: the QP then moves to the error state and its queues are flushed. A
   // test-bench hook, as pre-silicon error injection is. False when there is no such QP.
   bool inject_fault(uint32_t qp_id, uint64_t nth, uint16_t minor);
+  // FLUSH_WQES: moves the QP to error and flushes the queues named, the first WQE of each
+  // with the minor given. Returns a CQP minor code or 0.
+  uint16_t flush(uint32_t qp_id, bool sq, bool rq, uint16_t sq_minor, uint16_t rq_minor);
   const QpEngineCounters& counters() const { return counters_; }
 
  private:
@@ -101,7 +106,8 @@ class QpEngine {
   Result execute_ud(QpContext& qp, const uint64_t* wqe, uint8_t op);
   Result execute_atomic(QpContext& qp, const uint64_t* wqe, uint8_t op);
   uint8_t receive_opcode(uint8_t sq_op, bool imm) const;
-  void enter_error(QpContext& qp, uint16_t minor);
+  void enter_error(QpContext& qp, uint16_t minor) { enter_error(qp, true, true, minor, minor); }
+  void enter_error(QpContext& qp, bool sq, bool rq, uint16_t sq_minor, uint16_t rq_minor);
   void flush_sq(QpContext& qp, uint16_t minor);
   void flush_rq(QpContext& qp, uint16_t minor);
   void post_flush_cqe(const QpContext& qp, bool sq, uint16_t wqe_idx, uint8_t op, uint16_t minor);

@@ -37,6 +37,7 @@ enum CqpOp : uint8_t {
   OP_DESTROY_QP = 0x02,
   OP_CREATE_CQ = 0x03,
   OP_DESTROY_CQ = 0x05,
+  OP_FLUSH_WQES = 0x22,
 };
 
 inline constexpr uint8_t QP_TYPE_ROCE_UD = 4;  // CREATE_QP QPTYPE

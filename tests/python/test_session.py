@@ -215,12 +215,27 @@ FLUSH_CASE = """
     assert len(got) == 2 + 2 + 2 + 3
     c = s.counters()
     assert c["qps_in_error"] == 1 and c["flush_cqes"] == {flush_cqes}, c
-    # A SEND to the QP in error gets no answer: a message error (major 2) for retries
-    # exhausted (minor 8), which the driver reports as IB_WC_GENERAL_ERR.
+    # A SEND to the QP in error gets no answer: b retries until it gives up and moves to
+    # error too; its SEND reports retries exceeded, its receives flush after it.
     w = s.post_send(b, b"late")
     s.run_for_ns(5000)
-    late = [c for c in s.poll(cq) if c["wr_id"] == w]
-    assert late and late[0]["status"] == 21 and late[0]["vendor_err"] == 0x20008, late
+    late = s.poll(cq)
+    assert [c["wr_id"] for c in late][0] == w, late
+    assert late[0]["status"] == 12 and late[0]["vendor_err"] == 0x10008, late
+    assert [c["status"] for c in late[1:]] == [12, 5], late
+    assert s.counters()["qps_in_error"] == 2
+    # Work posted once the driver knows a QP is flushed never reaches the device: the
+    # driver completes it itself (spec G.7), after IRDMA_FLUSH_DELAY_MS.
+    w = s.post_send(a, b"after")
+    r = s.post_recv(a)
+    assert s.poll(cq) == []
+    s.run_for_ns(19_000_000)
+    assert s.poll(cq) == []
+    s.run_for_ns(2_000_000)
+    gen = s.poll(cq)
+    assert [(c["wr_id"], c["status"], c["vendor_err"], c["byte_len"]) for c in gen] == [
+        (w, 5, 0x10001, 0), (r, 5, 0x10001, 0)], gen
+    assert gen[0]["opcode"] == 0 and gen[1]["opcode"] == 128, gen
 """
 
 

@@ -1,0 +1,135 @@
+// Flushing a QP's work: FLUSH_WQES through the CQP (spec F.7), and the completions the
+// driver makes itself for work the device will never see (spec G.7).
+#include <algorithm>
+#include <cerrno>
+
+#include "driver/irdma/irdma_device.h"
+
+namespace irdma {
+
+using namespace ibcore;
+
+namespace {
+
+// The kernel's IRDMA_FLUSH_DELAY_MS: the device's own flush CQEs land first.
+constexpr uint64_t IRDMA_FLUSH_DELAY_NS = 20'000'000;
+
+}  // namespace
+
+int irdma_device::flush_qp(irdma_qp* qp) {
+  if (qp->flush_issued) return -EALREADY;
+  // A ULP's move to error carries no asynchronous event: every WQE flushes as general.
+  const int ret = cqp_.exec(IRDMA_CQP_OP_FLUSH_WQES, [&](uint64_t* wqe) {
+    wqe[2] = FIELD_PREP(IRDMA_CQPSQ_FWQE_SQMJERR, IRDMA_FLUSH_MAJOR_ERR) |
+             FIELD_PREP(IRDMA_CQPSQ_FWQE_SQMNERR, FLUSH_GENERAL_ERR) |
+             FIELD_PREP(IRDMA_CQPSQ_FWQE_RQMJERR, IRDMA_FLUSH_MAJOR_ERR) |
+             FIELD_PREP(IRDMA_CQPSQ_FWQE_RQMNERR, FLUSH_GENERAL_ERR);
+    return FIELD_PREP(IRDMA_CQPSQ_QP_QPID, qp->qp_num) | IRDMA_CQPSQ_FWQE_USERFLCODE |
+           IRDMA_CQPSQ_FWQE_FLUSHSQ | IRDMA_CQPSQ_FWQE_FLUSHRQ;
+  });
+  if (ret) return ret;
+  qp->flush_issued = true;
+  schedule_flush(qp);
+  return 0;
+}
+
+// mod_delayed_work: every call pushes the work's time back.
+void irdma_device::schedule_flush(irdma_qp* qp) {
+  if (!qp->flush_due_ns) flush_work_.push_back(qp);
+  qp->flush_due_ns = hw_.exec.now_ns() + IRDMA_FLUSH_DELAY_NS;
+}
+
+// No asynchronous event queue yet (issue 5): the driver learns that the device flushed a
+// QP from the first flush CQE it polls for it.
+void irdma_device::take_newly_flushed(irdma_cq* cq) {
+  for (irdma_qp_uk* uk : cq->sc_cq.newly_flushed) {
+    irdma_qp* qp = to_iwqp(uk);
+    qp->flush_issued = true;
+    schedule_flush(qp);
+  }
+  cq->sc_cq.newly_flushed.clear();
+}
+
+void irdma_device::run_flush_work() {
+  const uint64_t now = hw_.exec.now_ns();
+  std::vector<irdma_cq*> notify;
+  for (size_t i = 0; i < flush_work_.size();) {
+    irdma_qp* qp = flush_work_[i];
+    if (qp->flush_due_ns > now) {
+      i++;
+      continue;
+    }
+    bool again = false;
+    for (bool sq : {true, false}) {
+      auto* cq = static_cast<irdma_cq*>(sq ? qp->send_cq : qp->recv_cq);
+      // Unpolled CQEs of the QP come first: they may stand for the same WQEs.
+      if (irdma_uk_cq_holds_qp(&cq->sc_cq, qp->qp_uk.compl_ctx)) {
+        again = true;
+      } else {
+        const size_t before = cq->cmpl_generated.size();
+        generate_flush_completions(qp, sq);
+        if (cq->cmpl_generated.size() != before && cq->armed) notify.push_back(cq);
+      }
+    }
+    if (again) {
+      qp->flush_due_ns = now + IRDMA_FLUSH_DELAY_NS;
+      i++;
+    } else {
+      qp->flush_due_ns = 0;
+      flush_work_.erase(flush_work_.begin() + ptrdiff_t(i));
+    }
+  }
+  // Handlers may poll, and so come back here: call them once the list is settled.
+  for (irdma_cq* cq : notify)
+    if (cq->comp_handler) cq->comp_handler(cq);
+}
+
+// Every WQE from the ring's tail becomes a general flush completion, in order; SQ NOPs
+// complete silently.
+void irdma_device::generate_flush_completions(irdma_qp* qp, bool sq) {
+  irdma_qp_uk& q = qp->qp_uk;
+  auto* cq = static_cast<irdma_cq*>(sq ? qp->send_cq : qp->recv_cq);
+  irdma_cq_poll_info rec;
+  rec.comp_status = IRDMA_COMPL_STATUS_FLUSHED;
+  rec.error = true;
+  rec.major_err = IRDMA_FLUSH_MAJOR_ERR;
+  rec.minor_err = FLUSH_GENERAL_ERR;
+  rec.qp_handle = &q;
+  rec.qp_id = q.qp_id;
+  rec.q_type = sq ? IRDMA_CQE_QTYPE_SQ : IRDMA_CQE_QTYPE_RQ;
+  if (sq) {
+    while (ring_used(q.sq_ring)) {
+      const irdma_sq_wr_trk_info& trk = q.sq_wrtrk_array[q.sq_ring.tail];
+      q.sq_ring.tail = ring_add(q.sq_ring.tail, trk.quanta ? trk.quanta : 1, q.sq_ring.size);
+      if (trk.op == IRDMA_OP_TYPE_NOP) continue;
+      rec.wr_id = trk.wrid;
+      rec.op_type = trk.op;
+      cq->cmpl_generated.push_back(rec);
+    }
+    q.sq_flush_complete = true;
+  } else {
+    rec.op_type = IRDMA_OP_TYPE_REC;
+    while (ring_used(q.rq_ring)) {
+      rec.wr_id = q.rq_wrid_array[q.rq_ring.tail];
+      q.rq_ring.tail = ring_next(q.rq_ring.tail, q.rq_ring.size);
+      cq->cmpl_generated.push_back(rec);
+    }
+    q.rq_flush_complete = true;
+  }
+}
+
+// A destroyed QP's flush work, generated completions and pending notes go with it.
+void irdma_device::forget_flush_work(irdma_qp* qp) {
+  flush_work_.erase(std::remove(flush_work_.begin(), flush_work_.end(), qp), flush_work_.end());
+  for (ib_cq* ibcq : {qp->send_cq, qp->recv_cq}) {
+    auto* cq = static_cast<irdma_cq*>(ibcq);
+    auto& gen = cq->cmpl_generated;
+    gen.erase(std::remove_if(gen.begin(), gen.end(),
+                             [&](const irdma_cq_poll_info& r) { return r.qp_handle == &qp->qp_uk; }),
+              gen.end());
+    auto& noted = cq->sc_cq.newly_flushed;
+    noted.erase(std::remove(noted.begin(), noted.end(), &qp->qp_uk), noted.end());
+  }
+}
+
+}  // namespace irdma
