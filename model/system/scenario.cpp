@@ -6,9 +6,36 @@
 
 namespace irdma_sim::system {
 
+const std::vector<std::string> kFlushCodeNames = {
+    "invalid",      "general_err",   "prot_err",    "rem_access_err",  "loc_qp_op_err",
+    "rem_op_err",   "loc_len_err",   "fatal_err",   "retry_exc_err",   "mw_bind_err",
+    "rem_inv_req_err", "rnr_retry_exc_err"};
+
 namespace {
 
 constexpr uint32_t kUdMtu = 4096;
+
+void read_faults(const YamlMap& top, Scenario& sc) {
+  for (const YamlMap& f : top.list_of_maps("faults")) {
+    f.allow({"pair", "side", "request", "rate", "code"});
+    FaultSpec fault;
+    const std::string pair = f.str("pair", "");
+    auto it = std::find_if(sc.pairs.begin(), sc.pairs.end(),
+                           [&](const QpPairSpec& p) { return p.name == pair; });
+    if (it == sc.pairs.end()) f.fail("key 'pair': no QP pair named '" + pair + "'");
+    fault.pair = size_t(it - sc.pairs.begin());
+    if (it->ud) f.fail("key 'pair': faults are injected on RC pairs only");
+    for (const FaultSpec& other : sc.faults)
+      if (other.pair == fault.pair) f.fail("key 'pair': one fault per QP pair");
+    fault.side = unsigned(f.choice("side", 0, {"a", "b"}));
+    if (f.has("request") == f.has("rate")) f.fail("a fault needs exactly one of 'request' and 'rate'");
+    fault.request = f.i64("request", -1, 0, INT64_MAX);
+    fault.rate = f.f64("rate", 0, 1e-9, 1);
+    fault.flush_code = uint16_t(f.choice("code", 0, std::vector<std::string>(
+                                                      kFlushCodeNames.begin() + 1, kFlushCodeNames.end())) + 1);
+    sc.faults.push_back(fault);
+  }
+}
 
 void read_device(const YamlMap& m, device::DeviceConfig& d) {
   m.allow({"generation", "clock_mhz", "cycles", "max_cq", "max_qp", "num_ceqs", "max_cqe",
@@ -80,7 +107,7 @@ Scenario load_scenario(const std::string& path) {
   Scenario sc;
   sc.file = path;
   const YamlMap top(load_yaml_file(path), path, "");
-  top.allow({"name", "description", "seed", "config", "pool", "qp_pairs", "traffic"});
+  top.allow({"name", "description", "seed", "config", "pool", "qp_pairs", "traffic", "faults"});
   sc.name = top.str("name", "");
   if (sc.name.empty()) top.fail("key 'name' is required");
   sc.description = top.str("description", "");
@@ -134,6 +161,7 @@ Scenario load_scenario(const std::string& path) {
     t.fail("key 'traffic.inv_every': a UD datagram cannot invalidate a remote STag");
   if (any_ud && tr.max_bytes > kUdMtu)
     t.fail("key 'traffic.max_bytes': a UD datagram is at most " + std::to_string(kUdMtu) + " bytes");
+  read_faults(top, sc);
   return sc;
 }
 

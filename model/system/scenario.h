@@ -20,6 +20,17 @@ struct QpPairSpec {
   bool ud = false;           // unreliable datagram: SENDs only, addressed per WR
 };
 
+// An injected fault (spec G.5): one request of one QP fails with a flush code, so the QP
+// moves to error and its queues flush. The request is named, or drawn per request with
+// probability `rate` from the seed (the first that fails is the fault).
+struct FaultSpec {
+  size_t pair = 0;           // index into Scenario::pairs
+  unsigned side = 0;         // 0: the pair's first QP, 1: its second
+  int64_t request = -1;      // the failing request's number on the QP, from 0; or -1
+  double rate = 0;           // used when request is -1
+  uint16_t flush_code = 1;   // enum irdma_flush_opcode
+};
+
 enum class TrafficOp { send, write, write_imm, read, fetch_add, cmp_swap, local_inv };
 
 struct TrafficSpec {
@@ -44,7 +55,11 @@ struct Scenario {
   ibcore::ib_poll_context poll_ctx = ibcore::IB_POLL_SOFTIRQ;
   std::vector<QpPairSpec> pairs;
   TrafficSpec traffic;
+  std::vector<FaultSpec> faults;
 };
+
+// The names scenarios give flush codes, indexed by enum irdma_flush_opcode.
+extern const std::vector<std::string> kFlushCodeNames;
 
 // Throws ScenarioError naming the file, the line and the key.
 Scenario load_scenario(const std::string& path);

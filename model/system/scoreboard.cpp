@@ -1,5 +1,7 @@
 #include "model/system/scoreboard.h"
 
+#include <algorithm>
+#include <iterator>
 #include <numeric>
 
 namespace irdma_sim::system {
@@ -14,6 +16,18 @@ constexpr const char* kStatus = "expected_status_and_opcode";
 constexpr const char* kFields = "expected_byte_len_and_immediate";
 constexpr const char* kQp = "completion_attributed_to_its_qp";
 constexpr const char* kPayload = "payload_integrity";
+constexpr const char* kErrors = "error_completions_as_injected";
+
+// What a flush code reports (spec G.5), kept here apart from the driver's table.
+ib_wc_status flush_status(uint16_t minor) {
+  static const ib_wc_status table[] = {
+      IB_WC_FATAL_ERR,      IB_WC_WR_FLUSH_ERR,   IB_WC_LOC_PROT_ERR,    IB_WC_REM_ACCESS_ERR,
+      IB_WC_LOC_QP_OP_ERR,  IB_WC_REM_OP_ERR,     IB_WC_LOC_LEN_ERR,     IB_WC_FATAL_ERR,
+      IB_WC_RETRY_EXC_ERR,  IB_WC_MW_BIND_ERR,    IB_WC_REM_INV_REQ_ERR, IB_WC_RNR_RETRY_EXC_ERR};
+  return minor < std::size(table) ? table[minor] : IB_WC_FATAL_ERR;
+}
+
+constexpr uint16_t kGeneralFlush = 1, kRetryExceeded = 8;
 
 std::string wr(uint64_t id) { return "wr_id " + std::to_string(id); }
 
@@ -62,30 +76,100 @@ void Scoreboard::compare(const char* what, const ExpectedCompletion& e, const ib
                   std::to_string(e.qp_num));
 }
 
+void Scoreboard::expect_fault(unsigned qp, uint64_t request, uint16_t minor) {
+  state_[qp].faulted = true;
+  state_[qp].fault_request = request;
+  state_[qp].fault_minor = minor;
+}
+
 void Scoreboard::check_send(unsigned qp, const ib_wc& wc, bool payload_ok) {
   checked_++;
   auto& q = sq_[qp];
+  // A successful completion retires the unsignaled sends before it; a flush reports them.
+  if (wc.status == IB_WC_SUCCESS)
+    while (!q.empty() && !q.front().signaled && q.front().wr_id != wc.wr_id) q.pop_front();
   if (q.empty() || q.front().wr_id != wc.wr_id) {
     fail(kOnce, "send completion " + wr(wc.wr_id) + " on QP index " + std::to_string(qp) +
                     (q.empty() ? " with nothing outstanding"
                                : " out of order; expected " + wr(q.front().wr_id)));
     return;
   }
-  compare("send", q.front(), wc);
+  const ExpectedCompletion e = q.front();
   q.pop_front();
+  if (wc.status != IB_WC_SUCCESS || state_[qp].sq_error) {
+    check_error(qp, true, e, wc);
+    return;
+  }
+  compare("send", e, wc);
   if (!payload_ok) fail(kPayload, "send " + wr(wc.wr_id) + ": the RDMA data moved is not what was expected");
+}
+
+// The first error of a queue carries the QP's flush code (an injected fault), retries
+// exceeded (its peer went away) or a general flush (the workload moved it to error); every
+// later completion is a general flush. Error completions say nothing of length or
+// immediate data; the opcode of a flushed send is still the one posted.
+void Scoreboard::check_error(unsigned qp, bool sq, const ExpectedCompletion& e, const ib_wc& wc) {
+  QpState& st = state_[qp];
+  bool& in_error = sq ? st.sq_error : st.rq_error;
+  const std::string id = std::string(sq ? "send " : "receive ") + wr(e.wr_id) + " on QP index " +
+                         std::to_string(qp);
+  std::vector<uint16_t> allowed;  // flush codes this completion may carry
+  if (in_error) {
+    allowed = {kGeneralFlush};
+  } else {
+    in_error = true;
+    if (!sq) messages_[qp].clear();  // what had not arrived never will
+    if (st.faulted) {
+      // A receive queue empty at the fault has its later receives flushed in software.
+      allowed = sq ? std::vector<uint16_t>{st.fault_minor} : std::vector<uint16_t>{st.fault_minor, kGeneralFlush};
+      if (sq && e.seq > st.fault_request)
+        fail(kErrors, id + ": the first error comes after the faulted request " +
+                          std::to_string(st.fault_request));
+      const auto& rest = sq_[qp];
+      if (sq && std::any_of(rest.begin(), rest.end(), [&](const ExpectedCompletion& x) {
+            return x.signaled && x.seq < st.fault_request;
+          }))
+        fail(kErrors, id + ": a signaled send before the faulted request was flushed");
+    } else if (st.peer_faulted) {
+      allowed = {kRetryExceeded, kGeneralFlush};
+    }
+  }
+  if (wc.status == IB_WC_SUCCESS) {
+    fail(kErrors, id + ": succeeded after its queue reported an error");
+    return;
+  }
+  const uint16_t minor = uint16_t(wc.vendor_err & 0xFFFF);
+  const bool known = wc.vendor_err >> 16 == 1 &&
+                     std::find(allowed.begin(), allowed.end(), minor) != allowed.end();
+  if (!known || wc.status != flush_status(minor))
+    fail(kErrors, id + ": status " + std::to_string(wc.status) + ", vendor_err " +
+                      std::to_string(wc.vendor_err) +
+                      (allowed.empty() ? " on a QP no fault touches" : " is not a flush this queue may report"));
+  if (sq && wc.opcode != e.opcode)
+    fail(kStatus, id + ": flushed with opcode " + std::to_string(wc.opcode) + ", expected " +
+                      std::to_string(e.opcode));
+  if (wc.wc_flags != 0) fail(kFields, id + ": an error completion with wc_flags " + std::to_string(wc.wc_flags));
+  if (wc.qp != e.qp) fail(kQp, id + ": ib_wc.qp is not the QP the work request was posted on");
 }
 
 void Scoreboard::check_recv(unsigned qp, const ib_wc& wc, bool payload_ok) {
   checked_++;
   auto& posted = rq_[qp];
   auto& msgs = messages_[qp];
-  if (posted.empty() || posted.front() != wc.wr_id) {
+  if (posted.empty() || posted.front().wr_id != wc.wr_id) {
     fail(kMessages, "receive completion " + wr(wc.wr_id) + " on QP index " + std::to_string(qp) +
                         (posted.empty() ? " with no receive posted" : " out of RQ order"));
     return;
   }
+  const PostedRecv recv = posted.front();
   posted.pop_front();
+  if (wc.status != IB_WC_SUCCESS || state_[qp].rq_error) {
+    ExpectedCompletion e;
+    e.wr_id = recv.wr_id;
+    e.qp = recv.qp;
+    check_error(qp, false, e, wc);
+    return;
+  }
   if (msgs.empty()) {
     fail(kMessages, "receive " + wr(wc.wr_id) + " completed with no message sent to it");
     return;
@@ -102,8 +186,10 @@ void Scoreboard::record(const std::string& name, bool passed, const std::string&
 }
 
 size_t Scoreboard::outstanding_sends() const {
-  return std::accumulate(sq_.begin(), sq_.end(), size_t(0),
-                         [](size_t n, const auto& q) { return n + q.size(); });
+  size_t n = 0;
+  for (const auto& q : sq_)
+    n += size_t(std::count_if(q.begin(), q.end(), [](const ExpectedCompletion& e) { return e.signaled; }));
+  return n;
 }
 
 size_t Scoreboard::undelivered_messages() const {
@@ -132,6 +218,13 @@ std::vector<Check> Scoreboard::checks() const {
   verdict(kFields, n, 0, "");
   verdict(kQp, n, 0, "");
   verdict(kPayload, n, 0, "");
+  size_t unseen = 0, faults = 0;
+  for (const QpState& st : state_) {
+    faults += st.faulted;
+    unseen += st.faulted && !st.sq_error;
+  }
+  verdict(kErrors, std::to_string(faults) + " injected fault(s), each reported as injected", unseen,
+          "injected fault(s) never reported");
   out.insert(out.end(), recorded_.begin(), recorded_.end());
   return out;
 }

@@ -36,20 +36,33 @@ struct ExpectedCompletion {
   bool with_smac = false;
   uint64_t smac = 0;  // 48 bits, first byte highest
   uint16_t vlan_tci = 0;
+  uint64_t seq = 0;        // a send's number on its QP
+  bool signaled = true;    // an unsignaled send completes only when flushed
 };
 
 class Scoreboard {
  public:
-  explicit Scoreboard(size_t qps) : sq_(qps), rq_(qps), messages_(qps) {}
+  explicit Scoreboard(size_t qps) : sq_(qps), rq_(qps), messages_(qps), state_(qps) {}
 
-  // A signaled send posted on QP `qp` (unsignaled ones complete nothing).
+  // A send posted on QP `qp`. An unsignaled one completes only if a flush reports it; a
+  // signaled completion retires the unsignaled ones before it.
   void expect_send(unsigned qp, const ExpectedCompletion& send) { sq_[qp].push_back(send); }
-  // A message QP `qp` will receive, signaled or not at its sender.
+  // A message QP `qp` will receive, signaled or not at its sender (lost once its RQ is in
+  // error).
   void expect_message(unsigned qp, const ExpectedCompletion& message) {
-    messages_[qp].push_back(message);
+    if (!state_[qp].rq_error) messages_[qp].push_back(message);
   }
-  // A receive posted on QP `qp`.
-  void expect_recv(unsigned qp, uint64_t wr_id) { rq_[qp].push_back(wr_id); }
+  // Request `request` of QP `qp` fails with flush code `minor`: from the oldest send not
+  // yet retired, the first reports that code and the rest a general flush, and no
+  // signaled send lies between that one and the request. Its receives flush too.
+  void expect_fault(unsigned qp, uint64_t request, uint16_t minor);
+  // QP `qp`'s peer is faulted: its queues may flush (retries exceeded, or moved to error
+  // by the workload).
+  void expect_peer_fault(unsigned qp) { state_[qp].peer_faulted = true; }
+  // A receive posted on QP `qp` (`ibqp`).
+  void expect_recv(unsigned qp, uint64_t wr_id, const ibcore::ib_qp* ibqp) {
+    rq_[qp].push_back({wr_id, ibqp});
+  }
 
   // `payload_ok`: what an RDMA WRITE wrote or a READ read is what it should be.
   void check_send(unsigned qp, const ibcore::ib_wc& wc, bool payload_ok = true);
@@ -67,10 +80,25 @@ class Scoreboard {
  private:
   void fail(const std::string& check, const std::string& detail);
   void compare(const char* what, const ExpectedCompletion& e, const ibcore::ib_wc& wc);
+  struct QpState {
+    bool faulted = false;
+    uint64_t fault_request = 0;
+    uint16_t fault_minor = 0;
+    bool peer_faulted = false;
+    bool sq_error = false;  // the SQ reported its first error
+    bool rq_error = false;
+  };
+  // An error completion of QP `qp`'s SQ (`sq`) or RQ for `e`.
+  void check_error(unsigned qp, bool sq, const ExpectedCompletion& e, const ibcore::ib_wc& wc);
 
   std::vector<std::deque<ExpectedCompletion>> sq_;
-  std::vector<std::deque<uint64_t>> rq_;
+  struct PostedRecv {
+    uint64_t wr_id;
+    const ibcore::ib_qp* qp;
+  };
+  std::vector<std::deque<PostedRecv>> rq_;
   std::vector<std::deque<ExpectedCompletion>> messages_;
+  std::vector<QpState> state_;
   struct Failures {
     uint64_t count = 0;
     std::string first;

@@ -1,6 +1,8 @@
 #include "model/system/workload.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <deque>
 
@@ -108,6 +110,9 @@ struct Workload::Qp {
   std::vector<uint64_t> atomic_values;  // of the peer's atomic slots, as this QP leaves them
   uint64_t sends_total = 0, sends_posted = 0, sends_done = 0;
   uint64_t recvs_total = 0, recvs_posted = 0, recvs_done = 0;
+  // An error completion broke the connection: the workload moves the peer to error too,
+  // as a ULP tearing the connection down does.
+  bool broken = false, peer_flushed = false;
 };
 
 Workload::Workload(Simulation& sim, const Scenario& sc, Scoreboard& sb, CompletionLog& log)
@@ -178,6 +183,7 @@ bool Workload::setup() {
       return false;
     }
   }
+  inject_faults();
   counters_.pool_cqs = 0;
   for (const auto& pool : dev_.cq_pools) counters_.pool_cqs += pool.size();
   for (auto& q : qps_) {
@@ -198,6 +204,26 @@ bool Workload::setup() {
   return true;
 }
 
+// Registers the scenario's faults with the device and the expectation model. A fault by
+// rate fails each request with that probability: the first that fails is drawn from the
+// seed (geometrically), and may lie beyond the QP's last request.
+void Workload::inject_faults() {
+  for (const FaultSpec& f : sc_.faults) {
+    Qp& q = *qps_[2 * f.pair + f.side];
+    uint64_t request = uint64_t(f.request);
+    if (f.request < 0) {
+      const double u = double(splitmix64(sc_.seed ^ 0xFA17 ^ (uint64_t(q.index) << 32)) >> 11) * 0x1p-53;
+      const double n = f.rate >= 1 ? 0 : std::floor(std::log1p(-u) / std::log1p(-f.rate));
+      request = n < double(q.sends_total) ? uint64_t(n) : q.sends_total;
+    }
+    counters_.faults.push_back({q.bq->qp_num(), request, f.flush_code});
+    if (request >= q.sends_total) continue;
+    sim_.device().inject_fault(q.bq->qp_num(), request, f.flush_code);
+    sb_.expect_fault(q.index, request, f.flush_code);
+    sb_.expect_peer_fault(q.peer->index);
+  }
+}
+
 int Workload::post_recv(Qp& q) {
   const uint32_t slot = uint32_t(q.recvs_posted % q.bq->rq_depth());
   WrCtx& ctx = q.recv_ctx[slot];
@@ -213,7 +239,7 @@ int Workload::post_recv(Qp& q) {
     sb_.record("post_recv", false, "post_recv failed, errno " + std::to_string(-ret));
     return ret;
   }
-  sb_.expect_recv(q.index, ctx.wr_id);
+  sb_.expect_recv(q.index, ctx.wr_id, q.bq->qp());
   q.recvs_posted++;
   counters_.recvs_posted++;
   return 0;
@@ -348,7 +374,9 @@ int Workload::post_sends(Qp& q) {
       sb_.expect_message(q.peer->index, msg);
       q.peer->incoming.push_back({seq, op, len});
     }
-    if (signaled) sb_.expect_send(q.index, done);
+    done.seq = seq;
+    done.signaled = signaled;
+    sb_.expect_send(q.index, done);
     wrs.push_back(wr);
   }
   if (wrs.empty()) return 0;
@@ -370,6 +398,10 @@ int Workload::post_sends(Qp& q) {
 void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
   counters_.completions++;
   if (wc.status < counters_.by_status.size()) counters_.by_status[wc.status]++;
+  if (wc.status != IB_WC_SUCCESS) {
+    ctx.qp->broken = true;
+    if (wc.vendor_err >> 16 == irdma::IRDMA_FLUSH_MAJOR_ERR) counters_.flushed++;
+  }
   auto it = std::find_if(counters_.by_opcode.begin(), counters_.by_opcode.end(),
                          [&](const auto& p) { return p.first == wc.opcode; });
   if (it == counters_.by_opcode.end())
@@ -426,7 +458,9 @@ void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {
   wl.completed(cq, ctx, copy);
   q.recvs_done++;
   bool payload_ok = true;
-  if (!q.incoming.empty()) {
+  if (wc->status != IB_WC_SUCCESS) {
+    q.incoming.clear();  // the RQ is in error: nothing on its way arrives any more
+  } else if (!q.incoming.empty()) {
     // A SEND's bytes are in the receive buffer, a WRITE's in this QP's window.
     const Incoming msg = q.incoming.front();
     q.incoming.pop_front();
@@ -434,11 +468,18 @@ void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {
                             ? q.bq->recv_slot(ctx.slot)
                             : q.bq->window_slot(uint32_t(msg.seq % q.peer->bq->sq_depth()));
     const uint32_t len = std::min(wc->byte_len, q.bq->slot_bytes());
-    payload_ok = wc->status != IB_WC_SUCCESS ||
-                 payload_equals(at, len, payload_key(wl.sc_.seed, q.peer->index, msg.seq));
+    payload_ok = payload_equals(at, len, payload_key(wl.sc_.seed, q.peer->index, msg.seq));
   }
   wl.sb_.check_recv(q.index, copy, payload_ok);
   if (q.recvs_posted < q.recvs_total) wl.post_recv(q);
+}
+
+int Workload::flush_peer(Qp& q) {
+  q.peer_flushed = true;
+  const int ret = dev_.flush_qp(q.peer->bq->qp());
+  if (ret && ret != -EALREADY)
+    sb_.record("flush_qp", false, "moving a QP to error failed, errno " + std::to_string(-ret));
+  return 1;
 }
 
 bool Workload::finished() const {
@@ -452,7 +493,10 @@ void Workload::traffic() {
   uint64_t last_progress = exec.now_ns();
   while (!finished()) {
     int progress = 0;
-    for (auto& q : qps_) progress += post_sends(*q);
+    for (auto& q : qps_) {
+      if (q->broken && !q->peer_flushed) progress += flush_peer(*q);
+      progress += post_sends(*q);
+    }
     for (ib_cq* cq : cqs_) progress += ib_process_cq_direct(cq, IB_POLL_BUDGET_IRQ);
     if (progress) {
       last_progress = exec.now_ns();

@@ -19,16 +19,24 @@ namespace irdma_sim::system {
 
 class Simulation;
 
+struct InjectedFault {
+  uint32_t qp_num;
+  uint64_t request;  // the QP's last request + 1 when a rate drew none
+  uint16_t flush_code;
+};
+
 struct WorkloadCounters {
   uint64_t sends_posted = 0;
   uint64_t recvs_posted = 0;
   uint64_t completions = 0;
+  uint64_t flushed = 0;  // completions the flush path made (vendor_err major 1)
   uint64_t doorbells = 0;
   uint64_t post_errors = 0;
   uint64_t idle_polls = 0;
   uint64_t pool_cqs = 0;
   std::vector<uint64_t> by_status = std::vector<uint64_t>(ibcore::IB_WC_GENERAL_ERR + 1);
   std::vector<std::pair<uint32_t, uint64_t>> by_opcode;  // (opcode, count), first-seen order
+  std::vector<InjectedFault> faults;
 };
 
 class Workload {
@@ -48,6 +56,8 @@ class Workload {
   static void on_recv_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
 
   bool setup();
+  void inject_faults();
+  int flush_peer(Qp& q);
   void traffic();
   void teardown();
   int post_sends(Qp& qp);
