@@ -30,7 +30,7 @@ void read_faults(const YamlMap& top, Scenario& sc) {
     fault.side = unsigned(f.choice("side", 0, {"a", "b"}));
     if (f.has("request") == f.has("rate")) f.fail("a fault needs exactly one of 'request' and 'rate'");
     fault.request = f.i64("request", -1, 0, INT64_MAX);
-    fault.rate = f.f64("rate", 0, 1e-9, 1);
+    fault.rate = f.f64("rate", 0, 0, 1);
     fault.flush_code = uint16_t(f.choice("code", 0, std::vector<std::string>(
                                                       kFlushCodeNames.begin() + 1, kFlushCodeNames.end())) + 1);
     sc.faults.push_back(fault);

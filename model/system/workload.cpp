@@ -213,7 +213,9 @@ void Workload::inject_faults() {
     uint64_t request = uint64_t(f.request);
     if (f.request < 0) {
       const double u = double(splitmix64(sc_.seed ^ 0xFA17 ^ (uint64_t(q.index) << 32)) >> 11) * 0x1p-53;
-      const double n = f.rate >= 1 ? 0 : std::floor(std::log1p(-u) / std::log1p(-f.rate));
+      const double n = f.rate >= 1   ? 0
+                       : f.rate <= 0 ? HUGE_VAL
+                                     : std::floor(std::log1p(-u) / std::log1p(-f.rate));
       request = n < double(q.sends_total) ? uint64_t(n) : q.sends_total;
     }
     counters_.faults.push_back({q.bq->qp_num(), request, f.flush_code});

@@ -105,6 +105,32 @@ TEST(Scenario, UdPairsSendDatagramsOnly) {
   EXPECT_NE(error_of("name: t\nqp_pairs:\n  - {type: uc}\n").find("one of rc, ud"), std::string::npos);
 }
 
+TEST(Scenario, FaultsNameAPairASideARequestOrRateAndACode) {
+  const std::string pairs = "name: t\nqp_pairs:\n  - {name: p}\n  - {name: q}\n  - {name: u, type: ud}\n";
+  const Scenario sc = load_scenario(write_temp(
+      "f.yaml", pairs + "faults:\n  - {pair: q, side: b, request: 7, code: rem_access_err}\n"
+                        "  - {pair: p, rate: 0.25}\n"));
+  ASSERT_EQ(sc.faults.size(), 2u);
+  EXPECT_EQ(sc.faults[0].pair, 1u);
+  EXPECT_EQ(sc.faults[0].side, 1u);
+  EXPECT_EQ(sc.faults[0].request, 7);
+  EXPECT_EQ(sc.faults[0].flush_code, 3);  // FLUSH_REM_ACCESS_ERR
+  EXPECT_EQ(sc.faults[1].request, -1);
+  EXPECT_DOUBLE_EQ(sc.faults[1].rate, 0.25);
+  EXPECT_EQ(sc.faults[1].flush_code, 1) << "a general flush unless told";
+  const auto err = [&](const std::string& fault) { return error_of(pairs + "faults:\n  - " + fault + "\n"); };
+  EXPECT_NE(err("{pair: z, request: 1}").find("no QP pair named 'z'"), std::string::npos);
+  EXPECT_NE(err("{pair: u, request: 1}").find("RC pairs only"), std::string::npos);
+  EXPECT_NE(err("{pair: p}").find("exactly one of 'request' and 'rate'"), std::string::npos);
+  EXPECT_NE(err("{pair: p, request: 1, rate: 0.1}").find("exactly one of"), std::string::npos);
+  EXPECT_NE(err("{pair: p, rate: 2}").find("faults[0].rate' must be a number in [0"), std::string::npos);
+  EXPECT_NE(err("{pair: p, request: 1, code: oops}").find("one of general_err, prot_err"), std::string::npos);
+  EXPECT_NE(err("{pair: p, request: 1, side: c}").find("one of a, b"), std::string::npos);
+  EXPECT_NE(error_of(pairs + "faults:\n  - {pair: p, request: 1}\n  - {pair: p, side: b, request: 2}\n")
+                .find("one fault per QP pair"),
+            std::string::npos);
+}
+
 TEST(Scenario, StructuralErrors) {
   EXPECT_NE(error_of("qp_pairs:\n  - name: p\n").find("'name' is required"), std::string::npos);
   EXPECT_NE(error_of("name: t\n").find("at least one pair"), std::string::npos);

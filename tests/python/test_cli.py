@@ -63,6 +63,24 @@ def test_same_seed_gives_identical_outputs_and_another_seed_does_not(scenario, t
     assert (a / "completions.jsonl").read_bytes() != (c / "completions.jsonl").read_bytes()
 
 
+@pytest.mark.parametrize("name", ["errors_flush.yaml", "errors_flush_gen3.yaml"])
+def test_error_scenarios_report_their_faults_and_repeat_exactly(scenario, tmp_path, name):
+    a, b = tmp_path / "a", tmp_path / "b"
+    reports = [irdma_sim.run(scenario(name), out, seed=3) for out in (a, b)]
+    for r in reports:
+        assert r["passed"], [c for c in r["checks"] if not c["passed"]]
+    assert (a / "completions.jsonl").read_bytes() == (b / "completions.jsonl").read_bytes()
+    assert (a / "trace.jsonl").read_bytes() == (b / "trace.jsonl").read_bytes()
+    r = reports[0]
+    assert [(f["request"], f["code"]) for f in r["faults"]][:2] == [(41, "prot_err"), (100, "rem_access_err")]
+    counts = r["counts"]
+    assert counts["qps_in_error"] >= 4 and counts["flushed_completions"] > 0
+    statuses = {s["name"] for s in counts["by_status"]}
+    assert {"IB_WC_LOC_PROT_ERR", "IB_WC_REM_ACCESS_ERR", "IB_WC_WR_FLUSH_ERR"} <= statuses
+    # The healthy pair and the QPs before their faults still complete successfully.
+    assert any(s["name"] == "IB_WC_SUCCESS" and s["count"] > 300 for s in counts["by_status"])
+
+
 def test_malformed_scenario_is_named_with_its_line_and_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nqp_pairs:\n  - name: p\n    sq_dept: 8\n")
