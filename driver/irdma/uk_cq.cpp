@@ -53,8 +53,11 @@ inline irdma_qp_uk* cqe_qp(const irdma_cq_uk* cq, uint64_t qword1, uint32_t qp_i
   return qp && qp->compl_ctx == qword1 ? qp : nullptr;
 }
 
-// The QP is in error: the verbs layer takes it from here (software flush completions).
-__attribute__((cold, noinline)) void note_flush_seen(irdma_cq_uk* cq, irdma_qp_uk* qp) {
+// A flush CQE says the QP is in error: the verbs layer takes it from there (software
+// flush completions). Off the hot path.
+__attribute__((cold, noinline)) void note_error(irdma_cq_uk* cq, irdma_qp_uk* qp,
+                                                const irdma_cq_poll_info* info) {
+  if (info->comp_status != IRDMA_COMPL_STATUS_FLUSHED || qp->flush_seen) return;
   qp->flush_seen = true;
   cq->newly_flushed.push_back(qp);
 }
@@ -151,14 +154,13 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
   info->qp_handle = qp;
   info->op_type = uint8_t(FIELD_GET(IRDMACQ_OP, qword3));
 
-  if (info->comp_status == IRDMA_COMPL_STATUS_FLUSHED && qp && !qp->flush_seen)
-    note_flush_seen(cq, qp);
   if (!qp || qp->destroy_pending) {
     if (qword1 && !qp) cq->corrupt_cqes++;
     ret = -EFAULT;
   } else if (info->q_type == 0) {  // RQ
     uint32_t array_idx = wqe_idx >> qp->rq_shift;
     if (info->comp_status != IRDMA_COMPL_STATUS_SUCCESS) {
+      note_error(cq, qp, info);
       if (ring_used(qp->rq_ring) == 0) {
         ret = -ENOENT;
       } else {
@@ -180,6 +182,7 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
       pring = &qp->rq_ring;
     }
   } else {  // SQ
+    if (info->comp_status == IRDMA_COMPL_STATUS_FLUSHED) note_error(cq, qp, info);
     if (info->comp_status != IRDMA_COMPL_STATUS_FLUSHED) {
       if (!ring_outstanding(qp->sq_ring, wqe_idx) || qp->sq_wrtrk_array[wqe_idx].quanta == 0) {
         cq->corrupt_cqes++;

@@ -1,7 +1,9 @@
 // Driver poll + process_cqe on a pre-filled ring (the 100 M CQE/s target): irdma_poll_ring
 // in batches of 16, as ib-core's pollers call it, over the 8194-slot ring of a 4096-entry
-// CQ that mixes SQ and RQ completions and, in the second variant, extended CQEs. The ring
-// stays in L2, as the ring of a CQ polled as fast as the device fills it does.
+// CQ that mixes SQ and RQ completions; the second variant adds extended CQEs, the third
+// cycles through the SQ opcodes and the receive kinds (immediate, invalidate, RDMA WRITE
+// with immediate) with extended CQEs among them. The ring stays in L2, as the ring of a CQ
+// polled as fast as the device fills it does.
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -19,23 +21,34 @@ using irdma_sim::device::TlmCqeFormatter;
 constexpr uint32_t kRing = 8194;  // the ring of a 4096-entry CQ on GEN_2: (4096 + 1) x 2
 constexpr uint32_t kQueue = 1 << 13;
 
+enum class Mix { sends, extended, opcodes };
+
+constexpr uint8_t kSqOps[] = {IRDMA_OP_TYPE_SEND,          IRDMA_OP_TYPE_RDMA_WRITE,
+                              IRDMA_OP_TYPE_RDMA_READ,     IRDMA_OP_TYPE_SEND_SOL_INV,
+                              IRDMA_OP_TYPE_INV_STAG,      IRDMA_OP_TYPE_RDMA_WRITE_SOL,
+                              IRDMA_OP_TYPE_FAST_REG_NSMR, IRDMA_OP_TYPE_RDMA_READ_INV_STAG};
+// RoCE receive BTH opcodes: SEND, SEND with immediate, SEND with invalidate, RDMA WRITE
+// with immediate.
+constexpr uint8_t kRqOps[] = {0x04, 0x05, 0x0c, 0x0b};
+
 struct PrefilledRing {
   std::vector<uint64_t> mem = std::vector<uint64_t>(size_t(kRing) * 4);
   uint64_t shadow[8] = {};
   irdma_cq_uk cq;
   irdma_qp_uk qp;
   irdma_qp_uk* table[8] = {};
-  bool extended;
+  Mix mix;
   uint32_t per_pass = 0;  // completions one pass over the ring holds
   uint32_t sq_count = 0, rq_count = 0;
 
-  explicit PrefilledRing(bool with_ext) : extended(with_ext) {
+  explicit PrefilledRing(Mix m) : mix(m) {
     irdma_uk_cq_init(&cq, mem.data(), shadow, 3, kRing, false);
     irdma_uk_qp_init(&qp, 5, kQueue - 300, kQueue, 1, 1);
     qp.compl_ctx = 0x100000005ull;
     table[5] = &qp;
     cq.qp_table = {table, 8};
-    for (uint32_t i = 0; i < qp.sq_ring.size; i++) qp.sq_wrtrk_array[i] = {i, 64, 1, IRDMA_OP_TYPE_SEND};
+    for (uint32_t i = 0; i < qp.sq_ring.size; i++)
+      qp.sq_wrtrk_array[i] = {i, 64, 1, mix == Mix::opcodes ? kSqOps[i % 8] : IRDMA_OP_TYPE_SEND};
     fill();
   }
 
@@ -51,12 +64,20 @@ struct PrefilledRing {
       f.qp_id = 5;
       const bool is_sq = per_pass % 2 == 0;
       f.sq = is_sq;
-      f.op = is_sq ? IRDMA_OP_TYPE_SEND : 0x04;
       f.wqe_idx = uint16_t(is_sq ? sq++ % qp.sq_ring.size : rq++ % qp.rq_ring.size);
       f.payload_len = 64;
-      // Every other receive is extended, never across the end of the pass.
-      f.extended = extended && !is_sq && per_pass % 4 == 1 && slot + 1 < kRing;
-      f.imm_valid = f.extended;
+      const bool fits = slot + 1 < kRing;  // no extended CQE across the end of the pass
+      if (mix == Mix::opcodes) {
+        f.op = is_sq ? kSqOps[f.wqe_idx % 8] : kRqOps[rq % 4];
+        f.imm_valid = f.extended = !is_sq && (f.op == 0x05 || f.op == 0x0b) && fits;
+        f.stag_or_ipv4 = !is_sq && f.op == 0x0c;  // the invalidated STag in qword2
+        f.stag_or_src_qpn = f.stag_or_ipv4 ? 0x1234500 + rq : 0;
+      } else {
+        f.op = is_sq ? IRDMA_OP_TYPE_SEND : 0x04;
+        // Every other receive is extended.
+        f.imm_valid = f.extended = mix == Mix::extended && !is_sq && per_pass % 4 == 1 && fits;
+      }
+      f.imm_data = rq;
       const auto main = fmt.format_main(f, polarity);
       std::memcpy(&mem[size_t(slot) * 4], main.data(), 32);
       if (f.extended) {
@@ -83,8 +104,8 @@ struct PrefilledRing {
   }
 };
 
-void poll_ring(benchmark::State& state, bool with_ext) {
-  PrefilledRing r(with_ext);
+void poll_ring(benchmark::State& state, Mix mix) {
+  PrefilledRing r(mix);
   ibcore::ib_wc wc[16];
   uint64_t polled = 0, this_pass = 0;
   for (auto _ : state) {
@@ -105,9 +126,11 @@ void poll_ring(benchmark::State& state, bool with_ext) {
   state.counters["cqes_per_second"] = benchmark::Counter(double(polled), benchmark::Counter::kIsRate);
 }
 
-void BM_PollProcess(benchmark::State& state) { poll_ring(state, false); }
-void BM_PollProcessWithExtendedCqes(benchmark::State& state) { poll_ring(state, true); }
+void BM_PollProcess(benchmark::State& state) { poll_ring(state, Mix::sends); }
+void BM_PollProcessWithExtendedCqes(benchmark::State& state) { poll_ring(state, Mix::extended); }
+void BM_PollProcessMixedOpcodes(benchmark::State& state) { poll_ring(state, Mix::opcodes); }
 BENCHMARK(BM_PollProcess);
 BENCHMARK(BM_PollProcessWithExtendedCqes);
+BENCHMARK(BM_PollProcessMixedOpcodes);
 
 }  // namespace
