@@ -22,7 +22,35 @@ enum ib_wr_opcode : int {
   IB_WR_ATOMIC_CMP_AND_SWP = 5,
   IB_WR_ATOMIC_FETCH_AND_ADD = 6,
   IB_WR_LOCAL_INV = 7,
+  IB_WR_BIND_MW = 8,
   IB_WR_SEND_WITH_INV = 9,
+  IB_WR_RDMA_READ_WITH_INV = 11,
+  IB_WR_REG_MR = 0x20,
+};
+
+enum ib_access_flags : int {
+  IB_ACCESS_LOCAL_WRITE = 1 << 0,
+  IB_ACCESS_REMOTE_WRITE = 1 << 1,
+  IB_ACCESS_REMOTE_READ = 1 << 2,
+  IB_ACCESS_REMOTE_ATOMIC = 1 << 3,
+  IB_ACCESS_MW_BIND = 1 << 4,
+};
+
+// A memory region for fast registration (ib_alloc_mr, ib_map_mr_sg): the range it maps once
+// registered, and its keys.
+class ib_mr {
+ public:
+  virtual ~ib_mr() = default;
+  uint32_t lkey = 0, rkey = 0;
+  uint64_t iova = 0;
+  uint64_t length = 0;
+};
+
+// A memory window (ib_alloc_mw): bound over a region by a BIND_MW work request.
+class ib_mw {
+ public:
+  virtual ~ib_mw() = default;
+  uint32_t rkey = 0;
 };
 
 enum ib_send_flags : int {
@@ -61,6 +89,23 @@ struct ib_send_wr {
   // UD SEND: the destination (Linux's struct ib_ud_wr, without an address handle).
   uint32_t remote_qpn = 0;
   uint32_t remote_qkey = 0;
+  // REG_MR: registers `mr` under `key` (its rkey with a new low byte), with `access`
+  // (Linux's struct ib_reg_wr).
+  struct {
+    ib_mr* mr = nullptr;
+    uint32_t key = 0;
+    int access = 0;
+  } reg;
+  // BIND_MW: binds `mw` (type 1) over [addr, addr + length) of `mr` under the key `rkey`
+  // (rdma-core's ibv_mw_bind_info; the kernel's irdma takes no BIND_MW).
+  struct {
+    ib_mw* mw = nullptr;
+    ib_mr* mr = nullptr;
+    uint32_t rkey = 0;
+    uint64_t addr = 0;
+    uint64_t length = 0;
+    int access = 0;
+  } bind;
   ib_send_wr() : wr_id(0), ex{0} {}
 };
 

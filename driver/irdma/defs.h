@@ -39,6 +39,11 @@ enum irdma_gen2_regs : uint32_t {
   IRDMA_AEQALLOC = 0x00502D00,
   IRDMA_CQPERRCODES = 0x0050A200,
   IRDMA_WQEALLOC = 0x00504400,
+  // The simulator's stand-in for the HMC's page-list (PBLE) object: where FAST_REG_NSMR's
+  // FIRSTPMPBLIDX points, and how many 8-byte entries are there.
+  IRDMA_SIM_PBLE_BASE_LO = 0x0050A300,
+  IRDMA_SIM_PBLE_BASE_HI = 0x0050A380,
+  IRDMA_SIM_PBLE_COUNT = 0x0050A400,
 };
 inline constexpr uint32_t IRDMA_CCQPSTATUS_CCQP_DONE = 1u << 0;
 inline constexpr uint32_t IRDMA_CCQPSTATUS_CCQP_ERR = 1u << 31;
@@ -102,7 +107,16 @@ enum irdma_cqp_op : uint8_t {
   IRDMA_CQP_OP_DESTROY_QP = 0x02,
   IRDMA_CQP_OP_CREATE_CQ = 0x03,
   IRDMA_CQP_OP_DESTROY_CQ = 0x05,
+  IRDMA_CQP_OP_ALLOC_STAG = 0x09,
+  IRDMA_CQP_OP_DEALLOC_STAG = 0x0d,
 };
+
+// ALLOC_STAG / DEALLOC_STAG.
+inline constexpr uint64_t IRDMA_CQPSQ_STAG_STAGLEN = GENMASK_ULL(45, 0);  // qword1
+inline constexpr uint64_t IRDMA_CQPSQ_STAG_IDX = GENMASK_ULL(31, 8);      // qword2
+inline constexpr uint64_t IRDMA_CQPSQ_STAG_MWTYPE = BIT_ULL(42);
+inline constexpr uint64_t IRDMA_CQPSQ_STAG_MR = BIT_ULL(43);
+inline constexpr uint64_t IRDMA_CQPSQ_STAG_REMACCENABLED = BIT_ULL(53);
 
 // CREATE_CQ / DESTROY_CQ (spec F.2/F.3, GEN_2 field widths).
 inline constexpr uint64_t IRDMA_CQPSQ_CQ_SHADOW_READ_THRESHOLD = GENMASK_ULL(17, 0);
@@ -155,6 +169,30 @@ inline constexpr uint64_t IRDMAQPSQ_IMMDATAFLAG = BIT_ULL(47);
 inline constexpr uint64_t IRDMAQPSQ_SIGCOMPL = BIT_ULL(62);
 inline constexpr uint64_t IRDMAQPSQ_VALID = BIT_ULL(63);
 inline constexpr uint64_t IRDMAQPSQ_LOCSTAG = GENMASK_ULL(31, 0);  // atomics, qword1
+// FAST_REG_NSMR and BIND_MW (one quantum).
+inline constexpr uint64_t IRDMAQPSQ_STAGKEY = GENMASK_ULL(7, 0);
+inline constexpr uint64_t IRDMAQPSQ_STAGINDEX = GENMASK_ULL(31, 8);
+inline constexpr uint64_t IRDMAQPSQ_LPBLSIZE = GENMASK_ULL(45, 44);
+inline constexpr uint64_t IRDMAQPSQ_HPAGESIZE = GENMASK_ULL(47, 46);
+inline constexpr uint64_t IRDMAQPSQ_STAGRIGHTS = GENMASK_ULL(52, 48);
+inline constexpr uint64_t IRDMAQPSQ_VABASEDTO = BIT_ULL(53);
+inline constexpr uint64_t IRDMAQPSQ_MEMWINDOWTYPE = BIT_ULL(54);
+inline constexpr uint64_t IRDMAQPSQ_REMOTE_ATOMICS_EN = BIT_ULL(55);
+inline constexpr uint64_t IRDMAQPSQ_FIRSTPMPBLIDXHI = GENMASK_ULL(11, 0);  // qword1
+inline constexpr uint64_t IRDMAQPSQ_PBLADDR = GENMASK_ULL(63, 12);         // qword1
+inline constexpr uint64_t IRDMAQPSQ_FIRSTPMPBLIDXLO = GENMASK_ULL(63, 48); // qword2
+inline constexpr uint64_t IRDMAQPSQ_STAGLEN = GENMASK_ULL(40, 0);          // qword2
+inline constexpr uint64_t IRDMAQPSQ_PARENTMRSTAG = GENMASK_ULL(63, 32);    // qword1
+inline constexpr uint64_t IRDMAQPSQ_MWSTAG = GENMASK_ULL(31, 0);           // qword1
+
+// irdma_access_privileges (STAGRIGHTS).
+inline constexpr uint8_t IRDMA_ACCESS_FLAGS_LOCALREAD = 0x01;
+inline constexpr uint8_t IRDMA_ACCESS_FLAGS_LOCALWRITE = 0x02;
+inline constexpr uint8_t IRDMA_ACCESS_FLAGS_REMOTEREAD_ONLY = 0x04;
+inline constexpr uint8_t IRDMA_ACCESS_FLAGS_REMOTEREAD = 0x05;
+inline constexpr uint8_t IRDMA_ACCESS_FLAGS_REMOTEWRITE_ONLY = 0x08;
+inline constexpr uint8_t IRDMA_ACCESS_FLAGS_REMOTEWRITE = 0x0a;
+inline constexpr uint8_t IRDMA_ACCESS_FLAGS_BIND_WINDOW = 0x10;
 inline constexpr uint64_t IRDMAQPSQ_FRAG_LEN = GENMASK_ULL(62, 32);
 inline constexpr uint64_t IRDMAQPSQ_FRAG_STAG = GENMASK_ULL(31, 0);
 inline constexpr uint64_t IRDMAQPSQ_FRAG_VALID = BIT_ULL(63);

@@ -8,7 +8,8 @@ namespace irdma {
 
 irdma_device::irdma_device(hal::Platform& hw, const irdma_device_caps& caps)
     : hw_(hw), caps_(caps), cqp_(hw), cq_used_(caps.max_cq), qp_used_(caps.max_qp),
-      qp_table_(caps.max_qp, nullptr), cq_table_(caps.max_cq, nullptr) {
+      qp_table_(caps.max_qp, nullptr), cq_table_(caps.max_cq, nullptr),
+      stag_used_(caps.max_stags), pble_used_(caps.pble_entries) {
   attrs.max_cqe = caps.max_cqe;
   num_comp_vectors = caps.num_ceqs;
   num_online_cpus = hw.exec.num_cpus();
@@ -19,13 +20,24 @@ irdma_device::~irdma_device() {
     if (q) free_qp(to_iwqp(q));
   for (irdma_cq* cq : cq_table_)
     if (cq) free_cq(cq);
+  if (pble_) hw_.dma.free_coherent(pble_);
 }
 
-int irdma_device::probe() { return cqp_.create(caps_.hw_rev); }
+int irdma_device::probe() {
+  pble_ = hw_.dma.alloc_coherent(uint64_t(caps_.pble_entries) * 8, 4096);
+  if (!pble_) return -ENOMEM;
+  hw_.bar0.write32(IRDMA_SIM_PBLE_BASE_LO, uint32_t(pble_.iova));
+  hw_.bar0.write32(IRDMA_SIM_PBLE_BASE_HI, uint32_t(pble_.iova >> 32));
+  hw_.bar0.write32(IRDMA_SIM_PBLE_COUNT, caps_.pble_entries);
+  return cqp_.create(caps_.hw_rev);
+}
 
 int irdma_device::remove() {
   const int kept = ibcore::ib_cq_pool_cleanup(this);
   cqp_.destroy();
+  hw_.bar0.write32(IRDMA_SIM_PBLE_COUNT, 0);
+  hw_.dma.free_coherent(pble_);
+  pble_ = {};
   return kept;
 }
 

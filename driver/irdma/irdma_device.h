@@ -25,6 +25,8 @@ struct irdma_device_caps {
   int max_cqe = IRDMA_MAX_CQ_SIZE - 1;  // as reported to ib-core
   bool cqe_64byte = false;     // IRDMA_FEATURE_64_BYTE_CQE
   bool atomics = false;        // IRDMA_FEATURE_ATOMIC_OPS
+  uint32_t max_stags = 16384;  // STag indexes 1 .. max_stags - 1
+  uint32_t pble_entries = 65536;  // page-list entries the MRs share
 };
 
 struct irdma_cq : ibcore::ib_cq {
@@ -46,6 +48,17 @@ struct irdma_qp : ibcore::ib_qp {
   // doorbell and their work completes in software (spec G.7).
   bool flush_issued = false;
   uint64_t flush_due_ns = 0;  // when the flush work runs; 0: not scheduled
+};
+
+struct irdma_mr : ibcore::ib_mr {
+  uint32_t stag_index = 0;
+  uint32_t max_pages = 0;
+  uint32_t npages = 0;
+  uint32_t pble_index = 0;  // its first entry in the page-list pool
+};
+
+struct irdma_mw : ibcore::ib_mw {
+  uint32_t stag_index = 0;
 };
 
 class irdma_device final : public ibcore::ib_device {
@@ -76,6 +89,19 @@ class irdma_device final : public ibcore::ib_device {
   int post_send(irdma_qp* qp, const ibcore::ib_send_wr* wr, const ibcore::ib_send_wr** bad_wr);
   int post_recv(irdma_qp* qp, const ibcore::ib_recv_wr* wr, const ibcore::ib_recv_wr** bad_wr);
 
+  // A NOP on the SQ (irdma_uk_post_nop): the kernel posts them itself; a signaled one
+  // completes with an opcode ib_wc has none for.
+  int post_nop(irdma_qp* qp, uint64_t wr_id, bool signaled);
+
+  // Memory regions for fast registration and memory windows (verbs_mr.cpp): ib_alloc_mr,
+  // ib_map_mr_sg over one DMA-contiguous range (returns the pages mapped), ib_dereg_mr,
+  // ib_alloc_mw, ib_dealloc_mw.
+  ibcore::ErrPtr<irdma_mr> alloc_mr(uint32_t max_num_sg);
+  int map_mr_sg(irdma_mr* mr, uint64_t dma_addr, uint64_t length);
+  int dereg_mr(irdma_mr* mr);
+  ibcore::ErrPtr<irdma_mw> alloc_mw();
+  int dealloc_mw(irdma_mw* mw);
+
   hal::Platform& hw() { return hw_; }
 
  private:
@@ -90,6 +116,11 @@ class irdma_device final : public ibcore::ib_device {
   void generate_flush_completions(irdma_qp* qp, bool sq);
   void take_newly_flushed(irdma_cq* cq);
   void forget_flush_work(irdma_qp* qp);
+  int alloc_stag(uint32_t index, bool window, uint64_t max_len);
+  int dealloc_stag(uint32_t index, bool window);
+  int post_reg_mr(irdma_qp* qp, const ibcore::ib_send_wr& wr);
+  void ring_sq(irdma_qp* qp);
+  int post_bind_mw(irdma_qp* qp, const ibcore::ib_send_wr& wr);
 
   hal::Platform& hw_;
   irdma_device_caps caps_;
@@ -100,6 +131,9 @@ class irdma_device final : public ibcore::ib_device {
   std::vector<irdma_qp_uk*> qp_table_;  // CQEs are checked against it
   std::vector<irdma_cq*> cq_table_;
   std::vector<irdma_qp*> flush_work_;  // QPs whose flush work is scheduled
+  std::vector<bool> stag_used_, pble_used_;
+  uint32_t next_stag_ = 1;
+  hal::DmaBuffer pble_;  // the page-list pool
 };
 
 inline irdma_qp* to_iwqp(irdma_qp_uk* uk) {

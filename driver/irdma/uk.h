@@ -196,8 +196,43 @@ int irdma_uk_rdma_read(irdma_qp_uk* qp, const irdma_post_sq_info& info);
 // FETCH_AND_ADD / COMPARE_AND_SWAP on 8 remote bytes; the first SGE receives the original
 // value. Two quanta: the operands in the second.
 int irdma_uk_atomic(irdma_qp_uk* qp, const irdma_post_sq_info& info);
-// LOCAL_INV: invalidates STag `info.remote_stag` here. One quantum, no fragments.
+// Takes `quanta` SQ quanta at head, padding with unsignaled NOPs so no WQE crosses an
+// 8-quanta chunk (and so never the ring's end). Returns the WQE index or -ENOMEM.
+int64_t irdma_qp_get_next_send_wqe(irdma_qp_uk* qp, uint32_t quanta);
+
+// One-quantum WQEs on memory keys (uk_mr.cpp). LOCAL_INV invalidates STag
+// `info.remote_stag` here.
 int irdma_uk_stag_local_invalidate(irdma_qp_uk* qp, const irdma_post_sq_info& info);
+
+struct irdma_fast_reg_stag_info {
+  uint64_t wr_id = 0;
+  uint32_t stag = 0;          // index << 8 | key
+  uint64_t va = 0;
+  uint64_t total_len = 0;
+  uint8_t access_rights = 0;  // IRDMA_ACCESS_FLAGS_*
+  bool remote_atomics = false;
+  uint64_t reg_addr_pa = 0;   // the first page's address
+  uint32_t first_pm_pbl_index = 0;
+  bool chunk_size = false;    // several pages: a list from first_pm_pbl_index on
+  bool signaled = true;
+};
+// FAST_REG_NSMR (irdma_sc_mr_fast_register): VA-based, 4 KiB pages.
+int irdma_sc_mr_fast_register(irdma_qp_uk* qp, const irdma_fast_reg_stag_info& info);
+
+struct irdma_bind_window {
+  uint64_t wr_id = 0;
+  uint32_t mr_stag = 0;
+  uint32_t mw_stag = 0;
+  uint64_t va = 0;
+  uint64_t len = 0;
+  bool ena_reads = false, ena_writes = false, remote_atomics = false;
+  bool type1 = true;
+  bool signaled = true;
+};
+// BIND_MW (rdma-core's irdma_uk_mw_bind): VA-based.
+int irdma_uk_mw_bind(irdma_qp_uk* qp, const irdma_bind_window& info);
+// A NOP (irdma_uk_post_nop), signaled or not.
+int irdma_uk_nop(irdma_qp_uk* qp, uint64_t wr_id, bool signaled);
 int irdma_uk_post_receive(irdma_qp_uk* qp, uint64_t wr_id, const irdma_sge* sg_list,
                           uint32_t num_sges);
 // Rings the WQEALLOC doorbell for what was posted since the last call.

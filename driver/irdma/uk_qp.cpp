@@ -54,9 +54,11 @@ uint32_t write_fragments(uint64_t* wqe, uint32_t first, const irdma_sge* sges, u
   return addfragcnt;
 }
 
+}  // namespace
+
 // Takes `quanta` SQ quanta at head, padding with unsignaled NOPs so no WQE crosses an
 // 8-quanta chunk (and so never the ring's end). Returns the WQE index or -ENOMEM.
-int64_t next_send_wqe(irdma_qp_uk* qp, uint32_t quanta) {
+int64_t irdma_qp_get_next_send_wqe(irdma_qp_uk* qp, uint32_t quanta) {
   const uint32_t pad = (qp->sq_ring.head % IRDMA_MAX_QUANTA_PER_WR) + quanta > IRDMA_MAX_QUANTA_PER_WR
                            ? IRDMA_MAX_QUANTA_PER_WR - qp->sq_ring.head % IRDMA_MAX_QUANTA_PER_WR
                            : 0;
@@ -78,8 +80,6 @@ int64_t next_send_wqe(irdma_qp_uk* qp, uint32_t quanta) {
   qp->sq_ring.head = ring_add(idx, quanta, qp->sq_ring.size);
   return idx;
 }
-
-}  // namespace
 
 uint32_t irdma_uk_sq_depth_quanta(uint32_t sq_wrs, uint32_t max_sq_frags) {
   const uint8_t shift = wqe_shift(max_sq_frags + 1);
@@ -122,7 +122,7 @@ int post_sq_wqe(irdma_qp_uk* qp, const irdma_post_sq_info& info, uint64_t qword2
   if (info.num_sges > qp->max_sq_frag_cnt) return -EINVAL;
   const uint32_t slots = info.num_sges + (info.imm_data_valid ? 1 : 0);
   const uint32_t quanta = slots / 2 + 1;
-  const int64_t idx = next_send_wqe(qp, quanta);
+  const int64_t idx = irdma_qp_get_next_send_wqe(qp, quanta);
   if (idx < 0) return int(idx);
 
   // Every qword is written below, the header last: clearing the WQE first would make it
@@ -175,7 +175,7 @@ int irdma_uk_rdma_read(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
 int irdma_uk_atomic(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
   if (info.num_sges != 1) return -EINVAL;
   constexpr uint32_t kQuanta = 2;
-  const int64_t idx = next_send_wqe(qp, kQuanta);
+  const int64_t idx = irdma_qp_get_next_send_wqe(qp, kQuanta);
   if (idx < 0) return int(idx);
   uint64_t* wqe = qp->sq_base + 4ull * uint64_t(idx);
   // The local buffer's length is implied (8 bytes); only its address and key are written.
@@ -194,22 +194,6 @@ int irdma_uk_atomic(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
                        FIELD_PREP(IRDMAQPSQ_SIGCOMPL, info.signaled) |
                        FIELD_PREP(IRDMAQPSQ_VALID, qp->swqe_polarity);
   hal::dma_wmb();  // the header, with the valid bit, goes last
-  WRITE_ONCE(wqe[3], hdr);
-  return 0;
-}
-
-int irdma_uk_stag_local_invalidate(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
-  const int64_t idx = next_send_wqe(qp, 1);
-  if (idx < 0) return int(idx);
-  uint64_t* wqe = qp->sq_base + 4ull * uint64_t(idx);
-  wqe[0] = 0;
-  wqe[1] = FIELD_PREP(IRDMAQPSQ_LOCSTAG, info.remote_stag);  // the STag to invalidate
-  wqe[2] = 0;
-  qp->sq_wrtrk_array[idx] = {info.wr_id, 0, 1, IRDMA_OP_TYPE_INV_STAG};
-  const uint64_t hdr = FIELD_PREP(IRDMAQPSQ_OPCODE, IRDMA_OP_TYPE_INV_STAG) |
-                       FIELD_PREP(IRDMAQPSQ_SIGCOMPL, info.signaled) |
-                       FIELD_PREP(IRDMAQPSQ_VALID, qp->swqe_polarity);
-  hal::dma_wmb();
   WRITE_ONCE(wqe[3], hdr);
   return 0;
 }

@@ -179,14 +179,20 @@ int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr
         info.remote_stag = wr->rkey;
         info.remote_addr = wr->remote_addr;
         break;
+      case IB_WR_RDMA_READ_WITH_INV:  // the sink's STag (its first SGE's) is invalidated
       case IB_WR_RDMA_READ:
-        info.op_type = IRDMA_OP_TYPE_RDMA_READ;
+        info.op_type = wr->opcode == IB_WR_RDMA_READ ? IRDMA_OP_TYPE_RDMA_READ
+                                                     : IRDMA_OP_TYPE_RDMA_READ_INV_STAG;
         info.remote_stag = wr->rkey;
         info.remote_addr = wr->remote_addr;
         break;
       case IB_WR_LOCAL_INV:
         info.op_type = IRDMA_OP_TYPE_INV_STAG;
         info.remote_stag = wr->ex.invalidate_rkey;
+        break;
+      case IB_WR_REG_MR:
+      case IB_WR_BIND_MW:
+        if (qp->qp_uk.qp_type != IRDMA_QP_TYPE_ROCE_RC) ret = -EINVAL;
         break;
       case IB_WR_ATOMIC_FETCH_AND_ADD:
       case IB_WR_ATOMIC_CMP_AND_SWP:
@@ -213,7 +219,10 @@ int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr
       switch (wr->opcode) {
         case IB_WR_RDMA_WRITE:
         case IB_WR_RDMA_WRITE_WITH_IMM: ret = irdma_uk_rdma_write(&qp->qp_uk, info); break;
+        case IB_WR_RDMA_READ_WITH_INV:
         case IB_WR_RDMA_READ: ret = irdma_uk_rdma_read(&qp->qp_uk, info); break;
+        case IB_WR_REG_MR: ret = post_reg_mr(qp, *wr); break;
+        case IB_WR_BIND_MW: ret = post_bind_mw(qp, *wr); break;
         case IB_WR_ATOMIC_FETCH_AND_ADD:
         case IB_WR_ATOMIC_CMP_AND_SWP: ret = irdma_uk_atomic(&qp->qp_uk, info); break;
         case IB_WR_LOCAL_INV: ret = irdma_uk_stag_local_invalidate(&qp->qp_uk, info); break;
@@ -225,11 +234,21 @@ int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr
       break;
     }
   }
-  // The device takes no more work from a flushed QP: it completes in software.
+  ring_sq(qp);
+  return ret;
+}
+
+// The device takes no more work from a flushed QP: it completes in software.
+void irdma_device::ring_sq(irdma_qp* qp) {
   if (qp->flush_issued)
     schedule_flush(qp);
   else
     irdma_uk_qp_post_wr(&qp->qp_uk);
+}
+
+int irdma_device::post_nop(irdma_qp* qp, uint64_t wr_id, bool signaled) {
+  const int ret = irdma_uk_nop(&qp->qp_uk, wr_id, signaled);
+  if (!ret) ring_sq(qp);
   return ret;
 }
 

@@ -14,8 +14,8 @@ constexpr uint32_t kMaxCqSizeField = (1u << 21) - 1;  // CQSIZE is bits 20:0
 }  // namespace
 
 CqpEngine::CqpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
-                     QpEngine& qps, trace::TraceLog& trace)
-    : cfg_(cfg), dma_(dma), time_(time), cqs_(cqs), qps_(qps), trace_(trace) {}
+                     QpEngine& qps, StagTable& stags, trace::TraceLog& trace)
+    : cfg_(cfg), dma_(dma), time_(time), cqs_(cqs), qps_(qps), stags_(stags), trace_(trace) {}
 
 void CqpEngine::fail(uint16_t major, uint16_t minor) {
   status_ = CCQPSTATUS_DONE | CCQPSTATUS_ERR;
@@ -101,6 +101,8 @@ CqpEngine::Outcome CqpEngine::execute(const uint64_t* wqe) {
     case OP_MODIFY_QP:
     case OP_DESTROY_QP: return qp_command(op, wqe);
     case OP_FLUSH_WQES: return flush_wqes(wqe);
+    case OP_ALLOC_STAG:
+    case OP_DEALLOC_STAG: return stag_command(op, wqe);
     default: return {CQP_MAJOR_ERROR, CQP_MINOR_BAD_OPCODE, 0};
   }
 }
@@ -151,6 +153,17 @@ CqpEngine::Outcome CqpEngine::flush_wqes(const uint64_t* wqe) {
   const uint16_t sq_minor = user_codes ? uint16_t(get(wqe[2], 47, 32)) : FLUSH_GENERAL_ERR;
   const uint16_t rq_minor = user_codes ? uint16_t(get(wqe[2], 15, 0)) : FLUSH_GENERAL_ERR;
   const uint16_t minor = qps_.flush(id, bit(wqe[3], 61), bit(wqe[3], 62), sq_minor, rq_minor);
+  return {minor ? CQP_MAJOR_ERROR : uint16_t(0), minor, 0};
+}
+
+// ALLOC_STAG makes a region (MR bit 43, its most bytes in STAGLEN) or a window (MWTYPE bit
+// 42: type 1) at index qword2 31:8; DEALLOC_STAG frees one of the kind the MR bit names.
+CqpEngine::Outcome CqpEngine::stag_command(uint8_t op, const uint64_t* wqe) {
+  const uint32_t index = uint32_t(get(wqe[2], 31, 8));
+  const bool window = !bit(wqe[3], 43);
+  const uint16_t minor = op == OP_ALLOC_STAG
+                             ? stags_.alloc(index, window, bit(wqe[3], 42), get(wqe[1], 45, 0))
+                             : stags_.dealloc(index, window);
   return {minor ? CQP_MAJOR_ERROR : uint16_t(0), minor, 0};
 }
 

@@ -22,7 +22,7 @@ struct CqpCounters {
 class CqpEngine {
  public:
   CqpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
-            QpEngine& qps, trace::TraceLog& trace);
+            QpEngine& qps, StagTable& stags, trace::TraceLog& trace);
 
   // Loads the host context; sets CCQPSTATUS to DONE, or DONE|ERR with CQPERRCODES.
   void start(uint64_t host_ctx);
@@ -45,6 +45,7 @@ class CqpEngine {
   Outcome create_cq(const uint64_t* wqe);
   Outcome destroy_cq(const uint64_t* wqe);
   Outcome flush_wqes(const uint64_t* wqe);
+  Outcome stag_command(uint8_t op, const uint64_t* wqe);
   Outcome qp_command(uint8_t op, const uint64_t* wqe);
   void fail(uint16_t major, uint16_t minor);
 
@@ -53,6 +54,7 @@ class CqpEngine {
   EngineTime& time_;
   CqEngine& cqs_;
   QpEngine& qps_;
+  StagTable& stags_;
   trace::TraceLog& trace_;
   bool running_ = false;
   uint64_t sq_base_ = 0;

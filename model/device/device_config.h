@@ -22,6 +22,7 @@ struct DeviceConfig {
   StageCycles cycles;
   uint32_t max_cq = 1024;
   uint32_t max_qp = 1024;
+  uint32_t max_stags = 16384;  // STag indexes 1 .. max_stags - 1
   uint32_t num_ceqs = 1;
   uint32_t max_cqe = 1048574;   // largest CQ the device reports to ib-core
   bool cqe_64byte = false;

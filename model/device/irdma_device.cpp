@@ -26,8 +26,9 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
       time_(cfg.clock_mhz, quantum),
       dma_port_(dma, time_),
       cq_(cfg_, dma_port_, time_, trace, std::move(formatter)),
-      qp_(cfg_, dma_port_, time_, cq_, trace),
-      cqp_(cfg_, dma_port_, time_, cq_, qp_, trace),
+      stags_(cfg_.max_stags),
+      qp_(cfg_, dma_port_, time_, cq_, stags_, trace),
+      cqp_(cfg_, dma_port_, time_, cq_, qp_, stags_, trace),
       msix_(cfg.num_ceqs + 1) {
   bar0.register_b_transport(this, &IrdmaDevice::bar0_b_transport);
   SC_THREAD(engine_thread);
@@ -89,6 +90,9 @@ void IrdmaDevice::write_reg(uint64_t off, uint32_t value, uint64_t due_ps) {
         queue(WorkKind::cqp_start, uint64_t(ccqp_high_) << 32 | ccqp_low_, due_ps);
       return;
     case CQPDB: queue(WorkKind::cqp_doorbell, value, due_ps); return;
+    case PBLE_BASE_LO: pble_base_ = (pble_base_ & ~0xFFFFFFFFull) | value; return;
+    case PBLE_BASE_HI: pble_base_ = (pble_base_ & 0xFFFFFFFFull) | uint64_t(value) << 32; return;
+    case PBLE_COUNT: qp_.set_pble_pool(pble_base_, value); return;
     case WQEALLOC: queue(WorkKind::sq_doorbell, value & 0x3FFFF, due_ps); return;
     case CQARM:
       // Arming drives CEQE generation, which this device does not model yet; counted.

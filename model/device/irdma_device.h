@@ -89,6 +89,7 @@ class IrdmaDevice : public sc_core::sc_module {
   EngineTime time_;
   DmaPort dma_port_;
   CqEngine cq_;
+  StagTable stags_;
   QpEngine qp_;
   CqpEngine cqp_;
   std::priority_queue<Work, std::vector<Work>, std::greater<Work>> work_;
@@ -96,6 +97,7 @@ class IrdmaDevice : public sc_core::sc_module {
   sc_core::sc_event work_ev_;
   uint32_t ccqp_high_ = 0;
   uint32_t ccqp_low_ = 0;
+  uint64_t pble_base_ = 0;
   std::vector<MsixEntry> msix_;
   DeviceCounters counters_;
 };

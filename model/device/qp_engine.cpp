@@ -25,6 +25,7 @@ bool executable(uint8_t op) {
     case SQ_RDMA_WRITE:
     case SQ_RDMA_WRITE_SOL:
     case SQ_RDMA_READ:
+    case SQ_RDMA_READ_INV_STAG:
     case SQ_ATOMIC_FETCH_ADD:
     case SQ_ATOMIC_COMPARE_SWAP: return true;
     default: return false;
@@ -34,8 +35,8 @@ bool executable(uint8_t op) {
 }  // namespace
 
 QpEngine::QpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
-                   trace::TraceLog& trace)
-    : cfg_(cfg), dma_(dma), time_(time), cqs_(cqs), trace_(trace) {}
+                   StagTable& stags, trace::TraceLog& trace)
+    : cfg_(cfg), dma_(dma), time_(time), cqs_(cqs), trace_(trace), stags_(stags) {}
 
 uint16_t QpEngine::load_ctx(QpContext& qp) {
   uint64_t ctx[kQpCtxBytes / 8];
@@ -171,7 +172,7 @@ void QpEngine::complete_rq(QpContext& peer, CqeFields& rq) {
 QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t op) {
   const bool send = op == SQ_SEND || op == SQ_SEND_SOL || op == SQ_SEND_INV || op == SQ_SEND_SOL_INV;
   const bool write = op == SQ_RDMA_WRITE || op == SQ_RDMA_WRITE_SOL;
-  const bool read = op == SQ_RDMA_READ;
+  const bool read = op == SQ_RDMA_READ || op == SQ_RDMA_READ_INV_STAG;
   const bool imm = bit(wqe[3], 47) && !read;
   const bool signaled = bit(wqe[3], 62);
   if (qp.type == QP_TYPE_ROCE_UD) return execute_ud(qp, wqe, op);
@@ -207,18 +208,22 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
   const uint64_t capacity = send ? receive.bytes() : total;
   time_.cycles(cfg_.cycles.execute);
 
-  // RDMA operations name one remote buffer; memory keys are not checked yet.
-  Fragments remote;
-  remote.at[0] = {wqe[2], uint32_t(std::min<uint64_t>(total, kMaxMessage))};
-  remote.count = total ? 1 : 0;
-
   uint16_t sq_minor = 0, rq_minor = 0;
   bool rq_used = consumes_receive;
   if (total > kMaxMessage || total > capacity) {
     rq_minor = FLUSH_LOC_LEN_ERR;
     sq_minor = FLUSH_REM_INV_REQ_ERR;
-  } else {
-    const uint64_t moved = read ? move_payload(remote, local) : move_payload(local, send ? receive : remote);
+  } else if (send) {
+    remote_.assign(receive.begin(), receive.end());
+  } else if (uint16_t err = remote_extents(uint32_t(get(wqe[3], 31, 0)), wqe[2], total,
+                                           read ? RemoteAccess::read : RemoteAccess::write)) {
+    // The responder refuses the access (NAK): the requester's QP moves to error.
+    enter_error(qp, err);
+    return Result::failed;
+  }
+  if (!sq_minor) {
+    const uint64_t moved = read ? move_payload(remote_.data(), remote_.size(), local.begin(), local.count)
+                                : move_payload(local.begin(), local.count, remote_.data(), remote_.size());
     if (moved < total) {
       // A READ's remote buffer, or the sender's own buffer, could not be read: nothing
       // reached the peer if the first read failed, a torn message otherwise.
@@ -246,6 +251,7 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
       if (op == SQ_SEND_INV || op == SQ_SEND_SOL_INV) {  // the STag rides in REMSTAG
         rq.stag_or_ipv4 = true;
         rq.stag_or_src_qpn = uint32_t(get(wqe[3], 31, 0));
+        stags_.invalidate(rq.stag_or_src_qpn);  // a key it cannot invalidate is not reported
       }
       if (imm) {
         rq.extended = true;
@@ -255,8 +261,59 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
     }
     complete_rq(peer, rq);
   }
+  // A READ with invalidate frees the sink's STag (its first fragment's) once data landed.
+  if (op == SQ_RDMA_READ_INV_STAG && !sq_minor) {
+    if (uint16_t err = stags_.invalidate(uint32_t(get(wqe[1], 31, 0)))) {
+      enter_error(qp, err);
+      return Result::failed;
+    }
+  }
   if (signaled || sq_minor) complete_sq(qp, op, sq_minor ? MSG_ERROR_MAJOR : 0, sq_minor);
   return Result::done;
+}
+
+uint16_t QpEngine::remote_extents(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access) {
+  remote_.clear();
+  return stags_.translate(stag, va, len, access, remote_);
+}
+
+QpEngine::Result QpEngine::execute_local(QpContext& qp, const uint64_t* wqe, uint8_t op) {
+  uint16_t err = 0;
+  if (op == SQ_INV_STAG) {
+    err = stags_.invalidate(uint32_t(get(wqe[1], 31, 0)));
+  } else if (op == SQ_FAST_REG_NSMR) {
+    err = fast_register(wqe);
+  } else if (op == SQ_BIND_MW) {
+    const StagGrant window{uint32_t(get(wqe[1], 31, 0)), wqe[0], wqe[2],
+                           uint8_t(get(wqe[3], 52, 48)), bit(wqe[3], 55)};
+    err = stags_.bind(window, uint32_t(get(wqe[1], 63, 32)), bit(wqe[3], 54));
+  }
+  if (err) {
+    enter_error(qp, err);
+    return Result::failed;
+  }
+  if (bit(wqe[3], 62)) complete_sq(qp, op, 0, 0);
+  return Result::done;
+}
+
+// FAST_REG_NSMR: one page's address in qword1, or (LPBLSIZE 1) a list in the PBLE pool
+// from FIRSTPMPBLIDX on.
+uint16_t QpEngine::fast_register(const uint64_t* wqe) {
+  const StagGrant g{uint32_t(get(wqe[3], 31, 0)), wqe[0], get(wqe[2], 40, 0),
+                    uint8_t(get(wqe[3], 52, 48)), bit(wqe[3], 55)};
+  const uint64_t npages = StagTable::pages_spanned(g.va, g.len);
+  if (!bit(wqe[3], 53) || get(wqe[3], 47, 46) != 0) return FLUSH_PROT_ERR;  // VA-based, 4 KiB pages
+  std::vector<uint64_t> pages;
+  if (get(wqe[3], 45, 44) == 0) {
+    if (npages > 1) return FLUSH_PROT_ERR;
+    pages.push_back(wqe[1] & ~(StagTable::kPage - 1));
+  } else {
+    const uint64_t first = get(wqe[1], 11, 0) << 16 | get(wqe[2], 63, 48);
+    if (first + npages > pble_entries_) return FLUSH_PROT_ERR;
+    pages.resize(npages);
+    if (npages && !dma_.read(pble_base_ + first * 8, pages.data(), npages * 8)) return FLUSH_PROT_ERR;
+  }
+  return stags_.fast_register(g, std::move(pages));
 }
 
 // An atomic on 8 remote bytes, the original value returned into the local buffer. GEN_3
@@ -264,14 +321,17 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
 // and write back cannot interleave with another access of the device's.
 QpEngine::Result QpEngine::execute_atomic(QpContext& qp, const uint64_t* wqe, uint8_t op) {
   time_.cycles(cfg_.cycles.execute);
-  const uint64_t remote = wqe[2];
+  uint64_t remote = wqe[2];
   uint16_t minor = 0;
   uint64_t original = 0;
   if (cfg_.generation < 3) {
     minor = FLUSH_LOC_QP_OP_ERR;
   } else if (remote % 8 != 0) {
     minor = FLUSH_REM_INV_REQ_ERR;  // atomics need natural alignment
-  } else if (!dma_.read(remote, &original, 8)) {
+  } else if (uint16_t err = remote_extents(uint32_t(get(wqe[3], 31, 0)), remote, 8, RemoteAccess::atomic)) {
+    enter_error(qp, err);
+    return Result::failed;
+  } else if (remote = remote_[0].addr; !dma_.read(remote, &original, 8)) {
     minor = FLUSH_REM_ACCESS_ERR;
   } else {
     const uint64_t updated = op == SQ_ATOMIC_FETCH_ADD ? original + wqe[4]
@@ -317,7 +377,7 @@ QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_
       rq.error = true;
       rq.major_err = MSG_ERROR_MAJOR;
       rq.minor_err = FLUSH_LOC_LEN_ERR;
-    } else if (move_payload(local, receive) == total) {
+    } else if (move_payload(local.begin(), local.count, receive.begin(), receive.count) == total) {
       // No GRH is placed in the buffer: the drivers read none (a model choice).
       rq.payload_len = uint32_t(total);
       rq.extended = true;
@@ -419,20 +479,20 @@ void QpEngine::flush_rq(QpContext& qp, uint16_t minor) {
 
 // Copies the message through a bounce buffer of one chunk, so no message size, however
 // large or corrupt, makes the device allocate it whole. Returns the bytes moved.
-uint64_t QpEngine::move_payload(const Fragments& src, const Fragments& dst) {
+uint64_t QpEngine::move_payload(const Extent* src, size_t src_n, const Extent* dst, size_t dst_n) {
   uint64_t moved = 0;
-  unsigned si = 0, di = 0;
-  uint32_t s_off = 0, d_off = 0;
-  while (si < src.count && di < dst.count) {
-    const uint32_t n = std::min({kChunk, src.at[si].len - s_off, dst.at[di].len - d_off});
-    if (!dma_.read(src.at[si].addr + s_off, bounce_.data(), n)) return moved;
-    dma_.write(dst.at[di].addr + d_off, bounce_.data(), n);
+  size_t si = 0, di = 0;
+  uint64_t s_off = 0, d_off = 0;
+  while (si < src_n && di < dst_n) {
+    const uint32_t n = uint32_t(std::min({uint64_t(kChunk), src[si].len - s_off, dst[di].len - d_off}));
+    if (!dma_.read(src[si].addr + s_off, bounce_.data(), n)) return moved;
+    dma_.write(dst[di].addr + d_off, bounce_.data(), n);
     moved += n;
-    if ((s_off += n) == src.at[si].len) {
+    if ((s_off += n) == src[si].len) {
       si++;
       s_off = 0;
     }
-    if ((d_off += n) == dst.at[di].len) {
+    if ((d_off += n) == dst[di].len) {
       di++;
       d_off = 0;
     }
@@ -484,9 +544,8 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
     } else if (op != SQ_NOP && int64_t(qp.requests) == qp.fault_at) {
       r = Result::failed;
       enter_error(qp, qp.fault_minor);
-    } else if (op == SQ_NOP || op == SQ_INV_STAG) {
-      // Memory keys are not modelled, so invalidating one changes nothing here.
-      if (bit(wqe[3], 62)) complete_sq(qp, op, 0, 0);
+    } else if (op == SQ_NOP || op == SQ_INV_STAG || op == SQ_FAST_REG_NSMR || op == SQ_BIND_MW) {
+      r = execute_local(qp, wqe, op);
     } else if (executable(op)) {
       r = execute(qp, wqe, op);
     } else {

@@ -11,6 +11,7 @@
 #include "model/device/device_config.h"
 #include "model/device/dma_port.h"
 #include "model/device/engine_time.h"
+#include "model/device/stag_table.h"
 #include "model/trace/trace_log.h"
 
 namespace irdma_sim::device {
@@ -59,7 +60,12 @@ class QpEngine {
   enum class Result { done, rnr, failed };
 
   QpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
-           trace::TraceLog& trace);
+           StagTable& stags, trace::TraceLog& trace);
+  // Where FAST_REG_NSMR finds page lists (the PBLE registers).
+  void set_pble_pool(uint64_t base, uint32_t entries) {
+    pble_base_ = base;
+    pble_entries_ = entries;
+  }
 
   // Loads the QP host context at `host_ctx`; returns a CQP minor code or 0.
   uint16_t create(uint32_t qp_id, uint8_t type, uint64_t host_ctx);
@@ -82,19 +88,15 @@ class QpEngine {
   const QpEngineCounters& counters() const { return counters_; }
 
  private:
-  struct Fragment {
-    uint64_t addr;
-    uint32_t len;
-  };
   // A WQE's fragments with data (at most 15 slots fit in 8 quanta).
   struct Fragments {
-    Fragment at[16];
+    Extent at[16];
     unsigned count = 0;
-    const Fragment* begin() const { return at; }
-    const Fragment* end() const { return at + count; }
+    const Extent* begin() const { return at; }
+    const Extent* end() const { return at + count; }
     uint64_t bytes() const {
       uint64_t n = 0;
-      for (const Fragment& f : *this) n += f.len;
+      for (const Extent& f : *this) n += f.len;
       return n;
     }
   };
@@ -105,6 +107,11 @@ class QpEngine {
   Result execute(QpContext& qp, const uint64_t* wqe, uint8_t op);
   Result execute_ud(QpContext& qp, const uint64_t* wqe, uint8_t op);
   Result execute_atomic(QpContext& qp, const uint64_t* wqe, uint8_t op);
+  // NOP, INV_STAG, FAST_REG_NSMR and BIND_MW: work on this device's own state.
+  Result execute_local(QpContext& qp, const uint64_t* wqe, uint8_t op);
+  uint16_t fast_register(const uint64_t* wqe);
+  // A remote access under the WQE's STag: the extents land in remote_ (0 or a flush code).
+  uint16_t remote_extents(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access);
   uint8_t receive_opcode(uint8_t sq_op, bool imm) const;
   void enter_error(QpContext& qp, uint16_t minor) { enter_error(qp, true, true, minor, minor); }
   void enter_error(QpContext& qp, bool sq, bool rq, uint16_t sq_minor, uint16_t rq_minor);
@@ -124,7 +131,11 @@ class QpEngine {
   trace::TraceLog& trace_;
   std::unordered_map<uint32_t, QpContext> qps_;
   static constexpr uint32_t kChunk = 64 * 1024;
-  uint64_t move_payload(const Fragments& src, const Fragments& dst);
+  uint64_t move_payload(const Extent* src, size_t src_n, const Extent* dst, size_t dst_n);
+  StagTable& stags_;
+  std::vector<Extent> remote_;  // reused: the extents of the current remote access
+  uint64_t pble_base_ = 0;
+  uint32_t pble_entries_ = 0;
   std::vector<uint8_t> bounce_ = std::vector<uint8_t>(kChunk);
   QpEngineCounters counters_;
 };

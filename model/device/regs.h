@@ -21,6 +21,12 @@ inline constexpr uint64_t CCQPSTATUS = 0x0050A000;
 inline constexpr uint64_t CCQPLOW = 0x0050A080;
 inline constexpr uint64_t CCQPHIGH = 0x0050A100;
 inline constexpr uint64_t CQPERRCODES = 0x0050A200;
+// This model's stand-in for the HMC's page-list (PBLE) object, which irdma sets up through
+// HMC segment descriptors: the host address of an array of 8-byte page addresses and its
+// length in entries. FAST_REG_NSMR's FIRSTPMPBLIDX indexes it.
+inline constexpr uint64_t PBLE_BASE_LO = 0x0050A300;
+inline constexpr uint64_t PBLE_BASE_HI = 0x0050A380;
+inline constexpr uint64_t PBLE_COUNT = 0x0050A400;
 // This model's MSI-X table (16-byte PCI MSI-X entries); the real E810 keeps it in another
 // BAR, which the model folds into BAR0 above the register space.
 inline constexpr uint64_t MSIX_TABLE = 0x00800000;
@@ -37,6 +43,8 @@ enum CqpOp : uint8_t {
   OP_DESTROY_QP = 0x02,
   OP_CREATE_CQ = 0x03,
   OP_DESTROY_CQ = 0x05,
+  OP_ALLOC_STAG = 0x09,
+  OP_DEALLOC_STAG = 0x0d,
   OP_FLUSH_WQES = 0x22,
 };
 
@@ -51,7 +59,10 @@ enum SqOp : uint8_t {
   SQ_SEND_INV = 0x04,
   SQ_SEND_SOL = 0x05,
   SQ_SEND_SOL_INV = 0x06,
+  SQ_BIND_MW = 0x08,
+  SQ_FAST_REG_NSMR = 0x09,
   SQ_INV_STAG = 0x0a,
+  SQ_RDMA_READ_INV_STAG = 0x0b,
   SQ_NOP = 0x0c,
   SQ_RDMA_WRITE_SOL = 0x0d,
   SQ_ATOMIC_FETCH_ADD = 0x0f,
@@ -88,6 +99,7 @@ inline constexpr uint16_t FLUSH_PROT_ERR = 2;
 inline constexpr uint16_t FLUSH_REM_ACCESS_ERR = 3;
 inline constexpr uint16_t FLUSH_LOC_QP_OP_ERR = 4;
 inline constexpr uint16_t FLUSH_LOC_LEN_ERR = 6;
+inline constexpr uint16_t FLUSH_MW_BIND_ERR = 9;
 inline constexpr uint16_t FLUSH_REM_INV_REQ_ERR = 10;
 
 }  // namespace irdma_sim::device::regs

@@ -1,0 +1,157 @@
+// Memory keys: regions for fast registration and type-1 windows, allocated through the CQP
+// (ALLOC_STAG / DEALLOC_STAG), registered and bound by work requests (IB_WR_REG_MR,
+// IB_WR_BIND_MW), page lists kept in a pool the device reads (the HMC's PBLE object).
+#include <algorithm>
+#include <cerrno>
+
+#include "driver/irdma/irdma_device.h"
+
+namespace irdma {
+
+using namespace ibcore;
+
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+uint64_t pages_spanned(uint64_t addr, uint64_t len) {
+  return len ? ((addr % kPage) + len + kPage - 1) / kPage : 0;
+}
+
+// irdma_get_mr_access: local read always; remote rights imply the local ones.
+uint8_t irdma_get_mr_access(int access) {
+  uint8_t rights = IRDMA_ACCESS_FLAGS_LOCALREAD;
+  if (access & IB_ACCESS_LOCAL_WRITE) rights |= IRDMA_ACCESS_FLAGS_LOCALWRITE;
+  if (access & IB_ACCESS_REMOTE_WRITE) rights |= IRDMA_ACCESS_FLAGS_REMOTEWRITE;
+  if (access & IB_ACCESS_REMOTE_READ) rights |= IRDMA_ACCESS_FLAGS_REMOTEREAD;
+  if (access & IB_ACCESS_MW_BIND) rights |= IRDMA_ACCESS_FLAGS_BIND_WINDOW;
+  return rights;
+}
+
+// First fit of `n` consecutive free entries; -ENOMEM when there is no such run.
+int64_t alloc_run(std::vector<bool>& used, uint32_t n) {
+  uint32_t run = 0;
+  for (uint32_t i = 0; i < used.size(); i++) {
+    run = used[i] ? 0 : run + 1;
+    if (run == n) {
+      std::fill(used.begin() + (i + 1 - n), used.begin() + (i + 1), true);
+      return i + 1 - n;
+    }
+  }
+  return -ENOMEM;
+}
+
+}  // namespace
+
+int irdma_device::alloc_stag(uint32_t index, bool window, uint64_t max_len) {
+  return cqp_.exec(IRDMA_CQP_OP_ALLOC_STAG, [&](uint64_t* wqe) {
+    wqe[1] = FIELD_PREP(IRDMA_CQPSQ_STAG_STAGLEN, max_len);
+    wqe[2] = FIELD_PREP(IRDMA_CQPSQ_STAG_IDX, index);
+    return window ? IRDMA_CQPSQ_STAG_MWTYPE  // type 1
+                  : IRDMA_CQPSQ_STAG_MR | IRDMA_CQPSQ_STAG_REMACCENABLED;
+  });
+}
+
+int irdma_device::dealloc_stag(uint32_t index, bool window) {
+  return cqp_.exec(IRDMA_CQP_OP_DEALLOC_STAG, [&](uint64_t* wqe) {
+    wqe[2] = FIELD_PREP(IRDMA_CQPSQ_STAG_IDX, index);
+    return window ? 0 : IRDMA_CQPSQ_STAG_MR;
+  });
+}
+
+ErrPtr<irdma_mr> irdma_device::alloc_mr(uint32_t max_num_sg) {
+  if (max_num_sg == 0 || max_num_sg > caps_.pble_entries) return ErrPtr<irdma_mr>::error(-EINVAL);
+  const int64_t index = alloc_id(stag_used_, next_stag_, 1);
+  if (index < 0) return ErrPtr<irdma_mr>::error(int(index));
+  const int64_t pble = alloc_run(pble_used_, max_num_sg);
+  if (pble < 0) {
+    stag_used_[index] = false;
+    return ErrPtr<irdma_mr>::error(int(pble));
+  }
+  auto mr = std::make_unique<irdma_mr>();
+  mr->stag_index = uint32_t(index);
+  mr->max_pages = max_num_sg;
+  mr->pble_index = uint32_t(pble);
+  mr->lkey = mr->rkey = uint32_t(index) << 8;
+  if (int ret = alloc_stag(mr->stag_index, false, uint64_t(max_num_sg) * kPage)) {
+    stag_used_[index] = false;
+    std::fill_n(pble_used_.begin() + pble, max_num_sg, false);
+    return ErrPtr<irdma_mr>::error(ret);
+  }
+  return mr.release();
+}
+
+int irdma_device::map_mr_sg(irdma_mr* mr, uint64_t dma_addr, uint64_t length) {
+  const uint64_t n = pages_spanned(dma_addr, length);
+  if (n == 0 || n > mr->max_pages) return -EINVAL;
+  auto* list = static_cast<uint64_t*>(pble_.cpu) + mr->pble_index;
+  const uint64_t first = dma_addr & ~(kPage - 1);
+  for (uint64_t i = 0; i < n; i++) list[i] = first + i * kPage;
+  mr->iova = dma_addr;
+  mr->length = length;
+  mr->npages = uint32_t(n);
+  return int(n);
+}
+
+int irdma_device::dereg_mr(irdma_mr* mr) {
+  if (int ret = dealloc_stag(mr->stag_index, false)) return ret;
+  stag_used_[mr->stag_index] = false;
+  std::fill_n(pble_used_.begin() + mr->pble_index, mr->max_pages, false);
+  delete mr;
+  return 0;
+}
+
+ErrPtr<irdma_mw> irdma_device::alloc_mw() {
+  const int64_t index = alloc_id(stag_used_, next_stag_, 1);
+  if (index < 0) return ErrPtr<irdma_mw>::error(int(index));
+  if (int ret = alloc_stag(uint32_t(index), true, 0)) {
+    stag_used_[index] = false;
+    return ErrPtr<irdma_mw>::error(ret);
+  }
+  auto mw = std::make_unique<irdma_mw>();
+  mw->stag_index = uint32_t(index);
+  mw->rkey = uint32_t(index) << 8;
+  return mw.release();
+}
+
+int irdma_device::dealloc_mw(irdma_mw* mw) {
+  if (int ret = dealloc_stag(mw->stag_index, true)) return ret;
+  stag_used_[mw->stag_index] = false;
+  delete mw;
+  return 0;
+}
+
+int irdma_device::post_reg_mr(irdma_qp* qp, const ib_send_wr& wr) {
+  auto* mr = static_cast<irdma_mr*>(wr.reg.mr);
+  if (!mr || wr.reg.key >> 8 != mr->stag_index || mr->npages == 0) return -EINVAL;
+  irdma_fast_reg_stag_info info;
+  info.wr_id = wr.wr_id;
+  info.signaled = wr.send_flags & IB_SEND_SIGNALED;
+  info.stag = wr.reg.key;
+  info.va = mr->iova;
+  info.total_len = mr->length;
+  info.access_rights = irdma_get_mr_access(wr.reg.access);
+  info.remote_atomics = caps_.atomics && (wr.reg.access & IB_ACCESS_REMOTE_ATOMIC);
+  info.reg_addr_pa = static_cast<const uint64_t*>(pble_.cpu)[mr->pble_index];
+  info.first_pm_pbl_index = mr->pble_index;
+  info.chunk_size = mr->npages > 1;
+  return irdma_sc_mr_fast_register(&qp->qp_uk, info);
+}
+
+int irdma_device::post_bind_mw(irdma_qp* qp, const ib_send_wr& wr) {
+  auto* mw = static_cast<irdma_mw*>(wr.bind.mw);
+  if (!mw || !wr.bind.mr || wr.bind.rkey >> 8 != mw->stag_index) return -EINVAL;
+  irdma_bind_window info;
+  info.wr_id = wr.wr_id;
+  info.signaled = wr.send_flags & IB_SEND_SIGNALED;
+  info.mr_stag = wr.bind.mr->rkey;
+  info.mw_stag = wr.bind.rkey;
+  info.va = wr.bind.addr;
+  info.len = wr.bind.length;
+  info.ena_reads = wr.bind.access & IB_ACCESS_REMOTE_READ;
+  info.ena_writes = wr.bind.access & IB_ACCESS_REMOTE_WRITE;
+  info.remote_atomics = caps_.atomics && (wr.bind.access & IB_ACCESS_REMOTE_ATOMIC);
+  return irdma_uk_mw_bind(&qp->qp_uk, info);
+}
+
+}  // namespace irdma

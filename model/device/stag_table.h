@@ -1,0 +1,87 @@
+// Memory keys as the device keeps them: regions and windows allocated through the CQP
+// (ALLOC_STAG / DEALLOC_STAG), regions registered by FAST_REG_NSMR with a page list,
+// windows bound over a region by BIND_MW, either invalidated by INV_STAG, by an RDMA READ
+// with invalidate or by an incoming SEND_WITH_INV. An RDMA request names an STag and a
+// virtual address: the table checks key, rights and bounds and translates the address
+// through the region's pages. STag 0 is the kernel's global key: all of memory, unchecked.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace irdma_sim::device {
+
+// STAGRIGHTS (irdma's IRDMA_ACCESS_FLAGS_*, 5 bits).
+enum StagRight : uint8_t {
+  RIGHT_LOCAL_READ = 0x01,
+  RIGHT_LOCAL_WRITE = 0x02,
+  RIGHT_REMOTE_READ = 0x04,
+  RIGHT_REMOTE_WRITE = 0x08,
+  RIGHT_BIND_WINDOW = 0x10,
+};
+
+enum class RemoteAccess { read, write, atomic };
+
+// A run of physically contiguous bytes.
+struct Extent {
+  uint64_t addr;
+  uint64_t len;
+};
+
+// What a registration or a bind asks for.
+struct StagGrant {
+  uint32_t stag = 0;
+  uint64_t va = 0;
+  uint64_t len = 0;
+  uint8_t rights = 0;
+  bool atomics = false;
+};
+
+class StagTable {
+ public:
+  static constexpr uint64_t kPage = 4096;
+
+  explicit StagTable(uint32_t max_index) : max_index_(max_index) {}
+
+  // CQP commands; return a CQP minor code or 0.
+  uint16_t alloc(uint32_t index, bool window, bool type1, uint64_t max_len);
+  uint16_t dealloc(uint32_t index, bool window);
+
+  // SQ operations; return a flush code (spec G.5) or 0.
+  uint16_t fast_register(const StagGrant& g, std::vector<uint64_t> pages);
+  uint16_t bind(const StagGrant& window, uint32_t region_stag, bool type1);
+  // An STag the device never allocated is ignored: the kernel may name any key.
+  uint16_t invalidate(uint32_t stag);
+
+  // Checks a remote access of [va, va + len) under `stag` and appends the physical extents
+  // to `out`. Returns 0 or FLUSH_REM_ACCESS_ERR.
+  uint16_t translate(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access,
+                     std::vector<Extent>& out) const;
+  // Pages a registration of `len` bytes at `va` spans.
+  static uint64_t pages_spanned(uint64_t va, uint64_t len) {
+    return len ? ((va % kPage) + len + kPage - 1) / kPage : 0;
+  }
+
+ private:
+  struct Entry {
+    bool window = false;
+    bool type1 = false;
+    bool valid = false;
+    uint8_t key = 0;
+    uint8_t rights = 0;
+    bool atomics = false;
+    uint64_t va = 0, len = 0;
+    uint64_t max_len = 0;          // region: what its allocation may map
+    std::vector<uint64_t> pages;   // region: page addresses
+    uint64_t generation = 0;       // region: one per registration
+    uint32_t parent = 0;           // window: its region's index
+    uint64_t parent_generation = 0;
+  };
+  const Entry* usable(uint32_t stag, RemoteAccess access) const;
+
+  uint32_t max_index_;
+  std::unordered_map<uint32_t, Entry> entries_;  // by STag index (stag >> 8)
+};
+
+}  // namespace irdma_sim::device
