@@ -15,6 +15,35 @@ namespace {
 
 constexpr uint32_t kUdMtu = 4096;
 
+std::vector<TrafficOp> read_ops(const YamlMap& m, const std::vector<TrafficOp>& def) {
+  std::vector<size_t> def_idx;
+  for (TrafficOp op : def) def_idx.push_back(size_t(op));
+  std::vector<TrafficOp> ops;
+  for (size_t op : m.choice_list("ops", def_idx, {"send", "write", "write_imm", "read", "fetch_add",
+                                                  "cmp_swap", "local_inv", "reg_mr", "bind_mw",
+                                                  "read_inv", "nop"}))
+    ops.push_back(TrafficOp(op));
+  if (m.has("ops") && ops.empty()) m.fail("key 'ops' needs at least one op");
+  return ops;
+}
+
+// The region a QP registers must be invalidated (local_inv or read_inv) before it is
+// registered again, and a window is bound only over a registered region: walked twice,
+// as the cycle repeats.
+void check_key_ops(const YamlMap& where, const std::vector<TrafficOp>& ops) {
+  bool registered = false;
+  for (int pass = 0; pass < 2; pass++) {
+    for (TrafficOp op : ops) {
+      if (op == TrafficOp::reg_mr && registered)
+        where.fail("key 'ops': reg_mr again before the region was invalidated (local_inv or read_inv)");
+      if (op == TrafficOp::bind_mw && !registered)
+        where.fail("key 'ops': bind_mw needs a region registered by an earlier reg_mr");
+      if (op == TrafficOp::reg_mr) registered = true;
+      if (op == TrafficOp::local_inv || op == TrafficOp::read_inv) registered = false;
+    }
+  }
+}
+
 void read_faults(const YamlMap& top, Scenario& sc) {
   for (const YamlMap& f : top.list_of_maps("faults")) {
     f.allow({"pair", "side", "request", "rate", "code"});
@@ -25,6 +54,9 @@ void read_faults(const YamlMap& top, Scenario& sc) {
     if (it == sc.pairs.end()) f.fail("key 'pair': no QP pair named '" + pair + "'");
     fault.pair = size_t(it - sc.pairs.begin());
     if (it->ud) f.fail("key 'pair': faults are injected on RC pairs only");
+    const auto& ops = sc.ops_of(fault.pair);
+    if (std::find(ops.begin(), ops.end(), TrafficOp::nop) != ops.end())
+      f.fail("key 'pair': a faulted pair cannot post nop (a flushed NOP completes silently)");
     for (const FaultSpec& other : sc.faults)
       if (other.pair == fault.pair) f.fail("key 'pair': one fault per QP pair");
     fault.side = unsigned(f.choice("side", 0, {"a", "b"}));
@@ -122,13 +154,14 @@ Scenario load_scenario(const std::string& path) {
       "poll_ctx", size_t(sc.poll_ctx), {"softirq", "workqueue", "unbound_workqueue"}));
 
   for (const YamlMap& p : top.list_of_maps("qp_pairs")) {
-    p.allow({"name", "type", "cq_vector", "sq_depth", "rq_depth"});
+    p.allow({"name", "type", "cq_vector", "sq_depth", "rq_depth", "ops"});
     QpPairSpec q;
     q.name = p.str("name", "pair" + std::to_string(sc.pairs.size()));
     q.cq_vector = int(p.i64("cq_vector", q.cq_vector, -1, 1023));
     q.sq_depth = p.u32("sq_depth", q.sq_depth, 1, 4096);
     q.rq_depth = p.u32("rq_depth", q.rq_depth, 1, 4096);
     q.ud = p.choice("type", 0, {"rc", "ud"}) == 1;
+    q.ops = read_ops(p, {});
     sc.pairs.push_back(q);
   }
   if (sc.pairs.empty()) top.fail("key 'qp_pairs' needs at least one pair");
@@ -138,10 +171,7 @@ Scenario load_scenario(const std::string& path) {
            "solicited_every", "batch", "signal_every"});
   TrafficSpec& tr = sc.traffic;
   tr.sends_per_qp = t.u32("sends_per_qp", tr.sends_per_qp, 0, 100'000'000);
-  tr.ops.clear();
-  for (size_t op : t.choice_list("ops", {0}, {"send", "write", "write_imm", "read", "fetch_add",
-                                              "cmp_swap", "local_inv"}))
-    tr.ops.push_back(TrafficOp(op));
+  tr.ops = read_ops(t, {TrafficOp::send});
   tr.min_bytes = t.u32("min_bytes", tr.min_bytes, 0, 1u << 20);
   tr.max_bytes = t.u32("max_bytes", tr.max_bytes, tr.min_bytes, 1u << 20);
   tr.imm_every = t.u32("imm_every", tr.imm_every, 0, UINT32_MAX);
@@ -150,13 +180,19 @@ Scenario load_scenario(const std::string& path) {
   tr.batch = t.u32("batch", tr.batch, 1, 256);
   tr.signal_every = t.u32("signal_every", tr.signal_every, 1, UINT32_MAX);
   const bool any_ud = std::any_of(sc.pairs.begin(), sc.pairs.end(), [](const QpPairSpec& p) { return p.ud; });
-  if (any_ud && std::any_of(tr.ops.begin(), tr.ops.end(), [](TrafficOp op) { return op != TrafficOp::send; }))
-    t.fail("key 'traffic.ops': a UD pair sends datagrams only (ops: [send])");
-  const bool atomics = std::any_of(tr.ops.begin(), tr.ops.end(), [](TrafficOp op) {
-    return op == TrafficOp::fetch_add || op == TrafficOp::cmp_swap;
-  });
-  if (atomics && sc.config.device.generation < 3)
-    t.fail("key 'traffic.ops': atomics need a GEN_3 device (config.device.generation: 3)");
+  const auto pair_maps = top.list_of_maps("qp_pairs");
+  for (size_t i = 0; i < sc.pairs.size(); i++) {
+    const YamlMap& where = sc.pairs[i].ops.empty() ? t : pair_maps[i];
+    const auto& ops = sc.ops_of(i);
+    if (sc.pairs[i].ud && std::any_of(ops.begin(), ops.end(), [](TrafficOp op) { return op != TrafficOp::send; }))
+      where.fail("key 'ops': a UD pair sends datagrams only (ops: [send])");
+    const bool atomics = std::any_of(ops.begin(), ops.end(), [](TrafficOp op) {
+      return op == TrafficOp::fetch_add || op == TrafficOp::cmp_swap;
+    });
+    if (atomics && sc.config.device.generation < 3)
+      where.fail("key 'ops': atomics need a GEN_3 device (config.device.generation: 3)");
+    check_key_ops(where, ops);
+  }
   if (any_ud && tr.inv_every)
     t.fail("key 'traffic.inv_every': a UD datagram cannot invalidate a remote STag");
   if (any_ud && tr.max_bytes > kUdMtu)

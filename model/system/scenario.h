@@ -12,12 +12,19 @@
 
 namespace irdma_sim::system {
 
+// What a QP posts, cycled through. reg_mr, bind_mw, local_inv and read_inv work on the
+// QP's own memory region over its peer's buffers (see README, "Traffic").
+enum class TrafficOp {
+  send, write, write_imm, read, fetch_add, cmp_swap, local_inv, reg_mr, bind_mw, read_inv, nop
+};
+
 struct QpPairSpec {
   std::string name;
   int cq_vector = -1;        // ib_cq_pool_get hint for both QPs' CQs
   uint32_t sq_depth = 64;    // send WRs per QP
   uint32_t rq_depth = 64;    // receive WRs per QP
   bool ud = false;           // unreliable datagram: SENDs only, addressed per WR
+  std::vector<TrafficOp> ops;  // this pair's op cycle; empty: traffic.ops
 };
 
 // An injected fault (spec G.5): one request of one QP fails with a flush code, so the QP
@@ -31,7 +38,6 @@ struct FaultSpec {
   uint16_t flush_code = 1;   // enum irdma_flush_opcode
 };
 
-enum class TrafficOp { send, write, write_imm, read, fetch_add, cmp_swap, local_inv };
 
 struct TrafficSpec {
   uint32_t sends_per_qp = 1000;  // each QP of a pair posts this many SQ work requests
@@ -56,6 +62,11 @@ struct Scenario {
   std::vector<QpPairSpec> pairs;
   TrafficSpec traffic;
   std::vector<FaultSpec> faults;
+
+  // The op cycle pair `p` runs.
+  const std::vector<TrafficOp>& ops_of(size_t p) const {
+    return pairs[p].ops.empty() ? traffic.ops : pairs[p].ops;
+  }
 };
 
 // The names scenarios give flush codes, indexed by enum irdma_flush_opcode.

@@ -27,7 +27,7 @@ ib_wc_status flush_status(uint16_t minor) {
   return minor < std::size(table) ? table[minor] : IB_WC_FATAL_ERR;
 }
 
-constexpr uint16_t kGeneralFlush = 1, kRetryExceeded = 8;
+constexpr uint16_t kFlushMajor = 1, kGeneralFlush = 1, kRetryExceeded = 8;
 
 std::string wr(uint64_t id) { return "wr_id " + std::to_string(id); }
 
@@ -41,10 +41,10 @@ void Scoreboard::fail(const std::string& check, const std::string& detail) {
 void Scoreboard::compare(const char* what, const ExpectedCompletion& e, const ib_wc& wc) {
   // Messages are built only for failures: this runs for every completion.
   const auto id = [&] { return std::string(what) + " " + wr(e.wr_id); };
-  if (wc.status != IB_WC_SUCCESS)
-    fail(kStatus, id() + ": status " + std::to_string(wc.status) + ", expected 0 (vendor_err " +
-                      std::to_string(wc.vendor_err) + ")");
-  else if (wc.opcode != e.opcode)
+  if (wc.status != e.status)
+    fail(kStatus, id() + ": status " + std::to_string(wc.status) + ", expected " +
+                      std::to_string(e.status) + " (vendor_err " + std::to_string(wc.vendor_err) + ")");
+  else if (e.status == IB_WC_SUCCESS && wc.opcode != e.opcode)
     fail(kStatus, id() + ": opcode " + std::to_string(wc.opcode) + ", expected " +
                       std::to_string(e.opcode));
   if (wc.byte_len != e.byte_len)
@@ -85,18 +85,25 @@ void Scoreboard::expect_fault(unsigned qp, uint64_t request, uint16_t minor) {
 void Scoreboard::check_send(unsigned qp, const ib_wc& wc, bool payload_ok) {
   checked_++;
   auto& q = sq_[qp];
-  // A successful completion retires the unsignaled sends before it; a flush reports them.
-  if (wc.status == IB_WC_SUCCESS)
-    while (!q.empty() && !q.front().signaled && q.front().wr_id != wc.wr_id) q.pop_front();
-  if (q.empty() || q.front().wr_id != wc.wr_id) {
+  const auto it = std::find_if(q.begin(), q.end(), [&](const ExpectedCompletion& x) { return x.wr_id == wc.wr_id; });
+  // vendor_err means nothing on a success (the kernel leaves it stale): the status the
+  // send expects tells a success from an error.
+  const bool expected = it != q.end() && wc.status == it->status && !state_[qp].sq_error;
+  // An expected completion retires the unsignaled sends before it; an error reports them.
+  const bool in_order = it != q.end() && (expected ? std::none_of(q.begin(), it, [](const ExpectedCompletion& x) {
+                                                       return x.signaled;
+                                                     })
+                                                   : it == q.begin());
+  if (!in_order) {
     fail(kOnce, "send completion " + wr(wc.wr_id) + " on QP index " + std::to_string(qp) +
                     (q.empty() ? " with nothing outstanding"
                                : " out of order; expected " + wr(q.front().wr_id)));
     return;
   }
+  q.erase(q.begin(), it);
   const ExpectedCompletion e = q.front();
   q.pop_front();
-  if (wc.status != IB_WC_SUCCESS || state_[qp].sq_error) {
+  if (!expected) {
     check_error(qp, true, e, wc);
     return;
   }
@@ -139,7 +146,7 @@ void Scoreboard::check_error(unsigned qp, bool sq, const ExpectedCompletion& e, 
     return;
   }
   const uint16_t minor = uint16_t(wc.vendor_err & 0xFFFF);
-  const bool known = wc.vendor_err >> 16 == 1 &&
+  const bool known = wc.vendor_err >> 16 == kFlushMajor &&
                      std::find(allowed.begin(), allowed.end(), minor) != allowed.end();
   if (!known || wc.status != flush_status(minor))
     fail(kErrors, id + ": status " + std::to_string(wc.status) + ", vendor_err " +

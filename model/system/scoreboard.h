@@ -36,6 +36,9 @@ struct ExpectedCompletion {
   bool with_smac = false;
   uint64_t smac = 0;  // 48 bits, first byte highest
   uint16_t vlan_tci = 0;
+  // A successful CQE may still map to an error status: the kernel has no ib_wc opcode for
+  // BIND_MW or a signaled NOP (IB_WC_GENERAL_ERR, vendor_err 0).
+  ibcore::ib_wc_status status = ibcore::IB_WC_SUCCESS;
   uint64_t seq = 0;        // a send's number on its QP
   bool signaled = true;    // an unsignaled send completes only when flushed
 };

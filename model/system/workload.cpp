@@ -60,13 +60,15 @@ uint64_t payload_key(uint64_t seed, unsigned qp_index, uint64_t seq) {
 }
 
 bool consumes_receive(TrafficOp op) { return op == TrafficOp::send || op == TrafficOp::write_imm; }
+bool is_nop(TrafficOp op) { return op == TrafficOp::nop; }
 
-// How many of the first `n` work requests of the op cycle take a receive at the peer.
-uint64_t receives_taken(const std::vector<TrafficOp>& ops, uint64_t n) {
+// How many of the first `n` work requests of the op cycle are `kind`.
+template <typename Kind>
+uint64_t count_ops(const std::vector<TrafficOp>& ops, uint64_t n, Kind kind) {
   uint64_t per_cycle = 0, rest = 0;
   for (size_t i = 0; i < ops.size(); i++) {
-    per_cycle += consumes_receive(ops[i]);
-    if (i < n % ops.size()) rest += consumes_receive(ops[i]);
+    per_cycle += kind(ops[i]);
+    if (i < n % ops.size()) rest += kind(ops[i]);
   }
   return n / ops.size() * per_cycle + rest;
 }
@@ -100,6 +102,7 @@ struct Workload::Incoming {
 struct Workload::Qp {
   unsigned index = 0;
   Qp* peer = nullptr;
+  const std::vector<TrafficOp>* ops = nullptr;  // its op cycle
   bool ud = false;
   uint32_t qkey = 0;  // UD: what this QP accepts
   std::unique_ptr<BufferedQp> bq;
@@ -113,6 +116,12 @@ struct Workload::Qp {
   // An error completion broke the connection: the workload moves the peer to error too,
   // as a ULP tearing the connection down does.
   bool broken = false, peer_flushed = false;
+  // A region over the peer's window and a window over that region, when the ops use them;
+  // `rkey` is what RDMA requests name: the window, the region, or the global key 0.
+  irdma::irdma_mr* mr = nullptr;
+  irdma::irdma_mw* mw = nullptr;
+  bool mr_registered = false;
+  uint32_t rkey = 0;
 };
 
 Workload::Workload(Simulation& sim, const Scenario& sc, Scoreboard& sb, CompletionLog& log)
@@ -147,6 +156,7 @@ bool Workload::setup() {
     for (int side = 0; side < 2; side++) {
       auto q = std::make_unique<Qp>();
       q->index = unsigned(qps_.size());
+      q->ops = &sc_.ops_of(size_t(&pair - sc_.pairs.data()));
       q->sends_total = sc_.traffic.sends_per_qp;
       q->nr_cqe = pair.sq_depth + pair.rq_depth;
       auto cq = ib_cq_pool_get(&dev_, q->nr_cqe, pair.cq_vector, sc_.poll_ctx);
@@ -183,11 +193,13 @@ bool Workload::setup() {
       return false;
     }
   }
+  for (auto& q : qps_)
+    if (!make_keys(*q)) return false;
   inject_faults();
   counters_.pool_cqs = 0;
   for (const auto& pool : dev_.cq_pools) counters_.pool_cqs += pool.size();
   for (auto& q : qps_) {
-    q->recvs_total = receives_taken(sc_.traffic.ops, q->peer->sends_total);
+    q->recvs_total = count_ops(*q->peer->ops, q->peer->sends_total, consumes_receive);
     const BufferedQp& bq = *q->bq;
     for (uint32_t slot = 0; slot < bq.sq_depth(); slot++)  // the second half serves READs
       fill_payload(bq.window_slot(bq.sq_depth() + slot), bq.slot_bytes(),
@@ -226,6 +238,25 @@ void Workload::inject_faults() {
   }
 }
 
+// A QP whose ops register memory gets a region spanning its peer's window (and a window
+// object when it binds one); the kernel ULP's ib_alloc_mr and ib_map_mr_sg.
+bool Workload::make_keys(Qp& q) {
+  const auto uses = [&](TrafficOp op) { return std::find(q.ops->begin(), q.ops->end(), op) != q.ops->end(); };
+  if (!uses(TrafficOp::reg_mr)) return true;
+  const BufferedQp& peer = *q.peer->bq;
+  const uint64_t bytes = uint64_t(peer.window_slots()) * peer.slot_bytes();
+  auto mr = dev_.alloc_mr(uint32_t((bytes + 4095) / 4096 + 1));
+  int err = mr.is_err() ? mr.err() : dev_.map_mr_sg(mr.get(), peer.window_addr(0), bytes);
+  if (!mr.is_err()) q.mr = mr.get();
+  if (err >= 0 && uses(TrafficOp::bind_mw)) {
+    auto mw = dev_.alloc_mw();
+    if (mw.is_err()) err = mw.err();
+    else q.mw = mw.get();
+  }
+  if (err < 0) sb_.record("setup", false, "allocating memory keys failed, errno " + std::to_string(-err));
+  return err >= 0;
+}
+
 int Workload::post_recv(Qp& q) {
   const uint32_t slot = uint32_t(q.recvs_posted % q.bq->rq_depth());
   WrCtx& ctx = q.recv_ctx[slot];
@@ -235,10 +266,8 @@ int Workload::post_recv(Qp& q) {
   wr.wr_cqe = &ctx.cqe;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  const int ret = dev_.post_recv(q.bq->qp(), &wr, nullptr);
-  if (ret) {
-    counters_.post_errors++;
-    sb_.record("post_recv", false, "post_recv failed, errno " + std::to_string(-ret));
+  if (int ret = dev_.post_recv(q.bq->qp(), &wr, nullptr)) {
+    post_failed("post_recv", ret);
     return ret;
   }
   sb_.expect_recv(q.index, ctx.wr_id, q.bq->qp());
@@ -251,7 +280,7 @@ int Workload::post_recv(Qp& q) {
 // buffer, UD destination, atomic operands) and what it must complete as, at `q` and at the
 // receiver; atomics also move the model of the peer's atomic slots on.
 void Workload::describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ib_send_wr& wr,
-                        ExpectedCompletion& done, ExpectedCompletion& msg) {
+                        ib_sge& sge, ExpectedCompletion& done, ExpectedCompletion& msg) {
   const uint32_t len = ctx.len;
   const uint64_t wr_id = ctx.wr_id;
   const TrafficSpec& t = sc_.traffic;
@@ -294,12 +323,21 @@ void Workload::describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ib_send_w
     case TrafficOp::write:
       wr.opcode = op == TrafficOp::write ? IB_WR_RDMA_WRITE : IB_WR_RDMA_WRITE_WITH_IMM;
       wr.remote_addr = peer.window_addr(slot);  // the first half takes WRITEs
+      wr.rkey = q.rkey;
       done.opcode = IB_WC_RDMA_WRITE;
       break;
     case TrafficOp::read:
+    case TrafficOp::read_inv:
       wr.opcode = IB_WR_RDMA_READ;
       wr.remote_addr = peer.window_addr(peer.sq_depth() + slot);
+      wr.rkey = q.rkey;
       done.opcode = IB_WC_RDMA_READ;
+      if (op == TrafficOp::read_inv) {
+        // The sink names the QP's region, which the READ invalidates as it lands.
+        wr.opcode = IB_WR_RDMA_READ_WITH_INV;
+        sge.lkey = q.mr_registered ? q.mr->lkey : 0;
+        forget_region(q);
+      }
       break;
     case TrafficOp::fetch_add:
     case TrafficOp::cmp_swap: {
@@ -319,34 +357,75 @@ void Workload::describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ib_send_w
       }
       ctx.after = value;
       wr.remote_addr = peer.window_addr(2 * peer.sq_depth() + slot);
+      wr.rkey = q.rkey;
       done.byte_len = 0;  // irdma tracks no length for atomics
       break;
     }
     case TrafficOp::local_inv:
+      // The QP's region when it is registered; else a key the device never issued (an
+      // index beyond its STags), which it ignores.
       wr.opcode = IB_WR_LOCAL_INV;
-      wr.ex.invalidate_rkey = uint32_t(splitmix64(seq + 77));
+      wr.ex.invalidate_rkey = q.mr_registered ? q.mr->rkey : uint32_t(splitmix64(seq + 77)) | 0x80000000u;
+      forget_region(q);
       wr.num_sge = 0;
       done.opcode = IB_WC_LOCAL_INV;
+      done.byte_len = 0;
+      break;
+    case TrafficOp::reg_mr: {
+      const uint32_t key = (q.mr->rkey & ~0xFFu) | ((q.mr->rkey + 1) & 0xFFu);  // ib_update_fast_reg_key
+      q.mr->lkey = q.mr->rkey = key;
+      wr.opcode = IB_WR_REG_MR;
+      wr.reg.mr = q.mr;
+      wr.reg.key = key;
+      wr.reg.access = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ |
+                      IB_ACCESS_REMOTE_ATOMIC | IB_ACCESS_MW_BIND;
+      wr.num_sge = 0;
+      q.mr_registered = true;
+      q.rkey = key;
+      done.opcode = IB_WC_REG_MR;
+      done.byte_len = 0;
+      break;
+    }
+    case TrafficOp::bind_mw: {
+      const uint32_t key = (q.mw->rkey & ~0xFFu) | ((q.mw->rkey + 1) & 0xFFu);  // ibv_inc_rkey
+      q.mw->rkey = key;
+      wr.opcode = IB_WR_BIND_MW;
+      wr.bind.mw = q.mw;
+      wr.bind.mr = q.mr;
+      wr.bind.rkey = key;
+      wr.bind.addr = q.mr->iova;
+      wr.bind.length = q.mr->length;
+      wr.bind.access = IB_ACCESS_REMOTE_WRITE | IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC;
+      wr.num_sge = 0;
+      q.rkey = key;
+      done.status = IB_WC_GENERAL_ERR;  // the kernel's mapping has no BIND_MW opcode
+      done.byte_len = 0;
+      break;
+    }
+    case TrafficOp::nop:
+      done.status = IB_WC_GENERAL_ERR;  // nor one for a signaled NOP
       done.byte_len = 0;
       break;
   }
 }
 
+void Workload::forget_region(Qp& q) {
+  q.mr_registered = false;
+  q.rkey = 0;
+}
+
 int Workload::post_sends(Qp& q) {
   const TrafficSpec& t = sc_.traffic;
-  std::vector<ib_send_wr>& wrs = wr_scratch_;
-  std::vector<ib_sge>& sges = sge_scratch_;
-  wrs.clear();
-  sges.clear();
   const BufferedQp& bq = *q.bq;
   // A doorbell carries a whole batch: wait until that much of the SQ is free, unless
   // fewer sends than that are left.
   const uint64_t free = bq.sq_depth() - (q.sends_posted - q.sends_done);
   const uint64_t want = std::min<uint64_t>({t.batch, bq.sq_depth(), q.sends_total - q.sends_posted});
   if (want == 0 || free < want) return 0;
-  while (wrs.size() < t.batch && q.sends_posted < q.sends_total &&
+  int posted = 0;
+  while (uint32_t(posted) < t.batch && q.sends_posted < q.sends_total &&
          q.sends_posted - q.sends_done < bq.sq_depth()) {
-    const TrafficOp op = t.ops[q.sends_posted % t.ops.size()];
+    const TrafficOp op = (*q.ops)[q.sends_posted % q.ops->size()];
     // A datagram with no receive posted for it is dropped: a UD sender waits for credit.
     const Qp& to = *q.peer;
     if (q.ud && to.recvs_posted <= to.recvs_done + to.incoming.size()) break;
@@ -354,14 +433,14 @@ int Workload::post_sends(Qp& q) {
     const uint32_t slot = uint32_t(seq % bq.sq_depth());
     const bool atomic = op == TrafficOp::fetch_add || op == TrafficOp::cmp_swap;
     const uint32_t len = atomic ? 8 : message_size(q, seq);
-    const bool fetches = op == TrafficOp::read || op == TrafficOp::fetch_add || op == TrafficOp::cmp_swap;
+    const bool fetches = op == TrafficOp::read || op == TrafficOp::read_inv || atomic;
     if (!fetches) fill_payload(bq.send_slot(slot), len, payload_key(sc_.seed, q.index, seq));
     WrCtx& ctx = q.send_ctx[slot];
     ctx = {{&Workload::on_send_done}, this, &q, next_wr_id_++, slot, seq, op, len};
 
     ib_send_wr wr;
     wr.wr_cqe = &ctx.cqe;
-    sges.push_back(bq.send_sge(slot, len));
+    sge_scratch_.push_back(bq.send_sge(slot, len));
     wr.num_sge = 1;
     // Every signal_every-th WR is signaled, and so is one that fills the SQ or ends the
     // run: only a signaled completion retires the unsignaled WRs before it.
@@ -369,7 +448,7 @@ int Workload::post_sends(Qp& q) {
                           q.sends_posted - q.sends_done == bq.sq_depth();
     wr.send_flags = signaled ? IB_SEND_SIGNALED : 0;
     ExpectedCompletion done, msg;
-    describe(q, seq, op, ctx, wr, done, msg);
+    describe(q, seq, op, ctx, wr, sge_scratch_.back(), done, msg);
     if (consumes_receive(op)) {
       if (t.solicited_every && seq % t.solicited_every == t.solicited_every - 1)
         wr.send_flags |= IB_SEND_SOLICITED;
@@ -379,28 +458,49 @@ int Workload::post_sends(Qp& q) {
     done.seq = seq;
     done.signaled = signaled;
     sb_.expect_send(q.index, done);
-    wrs.push_back(wr);
+    posted++;
+    if (op == TrafficOp::nop) {
+      // No verb posts a NOP: the batch so far goes first, then the NOP on its own.
+      sge_scratch_.pop_back();
+      send_batch(q);
+      if (int ret = dev_.post_nop(bq.qp(), wr.wr_id, signaled)) post_failed("post_nop", ret);
+    } else {
+      wr_scratch_.push_back(wr);
+    }
   }
-  if (wrs.empty()) return 0;
+  send_batch(q);
+  counters_.sends_posted += uint64_t(posted);
+  return posted;
+}
+
+// Posts the work requests gathered so far in one post_send (one doorbell).
+void Workload::send_batch(Qp& q) {
+  std::vector<ib_send_wr>& wrs = wr_scratch_;
+  if (wrs.empty()) return;
   for (size_t i = 0; i < wrs.size(); i++) {
-    wrs[i].sg_list = &sges[i];
+    wrs[i].sg_list = &sge_scratch_[i];
     wrs[i].next = i + 1 < wrs.size() ? &wrs[i + 1] : nullptr;
   }
   const ib_send_wr* bad = nullptr;
-  const int ret = dev_.post_send(bq.qp(), wrs.data(), &bad);
+  if (int ret = dev_.post_send(q.bq->qp(), wrs.data(), &bad)) post_failed("post_send", ret);
   counters_.doorbells++;
-  if (ret) {
-    counters_.post_errors++;
-    sb_.record("post_send", false, "post_send failed, errno " + std::to_string(-ret));
-  }
-  counters_.sends_posted += wrs.size();
-  return int(wrs.size());
+  wrs.clear();
+  sge_scratch_.clear();
+}
+
+void Workload::post_failed(const char* verb, int ret) {
+  counters_.post_errors++;
+  sb_.record(verb, false, std::string(verb) + " failed, errno " + std::to_string(-ret));
 }
 
 void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
   counters_.completions++;
   if (wc.status < counters_.by_status.size()) counters_.by_status[wc.status]++;
-  if (wc.status != IB_WC_SUCCESS) {
+  // The kernel has no ib_wc opcode for a BIND_MW or a signaled NOP: their successes map
+  // to IB_WC_GENERAL_ERR.
+  const bool unmapped = (ctx.op == TrafficOp::bind_mw || ctx.op == TrafficOp::nop) &&
+                        wc.status == IB_WC_GENERAL_ERR;
+  if (wc.status != IB_WC_SUCCESS && !unmapped) {
     ctx.qp->broken = true;
     if (wc.vendor_err >> 16 == irdma::IRDMA_FLUSH_MAJOR_ERR) counters_.flushed++;
   }
@@ -433,7 +533,12 @@ bool Workload::moved_right(const Qp& q, const WrCtx& ctx) const {
     case TrafficOp::send:       // checked at the receiver
     case TrafficOp::local_inv:  // moves no data
       return true;
+    case TrafficOp::reg_mr:
+    case TrafficOp::bind_mw:
+    case TrafficOp::nop:
+      return true;
     case TrafficOp::read:
+    case TrafficOp::read_inv:
       return payload_equals(q.bq->send_slot(ctx.slot), ctx.len,
                             read_source_key(sc_.seed, q.peer->index, ctx.slot));
     case TrafficOp::write:
@@ -535,6 +640,10 @@ void Workload::teardown() {
   bool clean = true;
   for (auto it = qps_.rbegin(); it != qps_.rend(); ++it) {
     Qp& q = **it;
+    if (q.mw && dev_.dealloc_mw(q.mw)) clean = false;
+    if (q.mr && dev_.dereg_mr(q.mr)) clean = false;
+    q.mw = nullptr;
+    q.mr = nullptr;
     if (q.bq && q.bq->destroy()) clean = false;
     q.bq.reset();
     if (q.cq && ib_cq_pool_put(q.cq, q.nr_cqe)) clean = false;

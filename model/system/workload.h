@@ -62,7 +62,11 @@ class Workload {
   void teardown();
   int post_sends(Qp& qp);
   void describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ibcore::ib_send_wr& wr,
-                ExpectedCompletion& done, ExpectedCompletion& msg);
+                ibcore::ib_sge& sge, ExpectedCompletion& done, ExpectedCompletion& msg);
+  static void forget_region(Qp& q);
+  bool make_keys(Qp& q);
+  void send_batch(Qp& q);
+  void post_failed(const char* verb, int ret);
   int post_recv(Qp& qp);
   void completed(const ibcore::ib_cq* cq, const WrCtx& ctx, const ibcore::ib_wc& wc);
   uint32_t message_size(const Qp& qp, uint64_t seq) const;
