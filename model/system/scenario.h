@@ -45,7 +45,7 @@ struct TrafficSpec {
   uint32_t min_bytes = 1;
   uint32_t max_bytes = 4096;
   uint32_t imm_every = 0;        // every Nth send carries immediate data (0: none)
-  uint32_t inv_every = 0;        // every Nth send without immediate is SEND_WITH_INV
+  uint32_t inv_every = 0;        // every Nth RC send without immediate is SEND_WITH_INV
   uint32_t solicited_every = 0;  // every Nth send is solicited (0: none)
   uint32_t batch = 4;            // WRs posted per doorbell (fewer only at the end)
   uint32_t signal_every = 1;     // every Nth send is signaled (and the one filling the SQ)

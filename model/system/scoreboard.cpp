@@ -85,15 +85,14 @@ void Scoreboard::expect_fault(unsigned qp, uint64_t request, uint16_t minor) {
 void Scoreboard::check_send(unsigned qp, const ib_wc& wc, bool payload_ok) {
   checked_++;
   auto& q = sq_[qp];
-  const auto it = std::find_if(q.begin(), q.end(), [&](const ExpectedCompletion& x) { return x.wr_id == wc.wr_id; });
+  auto it = std::find_if(q.begin(), q.end(), [&](const ExpectedCompletion& x) { return x.wr_id == wc.wr_id; });
   // vendor_err means nothing on a success (the kernel leaves it stale): the status the
   // send expects tells a success from an error.
   const bool expected = it != q.end() && wc.status == it->status && !state_[qp].sq_error;
-  // An expected completion retires the unsignaled sends before it; an error reports them.
-  const bool in_order = it != q.end() && (expected ? std::none_of(q.begin(), it, [](const ExpectedCompletion& x) {
-                                                       return x.signaled;
-                                                     })
-                                                   : it == q.begin());
+  // An expected completion retires the unsignaled sends before it; an error reports them
+  // all but NOPs, which a flush passes over.
+  const auto skipped = [&](const ExpectedCompletion& x) { return expected ? !x.signaled : x.silent_on_flush; };
+  const bool in_order = it != q.end() && std::all_of(q.begin(), it, skipped);
   if (!in_order) {
     fail(kOnce, "send completion " + wr(wc.wr_id) + " on QP index " + std::to_string(qp) +
                     (q.empty() ? " with nothing outstanding"
@@ -148,7 +147,9 @@ void Scoreboard::check_error(unsigned qp, bool sq, const ExpectedCompletion& e, 
   const uint16_t minor = uint16_t(wc.vendor_err & 0xFFFF);
   const bool known = wc.vendor_err >> 16 == kFlushMajor &&
                      std::find(allowed.begin(), allowed.end(), minor) != allowed.end();
-  if (!known || wc.status != flush_status(minor))
+  // An operation ib_wc has no opcode for reports IB_WC_GENERAL_ERR, flushed or not.
+  const ib_wc_status want = e.status == IB_WC_GENERAL_ERR ? IB_WC_GENERAL_ERR : flush_status(minor);
+  if (!known || wc.status != want)
     fail(kErrors, id + ": status " + std::to_string(wc.status) + ", vendor_err " +
                       std::to_string(wc.vendor_err) +
                       (allowed.empty() ? " on a QP no fault touches" : " is not a flush this queue may report"));

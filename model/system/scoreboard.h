@@ -39,6 +39,7 @@ struct ExpectedCompletion {
   // A successful CQE may still map to an error status: the kernel has no ib_wc opcode for
   // BIND_MW or a signaled NOP (IB_WC_GENERAL_ERR, vendor_err 0).
   ibcore::ib_wc_status status = ibcore::IB_WC_SUCCESS;
+  bool silent_on_flush = false;  // a NOP: a flush skips it
   uint64_t seq = 0;        // a send's number on its QP
   bool signaled = true;    // an unsignaled send completes only when flushed
 };

@@ -307,7 +307,7 @@ void Workload::describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ib_send_w
         msg.imm_data = uint32_t(splitmix64(seq ^ sc_.seed));
         wr.opcode = IB_WR_SEND_WITH_IMM;
         wr.ex.imm_data = __builtin_bswap32(msg.imm_data);  // htonl
-      } else if (t.inv_every && seq % t.inv_every == t.inv_every - 1) {
+      } else if (t.inv_every && !q.ud && seq % t.inv_every == t.inv_every - 1) {  // RC only
         msg.with_inv = true;
         msg.inv_rkey = uint32_t(splitmix64(seq * 3 + sc_.seed)) | 1;
         wr.opcode = IB_WR_SEND_WITH_INV;
@@ -405,6 +405,7 @@ void Workload::describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ib_send_w
     case TrafficOp::nop:
       done.status = IB_WC_GENERAL_ERR;  // nor one for a signaled NOP
       done.byte_len = 0;
+      done.silent_on_flush = true;
       break;
   }
 }
@@ -496,11 +497,11 @@ void Workload::post_failed(const char* verb, int ret) {
 void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
   counters_.completions++;
   if (wc.status < counters_.by_status.size()) counters_.by_status[wc.status]++;
-  // The kernel has no ib_wc opcode for a BIND_MW or a signaled NOP: their successes map
-  // to IB_WC_GENERAL_ERR.
-  const bool unmapped = (ctx.op == TrafficOp::bind_mw || ctx.op == TrafficOp::nop) &&
-                        wc.status == IB_WC_GENERAL_ERR;
-  if (wc.status != IB_WC_SUCCESS && !unmapped) {
+  // The kernel has no ib_wc opcode for a BIND_MW or a signaled NOP: they complete as
+  // IB_WC_GENERAL_ERR, flushed or not; before the QP broke, that was a success.
+  const bool unmapped_success = (ctx.op == TrafficOp::bind_mw || ctx.op == TrafficOp::nop) &&
+                                wc.status == IB_WC_GENERAL_ERR && !ctx.qp->broken;
+  if (wc.status != IB_WC_SUCCESS && !unmapped_success) {
     ctx.qp->broken = true;
     if (wc.vendor_err >> 16 == irdma::IRDMA_FLUSH_MAJOR_ERR) counters_.flushed++;
   }

@@ -100,7 +100,8 @@ TEST(Scenario, UdPairsSendDatagramsOnly) {
   const std::string ud = "name: t\nqp_pairs:\n  - {name: p, type: ud}\n";
   EXPECT_TRUE(load_scenario(write_temp("ud.yaml", ud)).pairs[0].ud);
   EXPECT_NE(error_of(ud + "traffic:\n  ops: [send, write]\n").find("datagrams only"), std::string::npos);
-  EXPECT_NE(error_of(ud + "traffic:\n  inv_every: 2\n").find("traffic.inv_every"), std::string::npos);
+  EXPECT_NE(error_of("name: t\nqp_pairs:\n  - {name: p, type: ud, ops: [send, read]}\n").find("datagrams only"),
+            std::string::npos);
   EXPECT_NE(error_of(ud + "traffic:\n  max_bytes: 9000\n").find("at most 4096"), std::string::npos);
   EXPECT_NE(error_of("name: t\nqp_pairs:\n  - {type: uc}\n").find("one of rc, ud"), std::string::npos);
 }
@@ -128,6 +129,28 @@ TEST(Scenario, FaultsNameAPairASideARequestOrRateAndACode) {
   EXPECT_NE(err("{pair: p, request: 1, side: c}").find("one of a, b"), std::string::npos);
   EXPECT_NE(error_of(pairs + "faults:\n  - {pair: p, request: 1}\n  - {pair: p, side: b, request: 2}\n")
                 .find("one fault per QP pair"),
+            std::string::npos);
+}
+
+TEST(Scenario, PairsMayRunTheirOwnOps) {
+  const Scenario sc = load_scenario(write_temp(
+      "ops.yaml", "name: t\nqp_pairs:\n  - {name: p, ops: [reg_mr, write, bind_mw, read_inv, nop]}\n"
+                  "  - {name: u, type: ud}\ntraffic:\n  ops: [send]\n"));
+  EXPECT_EQ(sc.ops_of(0).size(), 5u);
+  EXPECT_EQ(sc.ops_of(0)[3], TrafficOp::read_inv);
+  EXPECT_EQ(sc.ops_of(1), std::vector<TrafficOp>{TrafficOp::send}) << "traffic.ops by default";
+}
+
+TEST(Scenario, KeyOpsMustFollowARegionsLife) {
+  const auto ops = [](const std::string& list) { return error_of("name: t\nqp_pairs:\n  - {name: p, ops: " + list + "}\n"); };
+  EXPECT_NE(ops("[reg_mr, write]").find("reg_mr again before the region was invalidated"), std::string::npos)
+      << "the cycle comes round to reg_mr with the region still registered";
+  EXPECT_NE(ops("[bind_mw, reg_mr, local_inv]").find("bind_mw needs a region"), std::string::npos);
+  EXPECT_NE(ops("[reg_mr, local_inv, bind_mw]").find("bind_mw needs a region"), std::string::npos);
+  EXPECT_EQ(ops("[reg_mr, bind_mw, write, read_inv]"), "");
+  EXPECT_NE(ops("[]").find("must be a non-empty list"), std::string::npos);
+  EXPECT_NE(error_of("name: t\nqp_pairs:\n  - {name: p, ops: [send, nop]}\nfaults:\n  - {pair: p, request: 3}\n")
+                .find("cannot post nop"),
             std::string::npos);
 }
 

@@ -81,6 +81,29 @@ def test_error_scenarios_report_their_faults_and_repeat_exactly(scenario, tmp_pa
     assert any(s["name"] == "IB_WC_SUCCESS" and s["count"] > 300 for s in counts["by_status"])
 
 
+@pytest.mark.parametrize("name,opcodes", [
+    # SEND, RDMA_WRITE, RDMA_READ, LOCAL_INV, REG_MR, RECV, RECV_RDMA_WITH_IMM
+    ("opcodes.yaml", {0, 1, 2, 6, 10, 128, 129}),
+    # ... and COMP_SWAP, FETCH_ADD
+    ("opcodes_gen3.yaml", {0, 1, 2, 3, 4, 6, 10, 128, 129}),
+])
+def test_opcode_scenarios_complete_every_opcode(scenario, tmp_path, name, opcodes):
+    a, b = tmp_path / "a", tmp_path / "b"
+    reports = [irdma_sim.run(scenario(name), out) for out in (a, b)]
+    r = reports[0]
+    assert r["passed"], [c for c in r["checks"] if not c["passed"]]
+    assert (a / "completions.jsonl").read_bytes() == (b / "completions.jsonl").read_bytes()
+    assert {o["opcode"] for o in r["counts"]["by_opcode"]} == opcodes
+    # BIND_MW and signaled NOPs complete as IB_WC_GENERAL_ERR: the kernel maps no opcode.
+    assert {s["name"] for s in r["counts"]["by_status"]} == {"IB_WC_SUCCESS", "IB_WC_GENERAL_ERR"}
+    flags = set()
+    for line in open(a / "completions.jsonl"):
+        flags.add(json.loads(line)["wc_flags"])
+    # WITH_IMM, WITH_INVALIDATE; UD: GRH | WITH_SMAC | WITH_NETWORK_HDR_TYPE (| WITH_VLAN)
+    assert {2, 4} <= flags and any(f & 1 and f & 16 for f in flags), flags
+    assert r["counts"]["extended_cqes"] > 0
+
+
 def test_malformed_scenario_is_named_with_its_line_and_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nqp_pairs:\n  - name: p\n    sq_dept: 8\n")
