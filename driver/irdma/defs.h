@@ -237,6 +237,8 @@ enum irdma_flush_opcode : uint16_t {
   FLUSH_RNR_RETRY_EXC_ERR = 11,
 };
 inline constexpr uint16_t IRDMA_FLUSH_MAJOR_ERR = 1;
+// GEN_3: a flush whose minor is an asynchronous event id (irdma_ae_to_qp_err_code).
+inline constexpr uint16_t IRDMA_SRQFLUSH_RSVD_MAJOR_ERR = 0xFFFE;
 
 // irdma_cq_poll_info::q_type (the CQE's SQ bit).
 inline constexpr uint8_t IRDMA_CQE_QTYPE_RQ = 0;

@@ -53,13 +53,64 @@ inline irdma_qp_uk* cqe_qp(const irdma_cq_uk* cq, uint64_t qword1, uint32_t qp_i
   return qp && qp->compl_ctx == qword1 ? qp : nullptr;
 }
 
+// The flush code an asynchronous event id stands for (spec G.5, GEN_3-era table).
+uint16_t ae_to_flush_code(uint16_t ae) {
+  switch (ae) {
+    case 0x102: case 0x103: case 0x104: case 0x105: case 0x106: case 0x107: case 0x108:
+    case 0x109: case 0x10a: case 0x11c: return FLUSH_PROT_ERR;
+    case 0x133: case 0x20a: return FLUSH_LOC_QP_OP_ERR;
+    case 0x132: case 0x134: case 0x135: case 0x303: case 0x305: return FLUSH_LOC_LEN_ERR;
+    case 0x112: case 0x20d: return FLUSH_REM_ACCESS_ERR;
+    case 0x114: case 0x118: case 0x119: case 0x11b: return FLUSH_MW_BIND_ERR;
+    case 0x50a: return FLUSH_RETRY_EXC_ERR;
+    case 0x208: return FLUSH_REM_INV_REQ_ERR;
+    case 0x505: case 0x507: case 0x316: case 0x20e: return FLUSH_REM_OP_ERR;
+    case 0x50f: return FLUSH_RNR_RETRY_EXC_ERR;
+    case 0x700: case 0x703: case 0x704: case 0x705: return FLUSH_FATAL_ERR;
+    default: return FLUSH_GENERAL_ERR;
+  }
+}
+
+// An error CQE's codes (spec D.4 step 4). Off the hot path.
+__attribute__((cold, noinline)) void decode_error(const irdma_cq_uk* cq, uint64_t* cqe,
+                                                  uint64_t& qword3, irdma_cq_poll_info* info) {
+  info->major_err = uint16_t(FIELD_GET(IRDMA_CQ_MAJERR, qword3));
+  info->minor_err = uint16_t(FIELD_GET(IRDMA_CQ_MINERR, qword3));
+  if (info->major_err == IRDMA_FLUSH_MAJOR_ERR) {
+    info->comp_status = IRDMA_COMPL_STATUS_FLUSHED;
+    // Later re-reads of a parked flush CQE report a generic flush.
+    if (info->minor_err != FLUSH_GENERAL_ERR) {
+      qword3 = (qword3 & ~IRDMA_CQ_MINERR) | FIELD_PREP(IRDMA_CQ_MINERR, FLUSH_GENERAL_ERR);
+      WRITE_ONCE(cqe[3], qword3);
+    }
+  } else if (cq->hw_rev >= IRDMA_GEN_3 && info->major_err == IRDMA_SRQFLUSH_RSVD_MAJOR_ERR) {
+    info->minor_err = ae_to_flush_code(info->minor_err);  // GEN_3 never parks: no rewrite
+    info->comp_status = IRDMA_COMPL_STATUS_FLUSHED;
+  } else {
+    info->comp_status = IRDMA_COMPL_STATUS_UNKNOWN;
+  }
+}
+
 // A flush CQE says the QP is in error: the verbs layer takes it from there (software
-// flush completions). Off the hot path.
-__attribute__((cold, noinline)) void note_error(irdma_cq_uk* cq, irdma_qp_uk* qp,
+// flush completions).
+__attribute__((cold, noinline)) void note_flush(irdma_cq_uk* cq, irdma_qp_uk* qp,
                                                 const irdma_cq_poll_info* info) {
   if (info->comp_status != IRDMA_COMPL_STATUS_FLUSHED || qp->flush_seen) return;
   qp->flush_seen = true;
   cq->newly_flushed.push_back(qp);
+}
+
+// An SQ error CQE: a flush is noted; on GEN_3 a RoCE UD send's error whose major carries
+// the CIE signature (0xE in bits 15:12) is a non-fatal notice, reported as a success.
+__attribute__((cold, noinline)) void sq_error(irdma_cq_uk* cq, irdma_qp_uk* qp,
+                                              irdma_cq_poll_info* info) {
+  note_flush(cq, qp, info);
+  if (cq->hw_rev >= IRDMA_GEN_3 && info->comp_status == IRDMA_COMPL_STATUS_UNKNOWN &&
+      qp->qp_type == IRDMA_QP_TYPE_ROCE_UD && (info->major_err & 0xF000) == 0xE000) {
+    info->error = false;
+    info->major_err = info->minor_err = 0;
+    info->comp_status = IRDMA_COMPL_STATUS_SUCCESS;
+  }
 }
 
 // Visits the unpolled ring slots from head in order, until `visit` returns true (then
@@ -121,22 +172,10 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
   info->error = qword3 & IRDMA_CQ_ERROR;
   info->push_dropped = qword3 & IRDMACQ_PSHDROP;
   info->ipv4 = qword3 & IRDMACQ_IPV4;
-  if (info->error) {
-    info->major_err = uint16_t(FIELD_GET(IRDMA_CQ_MAJERR, qword3));
-    info->minor_err = uint16_t(FIELD_GET(IRDMA_CQ_MINERR, qword3));
-    if (info->major_err == IRDMA_FLUSH_MAJOR_ERR) {
-      info->comp_status = IRDMA_COMPL_STATUS_FLUSHED;
-      // Later re-reads of a parked flush CQE report a generic flush.
-      if (info->minor_err != FLUSH_GENERAL_ERR) {
-        qword3 = (qword3 & ~IRDMA_CQ_MINERR) | FIELD_PREP(IRDMA_CQ_MINERR, FLUSH_GENERAL_ERR);
-        WRITE_ONCE(cqe[3], qword3);
-      }
-    } else {
-      info->comp_status = IRDMA_COMPL_STATUS_UNKNOWN;
-    }
-  } else {
+  if (info->error)
+    decode_error(cq, cqe, qword3, info);
+  else
     info->comp_status = IRDMA_COMPL_STATUS_SUCCESS;
-  }
 
   const uint64_t qword0 = READ_ONCE(cqe[0]);
   const uint64_t qword2 = READ_ONCE(cqe[2]);
@@ -160,7 +199,7 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
   } else if (info->q_type == 0) {  // RQ
     uint32_t array_idx = wqe_idx >> qp->rq_shift;
     if (info->comp_status != IRDMA_COMPL_STATUS_SUCCESS) {
-      note_error(cq, qp, info);
+      note_flush(cq, qp, info);
       if (ring_used(qp->rq_ring) == 0) {
         ret = -ENOENT;
       } else {
@@ -182,7 +221,7 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
       pring = &qp->rq_ring;
     }
   } else {  // SQ
-    if (info->comp_status == IRDMA_COMPL_STATUS_FLUSHED) note_error(cq, qp, info);
+    if (info->error) sq_error(cq, qp, info);
     if (info->comp_status != IRDMA_COMPL_STATUS_FLUSHED) {
       if (!ring_outstanding(qp->sq_ring, wqe_idx) || qp->sq_wrtrk_array[wqe_idx].quanta == 0) {
         cq->corrupt_cqes++;

@@ -293,4 +293,146 @@ TEST(CqRing, Gen2FlushCqeExpandsToEveryOutstandingReceive) {
   EXPECT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), -ENOENT);
 }
 
+// An error CQE for QP 5: a flush (major 1) or anything else.
+CqeFields error_cqe(bool sq, uint16_t major, uint16_t minor, uint16_t wqe_idx = 0) {
+  CqeFields f;
+  f.qp_ctx = 0x100000005ull;
+  f.qp_id = 5;
+  f.sq = sq;
+  f.wqe_idx = wqe_idx;
+  f.error = true;
+  f.major_err = major;
+  f.minor_err = minor;
+  return f;
+}
+
+// SQ flush: NOPs complete silently, a WQE of several quanta moves the tail by all of them
+// (spec H 29).
+TEST(CqRing, SqFlushSkipsNopsAndStepsByQuanta) {
+  Fixture fx(8);
+  fx.qp.sq_wrtrk_array[0] = {700, 10, 2, IRDMA_OP_TYPE_SEND};
+  fx.qp.sq_wrtrk_array[2] = {0, 0, 1, IRDMA_OP_TYPE_NOP};
+  fx.qp.sq_wrtrk_array[3] = {701, 20, 1, IRDMA_OP_TYPE_RDMA_WRITE};
+  fx.qp.sq_ring.head = 4;
+  fx.prod.post(error_cqe(true, IRDMA_FLUSH_MAJOR_ERR, FLUSH_LOC_LEN_ERR));
+  irdma_cq_poll_info info;
+  ibcore::ib_wc wc{};
+  ASSERT_EQ(irdma_poll_one(&fx.cq, &info, &wc), 0);
+  EXPECT_EQ(wc.wr_id, 700u);
+  EXPECT_EQ(wc.status, ibcore::IB_WC_LOC_LEN_ERR);
+  EXPECT_EQ(wc.opcode, ibcore::IB_WC_SEND);
+  EXPECT_EQ(fx.qp.sq_ring.tail, 2u);
+  ASSERT_EQ(irdma_poll_one(&fx.cq, &info, &wc), 0);
+  EXPECT_EQ(wc.wr_id, 701u) << "the NOP between them is not reported";
+  EXPECT_EQ(wc.status, ibcore::IB_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(wc.opcode, ibcore::IB_WC_RDMA_WRITE);
+  EXPECT_TRUE(fx.qp.sq_flush_complete);
+  EXPECT_EQ(fx.cq.cq_ring.head, 1u);
+  EXPECT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), -ENOENT);
+}
+
+// The kernel reports a BIND_MW flushed with a protection error as a bind error; with no
+// ib_wc opcode for BIND_MW the status it delivers is IB_WC_GENERAL_ERR (spec H 29, G.6).
+TEST(CqRing, FlushedBindMwWithAProtectionErrorIsABindError) {
+  Fixture fx(8);
+  fx.qp.sq_wrtrk_array[0] = {800, 0, 1, IRDMA_OP_TYPE_BIND_MW};
+  fx.qp.sq_ring.head = 1;
+  fx.prod.post(error_cqe(true, IRDMA_FLUSH_MAJOR_ERR, FLUSH_PROT_ERR));
+  irdma_cq_poll_info info;
+  ibcore::ib_wc wc{};
+  ASSERT_EQ(irdma_poll_one(&fx.cq, &info, &wc), 0);
+  EXPECT_EQ(info.minor_err, FLUSH_MW_BIND_ERR);
+  EXPECT_EQ(wc.vendor_err, 0x10009u);
+  EXPECT_EQ(wc.status, ibcore::IB_WC_GENERAL_ERR);
+}
+
+// A flush CQE with nothing left to flush is consumed and ends the poll call, even with a
+// CQE behind it (spec H 30).
+TEST(CqRing, FlushCqeWithNothingOutstandingIsConsumedAndEndsThePoll) {
+  Fixture fx(8);
+  fx.qp.sq_wrtrk_array[0] = {700, 10, 1, IRDMA_OP_TYPE_SEND};
+  fx.qp.sq_ring.head = 1;
+  fx.prod.post(error_cqe(false, IRDMA_FLUSH_MAJOR_ERR, FLUSH_GENERAL_ERR));  // the RQ is empty
+  CqeFields send;
+  send.qp_ctx = fx.qp.compl_ctx;
+  send.qp_id = 5;
+  send.sq = true;
+  send.op = IRDMA_OP_TYPE_SEND;
+  fx.prod.post(send);
+  ibcore::ib_wc wc[4];
+  EXPECT_EQ(irdma_poll_ring(&fx.cq, 4, wc), 0);
+  EXPECT_EQ(fx.cq.cq_ring.head, 1u) << "consumed";
+  ASSERT_EQ(irdma_poll_ring(&fx.cq, 4, wc), 1);
+  EXPECT_EQ(wc[0].wr_id, 700u);
+}
+
+// GEN_3: no parking, and a 0xFFFE major carries an asynchronous event id whose flush code
+// is the status (spec H 31). GEN_2 knows no such major: a general error.
+TEST(CqRing, Gen3FlushWithAnEventIdDoesNotPark) {
+  for (const irdma_vers gen : {IRDMA_GEN_3, IRDMA_GEN_2}) {
+    Fixture fx(8);
+    fx.cq.hw_rev = fx.qp.hw_rev = gen;
+    for (uint32_t i = 0; i < 2; i++) fx.qp.rq_wrid_array[i] = 500 + i;
+    fx.qp.rq_ring.head = 2;
+    fx.prod.post(error_cqe(false, IRDMA_SRQFLUSH_RSVD_MAJOR_ERR, 0x50a));  // LLP_TOO_MANY_RETRIES
+    irdma_cq_poll_info info;
+    ibcore::ib_wc wc{};
+    ASSERT_EQ(irdma_poll_one(&fx.cq, &info, &wc), 0);
+    EXPECT_EQ(wc.wr_id, 500u);
+    EXPECT_EQ(fx.cq.cq_ring.head, 1u) << "consumed although a receive is still outstanding";
+    if (gen == IRDMA_GEN_3) {
+      EXPECT_EQ(wc.status, ibcore::IB_WC_RETRY_EXC_ERR);
+      EXPECT_EQ(wc.vendor_err, 0xFFFE0008u);
+    } else {
+      EXPECT_EQ(wc.status, ibcore::IB_WC_GENERAL_ERR);
+      EXPECT_EQ(wc.vendor_err, 0xFFFE050Au);
+    }
+  }
+}
+
+// GEN_3 RoCE UD send errors with the CIE signature are notices, reported as successes
+// (spec H 32); on an RC QP, or on GEN_2, they stay errors.
+TEST(CqRing, Gen3UdSendNoticeIsASuccess) {
+  struct Case {
+    irdma_vers gen;
+    uint8_t qp_type;
+    ibcore::ib_wc_status want;
+  };
+  for (const Case c : {Case{IRDMA_GEN_3, IRDMA_QP_TYPE_ROCE_UD, ibcore::IB_WC_SUCCESS},
+                       Case{IRDMA_GEN_3, IRDMA_QP_TYPE_ROCE_RC, ibcore::IB_WC_GENERAL_ERR},
+                       Case{IRDMA_GEN_2, IRDMA_QP_TYPE_ROCE_UD, ibcore::IB_WC_GENERAL_ERR}}) {
+    Fixture fx(8);
+    fx.cq.hw_rev = fx.qp.hw_rev = c.gen;
+    fx.qp.qp_type = c.qp_type;
+    fx.qp.sq_wrtrk_array[0] = {900, 64, 1, IRDMA_OP_TYPE_SEND};
+    fx.qp.sq_ring.head = 1;
+    CqeFields f = error_cqe(true, 0xE123, 0x0042);
+    f.op = IRDMA_OP_TYPE_SEND;
+    fx.prod.post(f);
+    irdma_cq_poll_info info;
+    ibcore::ib_wc wc{};
+    ASSERT_EQ(irdma_poll_one(&fx.cq, &info, &wc), 0);
+    EXPECT_EQ(wc.wr_id, 900u);
+    EXPECT_EQ(wc.status, c.want) << "gen " << c.gen << ", qp type " << int(c.qp_type);
+    if (c.want == ibcore::IB_WC_SUCCESS) EXPECT_EQ(wc.byte_len, 64u);
+  }
+}
+
+// A receive's error that is not a flush names the oldest outstanding receive, whatever
+// its WQE index says (spec H 33).
+TEST(CqRing, NonFlushReceiveErrorNamesTheRingTail) {
+  Fixture fx(8);
+  for (uint32_t i = 0; i < 3; i++) fx.qp.rq_wrid_array[i] = 600 + i;
+  fx.qp.rq_ring.head = 3;
+  fx.prod.post(error_cqe(false, 0x0002, FLUSH_LOC_LEN_ERR, 2));
+  irdma_cq_poll_info info;
+  ibcore::ib_wc wc{};
+  ASSERT_EQ(irdma_poll_one(&fx.cq, &info, &wc), 0);
+  EXPECT_EQ(wc.wr_id, 600u);
+  EXPECT_EQ(wc.status, ibcore::IB_WC_GENERAL_ERR);
+  EXPECT_EQ(wc.vendor_err, 0x20006u);
+  EXPECT_EQ(fx.qp.rq_ring.tail, 1u);
+  EXPECT_EQ(fx.cq.cq_ring.head, 1u) << "not a flush: no parking";
+}
+
 }  // namespace
