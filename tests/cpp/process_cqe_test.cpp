@@ -1,6 +1,8 @@
-// irdma_process_cqe: one test per row of the spec's G.6 mapping that the skeleton's
-// completions exercise, and the G.5 flush-code table.
+// irdma_process_cqe: one test per row of the spec's G.6 mapping, and the G.5 flush-code
+// table.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "driver/irdma/irdma_device.h"
 
@@ -167,6 +169,67 @@ TEST_F(Mapping, FlushCodeTable) {
     EXPECT_EQ(wc.status, status) << minor;
     EXPECT_EQ(wc.vendor_err, 0x10000u | minor);
   }
+}
+
+TEST_F(Mapping, UdSourceMacIsReportedFirstByteFirst) {
+  qp.qp_type = IRDMA_QP_TYPE_ROCE_UD;
+  info.q_type = 0;
+  info.ud_smac_valid = true;
+  const uint8_t mac[6] = {0x00, 0x1B, 0x21, 0xA0, 0xC0, 0xDE};
+  std::copy(mac, mac + 6, info.ud_smac);
+  irdma_process_cqe(&wc, info);
+  EXPECT_TRUE(wc.wc_flags & IB_WC_WITH_SMAC);
+  EXPECT_TRUE(std::equal(mac, mac + 6, wc.smac.begin()));
+  EXPECT_EQ(wc.sl, 0) << "no VLAN tag: SL 0";
+  EXPECT_FALSE(wc.wc_flags & IB_WC_WITH_VLAN);
+}
+
+TEST_F(Mapping, PkeyIndexIsZeroAndUdSlidIsZero) {
+  qp.qp_type = IRDMA_QP_TYPE_ROCE_UD;
+  wc.pkey_index = 7;
+  wc.slid = 9;
+  sq(IRDMA_OP_TYPE_SEND);
+  EXPECT_EQ(wc.pkey_index, 0);
+  EXPECT_EQ(wc.slid, 0);
+  qp.qp_type = IRDMA_QP_TYPE_ROCE_RC;
+  wc.slid = 9;
+  sq(IRDMA_OP_TYPE_SEND);
+  EXPECT_EQ(wc.slid, 9) << "left alone on RC";
+}
+
+TEST_F(Mapping, UdReceivesNeverReportAnInvalidatedKey) {
+  qp.qp_type = IRDMA_QP_TYPE_ROCE_UD;
+  info.q_type = 0;
+  info.stag_invalid_set = true;  // on UD the bit is IPv4
+  info.inv_stag = 0x77;
+  irdma_process_cqe(&wc, info);
+  EXPECT_FALSE(wc.wc_flags & IB_WC_WITH_INVALIDATE);
+}
+
+TEST_F(Mapping, ErrorCompletionsCarryNoImmediateOrUdFields) {
+  qp.qp_type = IRDMA_QP_TYPE_ROCE_UD;
+  info.q_type = 0;
+  info.error = true;
+  info.comp_status = IRDMA_COMPL_STATUS_FLUSHED;
+  info.major_err = IRDMA_FLUSH_MAJOR_ERR;
+  info.minor_err = FLUSH_GENERAL_ERR;
+  info.imm_valid = info.ud_smac_valid = info.ud_vlan_valid = true;
+  info.ud_vlan = 0xE00F;
+  wc.sl = 3;
+  wc.vlan_id = 4;
+  irdma_process_cqe(&wc, info);
+  EXPECT_EQ(wc.status, IB_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(wc.wc_flags & (IB_WC_WITH_IMM | IB_WC_WITH_SMAC | IB_WC_WITH_VLAN), 0);
+  EXPECT_EQ(wc.sl, 3) << "untouched on error";
+  EXPECT_EQ(wc.vlan_id, 4) << "untouched on error";
+}
+
+TEST_F(Mapping, SuccessLeavesVendorErrAsItWas) {
+  // The kernel sets vendor_err on errors only: consumers must read it only then.
+  wc.vendor_err = 0x10001;
+  sq(IRDMA_OP_TYPE_SEND);
+  EXPECT_EQ(wc.status, IB_WC_SUCCESS);
+  EXPECT_EQ(wc.vendor_err, 0x10001u);
 }
 
 }  // namespace

@@ -247,3 +247,34 @@ def test_injected_fault_flushes_both_queues_gen2(run_python):
 def test_injected_fault_flushes_both_queues_gen3(run_python):
     # GEN_3: one flush CQE per WQE (2 sends + 3 receives).
     run_ok(run_python, FLUSH_CASE.format(gen=3, flush_cqes=5))
+
+
+def test_software_flush_waits_for_the_qps_unpolled_cqes(run_python):
+    # Spec G.7 / H 35: the flush work, run from another CQ's poll, finds the QP's hardware
+    # flush CQEs still unpolled in its own CQ and waits; they come first, the first receive
+    # with the fault's code, and only the receive the device never saw completes in software.
+    run_ok(run_python, """
+        from irdma_sim import Session
+        s = Session(config_yaml="{device: {generation: 3, num_ceqs: 2}, host: {cpus: 2}}")
+        cq1 = s.pool_get(64, comp_vector=0)
+        cq2 = s.pool_get(64, comp_vector=1)
+        assert cq1 != cq2
+        a, b = s.create_qp_pair(cq1, cq1, sq_depth=8, rq_depth=8, max_msg_bytes=64)
+        s.create_qp_pair(cq2, cq2, sq_depth=8, rq_depth=8, max_msg_bytes=64)
+        recvs = [s.post_recv(a) for _ in range(4)]
+        s.inject_fault(a, 0, 5)  # FLUSH_REM_OP_ERR
+        sends = [s.post_send(a, b"x") for _ in range(2)]
+        s.run_for_ns(20000)
+        first = s.poll(cq1, max_entries=1)  # the driver learns a is flushed
+        assert [(c["wr_id"], c["status"]) for c in first] == [(sends[0], 11)], first
+        late = s.post_recv(a)
+        s.run_for_ns(25_000_000)
+        assert s.poll(cq2) == []  # runs a's flush work: cq1 still holds a's CQEs
+        rest = s.poll(cq1)
+        assert [c["wr_id"] for c in rest] == [sends[1]] + recvs, rest
+        assert [c["status"] for c in rest] == [5, 11, 5, 5, 5], rest
+        assert s.poll(cq1) == []
+        s.run_for_ns(25_000_000)
+        gen = s.poll(cq1)
+        assert [(c["wr_id"], c["status"], c["vendor_err"]) for c in gen] == [(late, 5, 0x10001)], gen
+    """)
