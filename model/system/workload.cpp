@@ -60,7 +60,6 @@ uint64_t payload_key(uint64_t seed, unsigned qp_index, uint64_t seq) {
 }
 
 bool consumes_receive(TrafficOp op) { return op == TrafficOp::send || op == TrafficOp::write_imm; }
-bool is_nop(TrafficOp op) { return op == TrafficOp::nop; }
 
 // How many of the first `n` work requests of the op cycle are `kind`.
 template <typename Kind>

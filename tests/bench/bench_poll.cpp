@@ -48,7 +48,7 @@ struct PrefilledRing {
     table[5] = &qp;
     cq.qp_table = {table, 8};
     for (uint32_t i = 0; i < qp.sq_ring.size; i++)
-      qp.sq_wrtrk_array[i] = {i, 64, 1, mix == Mix::opcodes ? kSqOps[i % 8] : IRDMA_OP_TYPE_SEND};
+      qp.sq_wrtrk_array[i] = {i, 64, 1, mix == Mix::opcodes ? kSqOps[i % 8] : uint8_t(IRDMA_OP_TYPE_SEND)};
     fill();
   }
 

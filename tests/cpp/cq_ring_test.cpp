@@ -414,7 +414,9 @@ TEST(CqRing, Gen3UdSendNoticeIsASuccess) {
     ASSERT_EQ(irdma_poll_one(&fx.cq, &info, &wc), 0);
     EXPECT_EQ(wc.wr_id, 900u);
     EXPECT_EQ(wc.status, c.want) << "gen " << c.gen << ", qp type " << int(c.qp_type);
-    if (c.want == ibcore::IB_WC_SUCCESS) EXPECT_EQ(wc.byte_len, 64u);
+    if (c.want == ibcore::IB_WC_SUCCESS) {
+      EXPECT_EQ(wc.byte_len, 64u);
+    }
   }
 }
 
