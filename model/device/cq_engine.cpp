@@ -4,9 +4,27 @@
 
 namespace irdma_sim::device {
 
-CqEngine::CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time,
+CqEngine::CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CeqEngine& ceqs,
                    trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter)
-    : cfg_(cfg), dma_(dma), time_(time), trace_(trace), formatter_(std::move(formatter)) {}
+    : cfg_(cfg), dma_(dma), time_(time), ceqs_(ceqs), trace_(trace), formatter_(std::move(formatter)) {}
+
+bool CqEngine::arm(uint32_t cq_id) {
+  auto it = cqs_.find(cq_id);
+  uint64_t shadow = 0;
+  if (it == cqs_.end() || !dma_.read(it->second.shadow + 32, &shadow, 8)) return false;
+  CqContext& cq = it->second;
+  const int seq = int((shadow >> 16) & 3);
+  if (seq == cq.arm_seq) {
+    counters_.stale_arms++;
+    return true;
+  }
+  cq.arm_seq = seq;
+  const bool next = (shadow >> 14) & 1, next_se = (shadow >> 15) & 1;
+  cq.armed = next || next_se;
+  cq.solicited_only = !next;
+  counters_.arms++;
+  return true;
+}
 
 const CqContext* CqEngine::find(uint32_t cq_id) const {
   auto it = cqs_.find(cq_id);
@@ -57,6 +75,13 @@ bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
   step(cq);
   counters_.cqes_written++;
   if (cq_id == 0) counters_.ccq_cqes++;
+  if (cq.armed && (!cq.solicited_only || fields.solicited)) {
+    cq.armed = false;
+    if (cq.ceqe_mask && cq.ceq_id_valid) {
+      counters_.events++;
+      ceqs_.notify(cq.ceq_id, cq.ctx);
+    }
+  }
 
   if (trace_.enabled()) {
     uint8_t bytes[64];

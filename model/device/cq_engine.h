@@ -6,6 +6,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "model/device/ceq_engine.h"
 #include "model/device/cqe_format.h"
 #include "model/device/dma_port.h"
 #include "model/device/device_config.h"
@@ -28,6 +29,10 @@ struct CqContext {
   // Producer state.
   uint32_t tail = 0;
   bool polarity = true;
+  // Arming: the next completion (solicited ones only, if so armed) raises one event.
+  bool armed = false;
+  bool solicited_only = false;
+  int arm_seq = -1;            // ARM_SEQ_NUM of the arm last taken
 };
 
 struct CqEngineCounters {
@@ -35,20 +40,28 @@ struct CqEngineCounters {
   uint64_t ccq_cqes = 0;       // of cqes_written, on the CCQ (CQ 0)
   uint64_t extended_cqes = 0;
   uint64_t cqes_dropped = 0;   // for a CQ that does not exist
+  uint64_t arms = 0;           // arm doorbells taken
+  uint64_t stale_arms = 0;     // arm doorbells whose sequence number was already taken
+  uint64_t events = 0;         // completions that raised an event
 };
 
 class CqEngine {
  public:
-  CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, trace::TraceLog& trace,
-           std::unique_ptr<CqeFormatter> formatter);
+  CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CeqEngine& ceqs,
+           trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter);
 
   bool exists(uint32_t cq_id) const { return cqs_.count(cq_id) != 0; }
   void add(const CqContext& cq) { cqs_[cq.id] = cq; }
   bool remove(uint32_t cq_id) { return cqs_.erase(cq_id) != 0; }
   const CqContext* find(uint32_t cq_id) const;
 
-  // Writes one completion to CQ `cq_id`; false when there is no such CQ.
+  // Writes one completion to CQ `cq_id`; false when there is no such CQ. An armed CQ
+  // then raises its completion event and is disarmed.
   bool post(uint32_t cq_id, const CqeFields& fields);
+  // The CQARM doorbell: reads the arm the driver left in shadow qword4 (spec C.7, D.5). An
+  // arm whose sequence number was taken already is stale: ignored. False: no such CQ, or
+  // its shadow area is unreadable.
+  bool arm(uint32_t cq_id);
   const CqEngineCounters& counters() const { return counters_; }
 
  private:
@@ -58,6 +71,7 @@ class CqEngine {
   const DeviceConfig& cfg_;
   DmaPort& dma_;
   EngineTime& time_;
+  CeqEngine& ceqs_;
   trace::TraceLog& trace_;
   std::unique_ptr<CqeFormatter> formatter_;
   std::unordered_map<uint32_t, CqContext> cqs_;

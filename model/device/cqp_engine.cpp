@@ -14,8 +14,9 @@ constexpr uint32_t kMaxCqSizeField = (1u << 21) - 1;  // CQSIZE is bits 20:0
 }  // namespace
 
 CqpEngine::CqpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
-                     QpEngine& qps, StagTable& stags, trace::TraceLog& trace)
-    : cfg_(cfg), dma_(dma), time_(time), cqs_(cqs), qps_(qps), stags_(stags), trace_(trace) {}
+                     QpEngine& qps, StagTable& stags, CeqEngine& ceqs, trace::TraceLog& trace)
+    : cfg_(cfg), dma_(dma), time_(time), cqs_(cqs), qps_(qps), stags_(stags), ceqs_(ceqs),
+      trace_(trace) {}
 
 void CqpEngine::fail(uint16_t major, uint16_t minor) {
   status_ = CCQPSTATUS_DONE | CCQPSTATUS_ERR;
@@ -92,6 +93,11 @@ void CqpEngine::doorbell(uint32_t head) {
   }
 }
 
+// A command's completion from the minor code an engine returned (0: success).
+CqpEngine::Outcome CqpEngine::outcome(uint16_t minor) {
+  return {minor ? CQP_MAJOR_ERROR : uint16_t(0), minor, 0};
+}
+
 CqpEngine::Outcome CqpEngine::execute(const uint64_t* wqe) {
   const uint8_t op = uint8_t(get(wqe[3], 37, 32));
   switch (op) {
@@ -101,6 +107,9 @@ CqpEngine::Outcome CqpEngine::execute(const uint64_t* wqe) {
     case OP_MODIFY_QP:
     case OP_DESTROY_QP: return qp_command(op, wqe);
     case OP_FLUSH_WQES: return flush_wqes(wqe);
+    case OP_CREATE_CEQ:
+      return outcome(ceqs_.create(uint32_t(get(wqe[3], 9, 0)), wqe[4], uint32_t(get(wqe[2], 21, 0))));
+    case OP_DESTROY_CEQ: return outcome(ceqs_.destroy(uint32_t(get(wqe[3], 9, 0))));
     case OP_ALLOC_STAG:
     case OP_DEALLOC_STAG: return stag_command(op, wqe);
     default: return {CQP_MAJOR_ERROR, CQP_MINOR_BAD_OPCODE, 0};
@@ -141,7 +150,7 @@ CqpEngine::Outcome CqpEngine::qp_command(uint8_t op, const uint64_t* wqe) {
     minor = qps_.modify(id, wqe[2]);
   else
     minor = qps_.destroy(id);
-  return {minor ? CQP_MAJOR_ERROR : uint16_t(0), minor, 0};
+  return outcome(minor);
 }
 
 // FLUSH_WQES (spec F.7): the QP moves to error and the queues named flush, their first
@@ -153,7 +162,7 @@ CqpEngine::Outcome CqpEngine::flush_wqes(const uint64_t* wqe) {
   const uint16_t sq_minor = user_codes ? uint16_t(get(wqe[2], 47, 32)) : FLUSH_GENERAL_ERR;
   const uint16_t rq_minor = user_codes ? uint16_t(get(wqe[2], 15, 0)) : FLUSH_GENERAL_ERR;
   const uint16_t minor = qps_.flush(id, bit(wqe[3], 61), bit(wqe[3], 62), sq_minor, rq_minor);
-  return {minor ? CQP_MAJOR_ERROR : uint16_t(0), minor, 0};
+  return outcome(minor);
 }
 
 // ALLOC_STAG makes a region (MR bit 43, its most bytes in STAGLEN) or a window (MWTYPE bit
@@ -164,7 +173,7 @@ CqpEngine::Outcome CqpEngine::stag_command(uint8_t op, const uint64_t* wqe) {
   const uint16_t minor = op == OP_ALLOC_STAG
                              ? stags_.alloc(index, window, bit(wqe[3], 42), get(wqe[1], 45, 0))
                              : stags_.dealloc(index, window);
-  return {minor ? CQP_MAJOR_ERROR : uint16_t(0), minor, 0};
+  return outcome(minor);
 }
 
 CqpEngine::Outcome CqpEngine::destroy_cq(const uint64_t* wqe) {

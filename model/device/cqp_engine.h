@@ -22,7 +22,7 @@ struct CqpCounters {
 class CqpEngine {
  public:
   CqpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
-            QpEngine& qps, StagTable& stags, trace::TraceLog& trace);
+            QpEngine& qps, StagTable& stags, CeqEngine& ceqs, trace::TraceLog& trace);
 
   // Loads the host context; sets CCQPSTATUS to DONE, or DONE|ERR with CQPERRCODES.
   void start(uint64_t host_ctx);
@@ -41,6 +41,7 @@ class CqpEngine {
     uint16_t minor = 0;
     uint32_t op_ret = 0;
   };
+  static Outcome outcome(uint16_t minor);
   Outcome execute(const uint64_t* wqe);
   Outcome create_cq(const uint64_t* wqe);
   Outcome destroy_cq(const uint64_t* wqe);
@@ -55,6 +56,7 @@ class CqpEngine {
   CqEngine& cqs_;
   QpEngine& qps_;
   StagTable& stags_;
+  CeqEngine& ceqs_;
   trace::TraceLog& trace_;
   bool running_ = false;
   uint64_t sq_base_ = 0;

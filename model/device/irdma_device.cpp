@@ -25,10 +25,12 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
       trace_(trace),
       time_(cfg.clock_mhz, quantum),
       dma_port_(dma, time_),
-      cq_(cfg_, dma_port_, time_, trace, std::move(formatter)),
+      ceq_(cfg_, dma_port_, time_, trace, cfg.num_ceqs + 1,
+           [this](unsigned vector, uint64_t due_ps) { queue(WorkKind::msix, vector, due_ps); }),
+      cq_(cfg_, dma_port_, time_, ceq_, trace, std::move(formatter)),
       stags_(cfg_.max_stags),
       qp_(cfg_, dma_port_, time_, cq_, stags_, trace),
-      cqp_(cfg_, dma_port_, time_, cq_, qp_, stags_, trace),
+      cqp_(cfg_, dma_port_, time_, cq_, qp_, stags_, ceq_, trace),
       msix_(cfg.num_ceqs + 1) {
   bar0.register_b_transport(this, &IrdmaDevice::bar0_b_transport);
   SC_THREAD(engine_thread);
@@ -67,6 +69,10 @@ uint32_t IrdmaDevice::read_reg(uint64_t off) {
     case CCQPLOW: return ccqp_low_;
     default: break;
   }
+  if (off >= GLINT_CEQCTL && off < GLINT_CEQCTL + 4ull * cfg_.num_ceqs && off % 4 == 0)
+    return ceq_.read_ceqctl(uint32_t((off - GLINT_CEQCTL) / 4));
+  if (off >= GLINT_DYN_CTL && off < GLINT_DYN_CTL + 4 * msix_.size() && off % 4 == 0)
+    return ceq_.read_dyn_ctl(unsigned((off - GLINT_DYN_CTL) / 4));
   if (off >= MSIX_TABLE && off < MSIX_TABLE + msix_.size() * kMsixEntryBytes) {
     const MsixEntry& e = msix_[(off - MSIX_TABLE) / kMsixEntryBytes];
     switch ((off - MSIX_TABLE) % kMsixEntryBytes) {
@@ -95,10 +101,19 @@ void IrdmaDevice::write_reg(uint64_t off, uint32_t value, uint64_t due_ps) {
     case PBLE_COUNT: qp_.set_pble_pool(pble_base_, value); return;
     case WQEALLOC: queue(WorkKind::sq_doorbell, value & 0x3FFFF, due_ps); return;
     case CQARM:
-      // Arming drives CEQE generation, which this device does not model yet; counted.
       counters_.cq_arms++;
+      queue(WorkKind::cq_arm, value, due_ps);
       return;
+    case CQACK: queue(WorkKind::cq_ack, value, due_ps); return;
     default: break;
+  }
+  if (off >= GLINT_CEQCTL && off < GLINT_CEQCTL + 4ull * cfg_.num_ceqs && off % 4 == 0) {
+    ceq_.write_ceqctl(uint32_t((off - GLINT_CEQCTL) / 4), value);
+    return;
+  }
+  if (off >= GLINT_DYN_CTL && off < GLINT_DYN_CTL + 4 * msix_.size() && off % 4 == 0) {
+    queue(WorkKind::dyn_ctl, (off - GLINT_DYN_CTL) / 4 << 32 | value, due_ps);
+    return;
   }
   if (off >= MSIX_TABLE && off < MSIX_TABLE + msix_.size() * kMsixEntryBytes) {
     MsixEntry& e = msix_[(off - MSIX_TABLE) / kMsixEntryBytes];
@@ -163,6 +178,16 @@ void IrdmaDevice::run(const Work& w) {
               time_.now_ps() + (time_.period() * double(cfg_.rnr_retry_cycles)).value());
       break;
     case WorkKind::msix: raise_msix(unsigned(w.arg)); break;
+    case WorkKind::cq_arm:
+      if (!cq_.arm(uint32_t(w.arg))) {
+        counters_.bad_doorbells++;
+        trace_.event(time_.now_ps(), "bad_doorbell").num("cq", w.arg);
+      }
+      break;
+    case WorkKind::cq_ack:
+      if (const CqContext* cq = cq_.find(uint32_t(w.arg))) ceq_.ack(cq->ceq_id);
+      break;
+    case WorkKind::dyn_ctl: ceq_.write_dyn_ctl(unsigned(w.arg >> 32), uint32_t(w.arg)); break;
   }
 }
 

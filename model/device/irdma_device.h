@@ -15,6 +15,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
+#include "model/device/ceq_engine.h"
 #include "model/device/cq_engine.h"
 #include "model/device/cqp_engine.h"
 #include "model/device/device_config.h"
@@ -32,6 +33,7 @@ struct DeviceCounters {
   uint64_t cq_arms = 0;
   uint64_t msix_sent = 0;
   uint64_t msix_masked = 0;
+  uint64_t bad_doorbells = 0;  // CQARM for a CQ that does not exist
 };
 
 class IrdmaDevice : public sc_core::sc_module {
@@ -55,12 +57,16 @@ class IrdmaDevice : public sc_core::sc_module {
   const DeviceConfig& config() const { return cfg_; }
   const DeviceCounters& counters() const { return counters_; }
   const CqEngine& cq_engine() const { return cq_; }
+  const CeqEngine& ceq_engine() const { return ceq_; }
   const QpEngine& qp_engine() const { return qp_; }
   const CqpEngine& cqp_engine() const { return cqp_; }
   uint64_t dma_errors() const { return dma_port_.errors(); }
 
  private:
-  enum class WorkKind { cqp_start, cqp_stop, cqp_doorbell, sq_doorbell, sq_retry, msix };
+  // Register writes that touch device state the engine owns run on it, in arrival order.
+  enum class WorkKind {
+    cqp_start, cqp_stop, cqp_doorbell, sq_doorbell, sq_retry, msix, cq_arm, cq_ack, dyn_ctl
+  };
   struct Work {
     uint64_t due_ps;
     uint64_t seq;
@@ -88,6 +94,7 @@ class IrdmaDevice : public sc_core::sc_module {
   trace::TraceLog& trace_;
   EngineTime time_;
   DmaPort dma_port_;
+  CeqEngine ceq_;
   CqEngine cq_;
   StagTable stags_;
   QpEngine qp_;

@@ -17,6 +17,8 @@ inline constexpr uint64_t CQARM = 0x00502C00;
 inline constexpr uint64_t CQACK = 0x00502C80;
 inline constexpr uint64_t AEQALLOC = 0x00502D00;
 inline constexpr uint64_t WQEALLOC = 0x00504400;
+inline constexpr uint64_t GLINT_CEQCTL = 0x0015C000;   // + 4 n: CEQ n's MSI-X routing
+inline constexpr uint64_t GLINT_DYN_CTL = 0x00160000;  // + 4 n: vector n's enable
 inline constexpr uint64_t CCQPSTATUS = 0x0050A000;
 inline constexpr uint64_t CCQPLOW = 0x0050A080;
 inline constexpr uint64_t CCQPHIGH = 0x0050A100;
@@ -45,6 +47,8 @@ enum CqpOp : uint8_t {
   OP_DESTROY_CQ = 0x05,
   OP_ALLOC_STAG = 0x09,
   OP_DEALLOC_STAG = 0x0d,
+  OP_CREATE_CEQ = 0x16,
+  OP_DESTROY_CEQ = 0x18,
   OP_FLUSH_WQES = 0x22,
 };
 

@@ -71,7 +71,8 @@ struct CqeSource : sc_core::sc_module {
   trace::TraceLog no_trace;
   device::EngineTime time;
   device::DmaPort port{dma, time};
-  device::CqEngine engine{cfg, port, time, no_trace, std::make_unique<device::TlmCqeFormatter>()};
+  device::CeqEngine events{cfg, port, time, no_trace, 1, [](unsigned, uint64_t) {}};  // never armed
+  device::CqEngine engine{cfg, port, time, events, no_trace, std::make_unique<device::TlmCqeFormatter>()};
   uint64_t count;
   uint64_t ring;
   double wall = 0;
