@@ -1,5 +1,7 @@
 #include "driver/core/cq.h"
 
+#include "driver/core/cq_poll.h"
+
 #include <algorithm>
 #include <cerrno>
 
@@ -23,8 +25,10 @@ ErrPtr<ib_cq> ib_alloc_cq(ib_device* dev, void* priv, int nr_cqe, unsigned comp_
   if (poll_ctx == IB_POLL_DIRECT) {
     cq->comp_handler = [dev](ib_cq*) { dev->warnings.warn("got unsolicited completion for CQ"); };
   } else {
-    // The poll contexts' handlers are installed by the notification path; arm now as
-    // core does so the first completion raises an event.
+    cq->comp_handler = [](ib_cq* c) {
+      if (c->device->poll_workers) c->device->poll_workers->schedule(c);
+    };
+    // Armed now, so the first completion raises an event.
     ib_req_notify_cq(cq, IB_CQ_NEXT_COMP);
   }
   return cq;
@@ -39,6 +43,7 @@ int ib_free_cq(ib_cq* cq) {
     cq->device->warnings.warn("ib_free_cq: pool CQ still has users");
     return -EBUSY;
   }
+  if (cq->device->poll_workers) cq->device->poll_workers->cancel(cq);
   const int ret = cq->device->destroy_cq(cq);
   if (ret) cq->device->warnings.warn("ib_free_cq: driver destroy_cq failed");
   return ret;

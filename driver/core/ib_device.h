@@ -13,6 +13,7 @@
 namespace ibcore {
 
 class ib_device;
+class ib_poll_workers;
 
 struct ib_cq_init_attr {
   unsigned cqe = 0;
@@ -33,6 +34,7 @@ struct ib_cq {
   std::array<ib_wc, IB_POLL_BATCH> wc{};
   unsigned comp_vector = 0;
   bool shared = false;
+  bool poll_scheduled = false;  // queued on its poll context's worker
 };
 
 struct ib_device_attr {
@@ -77,6 +79,9 @@ class ib_device {
   // The kernel keeps this counter static in ib_cq_pool_get; per device keeps runs reproducible.
   int default_comp_vector = 0;
   ib_warning_log warnings;
+  // Where SOFTIRQ and WORKQUEUE CQs are polled once their completion event fires; set by
+  // the provider when it can take interrupts.
+  ib_poll_workers* poll_workers = nullptr;
 };
 
 inline int ib_poll_cq(ib_cq* cq, int num_entries, ib_wc* wc) {

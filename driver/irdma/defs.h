@@ -109,7 +109,26 @@ enum irdma_cqp_op : uint8_t {
   IRDMA_CQP_OP_DESTROY_CQ = 0x05,
   IRDMA_CQP_OP_ALLOC_STAG = 0x09,
   IRDMA_CQP_OP_DEALLOC_STAG = 0x0d,
+  IRDMA_CQP_OP_CREATE_CEQ = 0x16,
+  IRDMA_CQP_OP_DESTROY_CEQ = 0x18,
 };
+
+// CREATE_CEQ / DESTROY_CEQ (spec F.5).
+inline constexpr uint64_t IRDMA_CQPSQ_CEQ_CEQID = GENMASK_ULL(9, 0);
+inline constexpr uint64_t IRDMA_CQPSQ_CEQ_CEQSIZE = GENMASK_ULL(21, 0);  // qword2
+inline constexpr uint64_t IRDMA_CEQE_VALID = BIT_ULL(63);
+inline constexpr uint64_t IRDMA_CEQE_CQCTX = GENMASK_ULL(62, 0);
+
+// Interrupt control (spec E.4): CEQ n's routing, vector n's enable.
+inline constexpr uint32_t IRDMA_GLINT_CEQCTL(uint32_t n) { return 0x0015C000 + 4 * n; }
+inline constexpr uint32_t IRDMA_GLINT_DYN_CTL(uint32_t n) { return 0x00160000 + 4 * n; }
+inline constexpr uint64_t IRDMA_GLINT_CEQCTL_MSIX_INDX = GENMASK_ULL(10, 0);
+inline constexpr uint64_t IRDMA_GLINT_CEQCTL_ITR_INDX = GENMASK_ULL(12, 11);
+inline constexpr uint64_t IRDMA_GLINT_CEQCTL_CAUSE_ENA = BIT_ULL(30);
+inline constexpr uint64_t IRDMA_GLINT_DYN_CTL_INTENA = BIT_ULL(0);
+inline constexpr uint64_t IRDMA_GLINT_DYN_CTL_CLEARPBA = BIT_ULL(1);
+inline constexpr uint64_t IRDMA_GLINT_DYN_CTL_INTERVAL = GENMASK_ULL(16, 5);  // 2 us units
+inline constexpr uint32_t IRDMA_IDX_NOITR = 3;
 
 // ALLOC_STAG / DEALLOC_STAG.
 inline constexpr uint64_t IRDMA_CQPSQ_STAG_STAGLEN = GENMASK_ULL(45, 0);  // qword1

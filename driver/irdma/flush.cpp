@@ -37,6 +37,24 @@ int irdma_device::flush_qp(irdma_qp* qp) {
 void irdma_device::schedule_flush(irdma_qp* qp) {
   if (!qp->flush_due_ns) flush_work_.push_back(qp);
   qp->flush_due_ns = hw_.exec.now_ns() + IRDMA_FLUSH_DELAY_NS;
+  if (flush_wake_) flush_wake_->signal();
+}
+
+// The delayed work's worker (the kernel's cleanup_wq): sleeps until the earliest QP's flush
+// work is due, then runs what is.
+void irdma_device::flush_worker() {
+  while (!flush_worker_stop_) {
+    uint64_t due = 0;
+    for (const irdma_qp* qp : flush_work_)
+      if (!due || qp->flush_due_ns < due) due = qp->flush_due_ns;
+    const uint64_t now = hw_.exec.now_ns();
+    if (!due)
+      flush_wake_->wait();
+    else if (due > now)
+      flush_wake_->wait_for(due - now);
+    else
+      run_flush_work();
+  }
 }
 
 // No asynchronous event queue yet (issue 5): the driver learns that the device flushed a

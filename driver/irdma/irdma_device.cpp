@@ -21,6 +21,7 @@ irdma_device::~irdma_device() {
   for (irdma_cq* cq : cq_table_)
     if (cq) free_cq(cq);
   if (pble_) hw_.dma.free_coherent(pble_);
+  for (irdma_ceq& ceq : ceqs_) hw_.dma.free_coherent(ceq.ring);
 }
 
 int irdma_device::probe() {
@@ -29,11 +30,23 @@ int irdma_device::probe() {
   hw_.bar0.write32(IRDMA_SIM_PBLE_BASE_LO, uint32_t(pble_.iova));
   hw_.bar0.write32(IRDMA_SIM_PBLE_BASE_HI, uint32_t(pble_.iova >> 32));
   hw_.bar0.write32(IRDMA_SIM_PBLE_COUNT, caps_.pble_entries);
-  return cqp_.create(caps_.hw_rev);
+  if (int ret = cqp_.create(caps_.hw_rev)) return ret;
+  if (int ret = create_ceqs()) return ret;
+  workers_ = std::make_unique<ibcore::ib_poll_workers>(hw_.exec);
+  poll_workers = workers_.get();
+  flush_wake_ = hw_.exec.make_event();
+  hw_.exec.spawn("irdma-cleanup-wq", 0, [this] { flush_worker(); });
+  return 0;
 }
 
 int irdma_device::remove() {
   const int kept = ibcore::ib_cq_pool_cleanup(this);
+  if (workers_) workers_->stop();
+  if (flush_wake_) {
+    flush_worker_stop_ = true;
+    flush_wake_->signal();
+  }
+  destroy_ceqs();
   cqp_.destroy();
   hw_.bar0.write32(IRDMA_SIM_PBLE_COUNT, 0);
   hw_.dma.free_coherent(pble_);

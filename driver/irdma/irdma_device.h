@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "driver/core/cq_poll.h"
 #include "driver/core/err_ptr.h"
 #include "driver/core/ib_device.h"
 #include "driver/core/ib_qp.h"
@@ -27,6 +28,24 @@ struct irdma_device_caps {
   bool atomics = false;        // IRDMA_FEATURE_ATOMIC_OPS
   uint32_t max_stags = 16384;  // STag indexes 1 .. max_stags - 1
   uint32_t pble_entries = 65536;  // page-list entries the MRs share
+  uint32_t ceq_itr_us = 0;     // interrupt moderation the driver programs (dev->ceq_itr)
+};
+
+// A completion event queue: CEQ k is served by MSI-X vector k (shared with nothing: there
+// is no AEQ yet), its CEQEs name CQs by context.
+struct irdma_ceq {
+  hal::DmaBuffer ring;
+  uint32_t id = 0;
+  uint32_t size = 0;
+  uint32_t tail = 0;
+  uint8_t polarity = 1;
+};
+
+struct irdma_event_counters {
+  uint64_t interrupts = 0;   // handler runs
+  uint64_t ceqes = 0;        // CEQEs consumed (each acknowledged with CQACK)
+  uint64_t stale_ceqes = 0;  // of those, for no CQ (context 0 or unknown): skipped
+  uint64_t comp_events = 0;  // comp_handler calls
 };
 
 struct irdma_cq : ibcore::ib_cq {
@@ -34,6 +53,7 @@ struct irdma_cq : ibcore::ib_cq {
   hal::DmaBuffer ring, shadow;
   uint32_t cq_num = 0;
   uint64_t ctx = 0;            // the CQ context the device echoes in CEQEs
+  uint32_t ceq_id = 0;
   bool armed = false;
   irdma_cmpl_notify last_notify = IRDMA_CQ_COMPL_EVENT;
   // Software flush completions (spec G.7), reported once the ring has none left.
@@ -103,6 +123,7 @@ class irdma_device final : public ibcore::ib_device {
   int dealloc_mw(irdma_mw* mw);
 
   hal::Platform& hw() { return hw_; }
+  const irdma_event_counters& event_counters() const { return events_; }
 
  private:
   int64_t alloc_id(std::vector<bool>& used, uint32_t& next, uint32_t first);
@@ -113,10 +134,17 @@ class irdma_device final : public ibcore::ib_device {
   // the work that is due; turns a queue's outstanding WQEs into completions.
   void schedule_flush(irdma_qp* qp);
   void run_flush_work();
+  void flush_worker();
   void generate_flush_completions(irdma_qp* qp, bool sq);
   void take_newly_flushed(irdma_cq* cq);
   void forget_flush_work(irdma_qp* qp);
   int alloc_stag(uint32_t index, bool window, uint64_t max_len);
+  // Completion events (events.cpp).
+  int create_ceqs();
+  void destroy_ceqs();
+  void irq_handler(uint32_t ceq_id);
+  irdma_cq* cq_of_ctx(uint64_t ctx) const;
+  void cleanup_ceqes(const irdma_cq* cq);
   int dealloc_stag(uint32_t index, bool window);
   int post_reg_mr(irdma_qp* qp, const ibcore::ib_send_wr& wr);
   void ring_sq(irdma_qp* qp);
@@ -131,9 +159,14 @@ class irdma_device final : public ibcore::ib_device {
   std::vector<irdma_qp_uk*> qp_table_;  // CQEs are checked against it
   std::vector<irdma_cq*> cq_table_;
   std::vector<irdma_qp*> flush_work_;  // QPs whose flush work is scheduled
+  std::unique_ptr<hal::Event> flush_wake_;
+  bool flush_worker_stop_ = false;
   std::vector<bool> stag_used_, pble_used_;
   uint32_t next_stag_ = 1;
   hal::DmaBuffer pble_;  // the page-list pool
+  std::vector<irdma_ceq> ceqs_;
+  std::unique_ptr<ibcore::ib_poll_workers> workers_;
+  irdma_event_counters events_;
 };
 
 inline irdma_qp* to_iwqp(irdma_qp_uk* uk) {

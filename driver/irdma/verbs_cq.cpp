@@ -62,6 +62,7 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
   cq->sc_cq.qp_table = {qp_table_.data(), uint32_t(qp_table_.size())};
 
   const uint32_t ceq_id = attr.comp_vector < caps_.num_ceqs ? attr.comp_vector : 0;
+  cq->ceq_id = ceq_id;
   const uint32_t threshold = std::min(entries / 2, IRDMA_MAX_CQ_READ_THRESH);
   irdma_cq* obj = cq.get();
   // The CQ context comes back in CEQEs and AEQEs shifted right by one, as Linux's
@@ -105,6 +106,7 @@ int irdma_device::destroy_cq(ib_cq* ibcq) {
   });
   // The device may still hold the ring if the command failed: keep the memory then.
   if (ret) return ret;
+  cleanup_ceqes(cq);
   free_cq(cq);
   return 0;
 }
@@ -115,7 +117,6 @@ int irdma_device::poll_cq(ib_cq* ibcq, int num_entries, ib_wc* wc) {
   if (npolled < 0) return npolled;
   if (!cq->sc_cq.newly_flushed.empty()) take_newly_flushed(cq);
   if (npolled < num_entries) {  // the ring ran dry: software completions may follow
-    if (!flush_work_.empty()) run_flush_work();
     for (; npolled < num_entries && !cq->cmpl_generated.empty(); npolled++) {
       irdma_process_cqe(&wc[npolled], cq->cmpl_generated.front());
       cq->cmpl_generated.pop_front();

@@ -49,7 +49,7 @@ void CeqEngine::notify(uint32_t ceq_id, uint64_t cq_ctx) {
     q.tail = 0;
     q.polarity = !q.polarity;
   }
-  q.written++;
+  q.unacked++;
   counters_.ceqes++;
   trace_.event(time_.now_ps(), "ceqe").num("ceq", ceq_id).addr("ctx", cq_ctx);
   if (cause_enabled(ceqctl_[ceq_id])) event(msix_index(ceqctl_[ceq_id]));
@@ -57,8 +57,8 @@ void CeqEngine::notify(uint32_t ceq_id, uint64_t cq_ctx) {
 
 void CeqEngine::ack(uint32_t ceq_id) {
   auto it = ceqs_.find(ceq_id);
-  if (it == ceqs_.end() || it->second.acked == it->second.written) return;
-  it->second.acked++;
+  if (it == ceqs_.end() || it->second.unacked == 0) return;
+  it->second.unacked--;
   counters_.cqacks++;
 }
 
@@ -92,7 +92,7 @@ void CeqEngine::fire(unsigned vector) {
 
 bool CeqEngine::unacked(unsigned vector) const {
   for (const auto& [id, q] : ceqs_)
-    if (q.written != q.acked && cause_enabled(ceqctl_[id]) && msix_index(ceqctl_[id]) == vector)
+    if (q.unacked && cause_enabled(ceqctl_[id]) && msix_index(ceqctl_[id]) == vector)
       return true;
   return false;
 }

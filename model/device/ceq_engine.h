@@ -1,8 +1,9 @@
 // Completion events: CEQs created through the CQP, 8-byte CEQEs written with the pass
 // polarity when an armed CQ gets a completion, and the interrupt each CEQ raises through
 // its GLINT_CEQCTL routing and its vector's GLINT_DYN_CTL (enable, auto-mask after firing,
-// moderation interval). CQACK acknowledges one CEQE; a vector re-enabled while its CEQs hold
-// unacknowledged CEQEs fires again, so an event that lands during the drain is not lost.
+// moderation interval). A CQ's CEQE stays unacknowledged until CQACK names the CQ (or the
+// CQ is destroyed); a vector re-enabled while its CEQs hold unacknowledged CEQEs fires
+// again, so an event that lands during the drain is not lost.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +41,7 @@ class CeqEngine {
   // A completion event of the CQ whose context is `cq_ctx`: a CEQE on CEQ `ceq_id`, then
   // its interrupt.
   void notify(uint32_t ceq_id, uint64_t cq_ctx);
-  // CQACK for a CQ bound to CEQ `ceq_id`.
+  // A CEQE on CEQ `ceq_id` is acknowledged (CQACK), or its CQ is gone.
   void ack(uint32_t ceq_id);
   void write_ceqctl(uint32_t ceq_id, uint32_t value);
   void write_dyn_ctl(unsigned vector, uint32_t value);
@@ -55,7 +56,7 @@ class CeqEngine {
     uint32_t entries = 0;
     uint32_t tail = 0;
     bool polarity = true;
-    uint64_t written = 0, acked = 0;
+    uint64_t unacked = 0;
   };
   struct Vector {
     uint32_t dyn_ctl = 0;        // as last written

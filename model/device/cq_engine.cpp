@@ -8,22 +8,51 @@ CqEngine::CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CeqE
                    trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter)
     : cfg_(cfg), dma_(dma), time_(time), ceqs_(ceqs), trace_(trace), formatter_(std::move(formatter)) {}
 
+bool CqEngine::remove(uint32_t cq_id) {
+  auto it = cqs_.find(cq_id);
+  if (it == cqs_.end()) return false;
+  if (it->second.event_unacked) ceqs_.ack(it->second.ceq_id);
+  cqs_.erase(it);
+  return true;
+}
+
+void CqEngine::ack(uint32_t cq_id) {
+  auto it = cqs_.find(cq_id);
+  if (it == cqs_.end() || !it->second.event_unacked) return;
+  it->second.event_unacked = false;
+  ceqs_.ack(it->second.ceq_id);
+}
+
+// The arm is read with the consumer's head (shadow qword0): an ARM_NEXT taken while CQEs
+// the driver has not consumed are in the ring fires at once, so a CQE written between the
+// driver's last poll and its arm still raises an event (this model's rule; REPORT_MISSED_EVENTS
+// covers only what the driver saw before arming).
 bool CqEngine::arm(uint32_t cq_id) {
   auto it = cqs_.find(cq_id);
-  uint64_t shadow = 0;
-  if (it == cqs_.end() || !dma_.read(it->second.shadow + 32, &shadow, 8)) return false;
+  uint64_t shadow[5] = {};
+  if (it == cqs_.end() || !dma_.read(it->second.shadow, shadow, sizeof shadow)) return false;
   CqContext& cq = it->second;
-  const int seq = int((shadow >> 16) & 3);
+  const uint64_t arm = shadow[4];
+  const int seq = int((arm >> 16) & 3);
   if (seq == cq.arm_seq) {
     counters_.stale_arms++;
     return true;
   }
   cq.arm_seq = seq;
-  const bool next = (shadow >> 14) & 1, next_se = (shadow >> 15) & 1;
+  const bool next = (arm >> 14) & 1, next_se = (arm >> 15) & 1;
   cq.armed = next || next_se;
   cq.solicited_only = !next;
   counters_.arms++;
+  if (next && shadow[0] != cq.tail) raise_event(cq);
   return true;
+}
+
+void CqEngine::raise_event(CqContext& cq) {
+  cq.armed = false;
+  if (!cq.ceqe_mask || !cq.ceq_id_valid) return;
+  counters_.events++;
+  cq.event_unacked = true;
+  ceqs_.notify(cq.ceq_id, cq.ctx);
 }
 
 const CqContext* CqEngine::find(uint32_t cq_id) const {
@@ -75,13 +104,7 @@ bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
   step(cq);
   counters_.cqes_written++;
   if (cq_id == 0) counters_.ccq_cqes++;
-  if (cq.armed && (!cq.solicited_only || fields.solicited)) {
-    cq.armed = false;
-    if (cq.ceqe_mask && cq.ceq_id_valid) {
-      counters_.events++;
-      ceqs_.notify(cq.ceq_id, cq.ctx);
-    }
-  }
+  if (cq.armed && (!cq.solicited_only || fields.solicited)) raise_event(cq);
 
   if (trace_.enabled()) {
     uint8_t bytes[64];

@@ -33,6 +33,7 @@ struct CqContext {
   bool armed = false;
   bool solicited_only = false;
   int arm_seq = -1;            // ARM_SEQ_NUM of the arm last taken
+  bool event_unacked = false;  // its CEQE awaits CQACK
 };
 
 struct CqEngineCounters {
@@ -52,7 +53,9 @@ class CqEngine {
 
   bool exists(uint32_t cq_id) const { return cqs_.count(cq_id) != 0; }
   void add(const CqContext& cq) { cqs_[cq.id] = cq; }
-  bool remove(uint32_t cq_id) { return cqs_.erase(cq_id) != 0; }
+  bool remove(uint32_t cq_id);
+  // CQACK: the CQ's CEQE was consumed.
+  void ack(uint32_t cq_id);
   const CqContext* find(uint32_t cq_id) const;
 
   // Writes one completion to CQ `cq_id`; false when there is no such CQ. An armed CQ
@@ -67,6 +70,8 @@ class CqEngine {
  private:
   void write_half(CqContext& cq, uint32_t slot, uint32_t offset, const CqeHalf& half);
   void step(CqContext& cq);
+  // The CQ's completion event: one CEQE, and the CQ disarmed.
+  void raise_event(CqContext& cq);
 
   const DeviceConfig& cfg_;
   DmaPort& dma_;

@@ -184,9 +184,7 @@ void IrdmaDevice::run(const Work& w) {
         trace_.event(time_.now_ps(), "bad_doorbell").num("cq", w.arg);
       }
       break;
-    case WorkKind::cq_ack:
-      if (const CqContext* cq = cq_.find(uint32_t(w.arg))) ceq_.ack(cq->ceq_id);
-      break;
+    case WorkKind::cq_ack: cq_.ack(uint32_t(w.arg)); break;
     case WorkKind::dyn_ctl: ceq_.write_dyn_ctl(unsigned(w.arg >> 32), uint32_t(w.arg)); break;
   }
 }

@@ -42,6 +42,9 @@ uint32_t HostSession::pool_get(unsigned nr_cqe, int comp_vector, ib_poll_context
   sim_->run_on_host([&] { got = ib_cq_pool_get(&sim_->driver(), nr_cqe, comp_vector, ctx); });
   check(got.is_err() ? got.err() : 0, "ib_cq_pool_get");
   const uint32_t num = static_cast<irdma::irdma_cq*>(got.get())->cq_num;
+  // The session polls its CQs itself, step by step: their completion events are counted
+  // by the device and the driver, and nobody else consumes the completions.
+  got.get()->comp_handler = nullptr;
   cqs_[num] = got.get();
   return num;
 }

@@ -135,6 +135,7 @@ uint32_t Workload::message_size(const Qp& qp, uint64_t seq) const {
 }
 
 void Workload::run() {
+  completed_ = dev_.hw().exec.make_event();
   uint64_t warnings = 0;
   std::string first_warning;
   dev_.warnings.sink = [&](const std::string& w) {
@@ -495,6 +496,7 @@ void Workload::post_failed(const char* verb, int ret) {
 
 void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
   counters_.completions++;
+  completed_->signal();
   if (wc.status < counters_.by_status.size()) counters_.by_status[wc.status]++;
   // The kernel has no ib_wc opcode for a BIND_MW or a signaled NOP: they complete as
   // IB_WC_GENERAL_ERR, flushed or not; before the QP broke, that was a success.
@@ -595,27 +597,23 @@ bool Workload::finished() const {
   });
 }
 
+// The posting side: completions arrive through interrupts, on the pool CQs' poll context
+// (softirq or workqueue workers), which call the workload's done callbacks; this thread
+// posts what fits and sleeps until a completion wakes it.
 void Workload::traffic() {
-  hal::Exec& exec = dev_.hw().exec;
-  uint64_t last_progress = exec.now_ns();
   while (!finished()) {
     int progress = 0;
     for (auto& q : qps_) {
       if (q->broken && !q->peer_flushed) progress += flush_peer(*q);
       progress += post_sends(*q);
     }
-    for (ib_cq* cq : cqs_) progress += ib_process_cq_direct(cq, IB_POLL_BUDGET_IRQ);
-    if (progress) {
-      last_progress = exec.now_ns();
-      continue;
-    }
-    if (exec.now_ns() - last_progress > kStallNs) {
+    if (progress) continue;
+    counters_.idle_polls++;
+    if (!completed_->wait_for(kStallNs) && !finished()) {
       sb_.record("no_stall", false,
                  "no completion for " + std::to_string(kStallNs / 1000000) + " ms of simulated time");
       return;
     }
-    counters_.idle_polls++;
-    exec.cpu_relax();
   }
   sb_.record("no_stall", true, "traffic finished");
 }

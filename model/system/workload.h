@@ -32,7 +32,7 @@ struct WorkloadCounters {
   uint64_t flushed = 0;  // completions the flush path made (vendor_err major 1)
   uint64_t doorbells = 0;
   uint64_t post_errors = 0;
-  uint64_t idle_polls = 0;
+  uint64_t idle_polls = 0;  // times the posting thread had nothing to do and slept
   uint64_t pool_cqs = 0;
   std::vector<uint64_t> by_status = std::vector<uint64_t>(ibcore::IB_WC_GENERAL_ERR + 1);
   std::vector<std::pair<uint32_t, uint64_t>> by_opcode;  // (opcode, count), first-seen order
@@ -83,6 +83,7 @@ class Workload {
   uint64_t next_wr_id_ = 1;
   std::vector<ibcore::ib_send_wr> wr_scratch_;  // one batch being posted
   std::vector<ibcore::ib_sge> sge_scratch_;
+  std::unique_ptr<hal::Event> completed_;  // signalled by every completion
   WorkloadCounters counters_;
 };
 

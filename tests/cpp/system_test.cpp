@@ -128,7 +128,7 @@ TEST(System, DmaToUnmappedMemoryIsReportedNotFatal) {
   auto& dev = sim.driver();
   int failures = 0;
   sim.run_on_host([&] {
-    auto cq = ibcore::ib_cq_pool_get(&dev, 16, 0, ibcore::IB_POLL_SOFTIRQ);
+    auto cq = ibcore::ib_alloc_cq(&dev, nullptr, 16, 0, ibcore::IB_POLL_DIRECT);  // polled here
     ibcore::ib_qp_init_attr attr;
     attr.send_cq = attr.recv_cq = cq.get();
     attr.max_send_wr = attr.max_recv_wr = 4;
@@ -166,12 +166,14 @@ TEST(System, MsixRaisedByTheDeviceReachesTheHandler) {
   Simulation sim(SimConfig{});
   std::vector<unsigned> seen;
   auto& irq = sim.driver().hw().irq;
+  // Vector 0 serves CEQ 0; vector 1 is free.
   sim.run_on_host([&] { ASSERT_EQ(irq.request_irq(1, [&](unsigned v) { seen.push_back(v); }), 0); });
   EXPECT_EQ(irq.request_irq(1, [](unsigned) {}), -EINVAL) << "taken";
+  EXPECT_EQ(irq.request_irq(0, [](unsigned) {}), -EINVAL) << "the driver's";
   EXPECT_EQ(irq.request_irq(99, [](unsigned) {}), -EINVAL) << "no such vector";
   auto& dev = sim.device();
   dev.schedule_msix(1);
-  dev.schedule_msix(0);  // never programmed: masked
+  dev.schedule_msix(7);  // no such vector: masked
   sim.run_on_host([&] { sim.driver().hw().exec.delay_ns(5000); });
   EXPECT_EQ(seen, std::vector<unsigned>{1});
   EXPECT_EQ(dev.counters().msix_sent, 1u);

@@ -250,9 +250,10 @@ def test_injected_fault_flushes_both_queues_gen3(run_python):
 
 
 def test_software_flush_waits_for_the_qps_unpolled_cqes(run_python):
-    # Spec G.7 / H 35: the flush work, run from another CQ's poll, finds the QP's hardware
-    # flush CQEs still unpolled in its own CQ and waits; they come first, the first receive
-    # with the fault's code, and only the receive the device never saw completes in software.
+    # Spec G.7 / H 35: the flush work, due 20 ms after the driver learned of the flush, finds
+    # the QP's hardware flush CQEs still unpolled in its CQ and waits; they come first, the
+    # first receive with the fault's code, and only the receive the device never saw
+    # completes in software. The other CQ sees nothing of it.
     run_ok(run_python, """
         from irdma_sim import Session
         s = Session(config_yaml="{device: {generation: 3, num_ceqs: 2}, host: {cpus: 2}}")
@@ -269,7 +270,7 @@ def test_software_flush_waits_for_the_qps_unpolled_cqes(run_python):
         assert [(c["wr_id"], c["status"]) for c in first] == [(sends[0], 11)], first
         late = s.post_recv(a)
         s.run_for_ns(25_000_000)
-        assert s.poll(cq2) == []  # runs a's flush work: cq1 still holds a's CQEs
+        assert s.poll(cq2) == []
         rest = s.poll(cq1)
         assert [c["wr_id"] for c in rest] == [sends[1]] + recvs, rest
         assert [c["status"] for c in rest] == [5, 11, 5, 5, 5], rest

@@ -1,0 +1,60 @@
+// The poll contexts that run a CQ's completions once its completion event fires
+// (drivers/infiniband/core/cq.c; spec A.3, A.5): SOFTIRQ as irq_poll does (budget 256,
+// batches of 16, re-armed with NEXT_COMP|REPORT_MISSED_EVENTS and polled again when that
+// reports a miss), WORKQUEUE and UNBOUND_WORKQUEUE as ib_cq_poll_work does (budget 65536).
+// Each context has workers on hal::Exec: softirq and bound work on the CPU of the CQ's
+// vector, unbound work on a worker of its own.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "driver/core/ib_device.h"
+#include "driver/hal/exec.h"
+
+namespace ibcore {
+
+struct ib_poll_counters {
+  uint64_t runs = 0;          // poller invocations
+  uint64_t completions = 0;   // processed by them
+  uint64_t rearms = 0;        // ib_req_notify_cq calls after draining
+  uint64_t missed = 0;        // re-arms that reported a missed event: polled again
+  uint64_t budget_spent = 0;  // runs that used their whole budget: polled again
+};
+
+class ib_poll_workers {
+ public:
+  explicit ib_poll_workers(hal::Exec& exec);
+  ~ib_poll_workers();
+  ib_poll_workers(const ib_poll_workers&) = delete;
+  ib_poll_workers& operator=(const ib_poll_workers&) = delete;
+
+  // The comp_handler of a SOFTIRQ or WORKQUEUE CQ: irq_poll_sched / queue_work. A CQ
+  // already scheduled is not queued twice.
+  void schedule(ib_cq* cq);
+  // irq_poll_disable / cancel_work_sync, as ib_free_cq does: the CQ will not run again.
+  void cancel(ib_cq* cq);
+  // Stops the workers once their queues are empty; schedule() does nothing afterwards.
+  void stop();
+  const ib_poll_counters& counters() const { return counters_; }
+
+ private:
+  struct worker {
+    std::deque<ib_cq*> cqs;
+    std::unique_ptr<hal::Event> wake;
+    bool running = false;
+  };
+  worker& worker_for(const ib_cq* cq);
+  void run(worker& w);
+  bool poll(ib_cq* cq);  // one poller invocation; true: schedule it again
+
+  hal::Exec& exec_;
+  std::vector<std::unique_ptr<worker>> softirq_, bound_;  // per CPU
+  std::unique_ptr<worker> unbound_;
+  bool stopping_ = false;
+  ib_poll_counters counters_;
+};
+
+}  // namespace ibcore

@@ -1,0 +1,111 @@
+// Completion events: the CEQs (one per completion vector, spec E), their interrupt
+// handler, and the CEQE cleanup a destroyed CQ needs.
+#include <cerrno>
+
+#include "driver/irdma/irdma_device.h"
+
+namespace irdma {
+
+using namespace ibcore;
+
+int irdma_device::create_ceqs() {
+  // A CQ has at most one CEQE outstanding (arming is one-shot): one slot per CQ suffices.
+  const uint32_t size = std::max(caps_.max_cq, 8u);
+  for (uint32_t k = 0; k < caps_.num_ceqs; k++) {
+    irdma_ceq ceq;
+    ceq.id = k;
+    ceq.size = size;
+    ceq.ring = hw_.dma.alloc_coherent(uint64_t(size) * 8, 256);
+    if (!ceq.ring) return -ENOMEM;
+    const int ret = cqp_.exec(IRDMA_CQP_OP_CREATE_CEQ, [&](uint64_t* wqe) {
+      wqe[2] = FIELD_PREP(IRDMA_CQPSQ_CEQ_CEQSIZE, size);
+      wqe[4] = ceq.ring.iova;
+      return FIELD_PREP(IRDMA_CQPSQ_CEQ_CEQID, k);
+    });
+    if (ret) {
+      hw_.dma.free_coherent(ceq.ring);
+      return ret;
+    }
+    ceqs_.push_back(std::move(ceq));
+    if (int err = hw_.irq.request_irq(k, [this, k](unsigned) { irq_handler(k); })) return err;
+    hw_.bar0.write32(IRDMA_GLINT_CEQCTL(k), uint32_t(IRDMA_GLINT_CEQCTL_CAUSE_ENA |
+                                                     FIELD_PREP(IRDMA_GLINT_CEQCTL_ITR_INDX, IRDMA_IDX_NOITR) |
+                                                     FIELD_PREP(IRDMA_GLINT_CEQCTL_MSIX_INDX, k)));
+    hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(k), uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA));
+  }
+  return 0;
+}
+
+void irdma_device::destroy_ceqs() {
+  for (irdma_ceq& ceq : ceqs_) {
+    hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq.id), 0);
+    hw_.bar0.write32(IRDMA_GLINT_CEQCTL(ceq.id), 0);
+    hw_.irq.free_irq(ceq.id);
+    cqp_.exec(IRDMA_CQP_OP_DESTROY_CEQ, [&](uint64_t* wqe) {
+      wqe[2] = FIELD_PREP(IRDMA_CQPSQ_CEQ_CEQSIZE, ceq.size);
+      return FIELD_PREP(IRDMA_CQPSQ_CEQ_CEQID, ceq.id);
+    });
+    hw_.dma.free_coherent(ceq.ring);
+  }
+  ceqs_.clear();
+}
+
+irdma_cq* irdma_device::cq_of_ctx(uint64_t ctx) const {
+  const uint64_t cq_num = (ctx >> 1) & 0xFFFFFFFF;
+  irdma_cq* cq = cq_num < cq_table_.size() ? cq_table_[cq_num] : nullptr;
+  return cq && cq->ctx == ctx ? cq : nullptr;
+}
+
+// irdma_process_ceq, run straight from the interrupt (Linux defers it to a tasklet on the
+// same CPU): every CEQE is acknowledged, its CQ disarmed and its handler called; CEQEs of
+// no CQ (cleaned up, context 0) are skipped. Then the vector is enabled again.
+void irdma_device::irq_handler(uint32_t ceq_id) {
+  irdma_ceq& ceq = ceqs_[ceq_id];
+  events_.interrupts++;
+  auto* ring = static_cast<uint64_t*>(ceq.ring.cpu);
+  for (;;) {
+    const uint64_t ceqe = READ_ONCE(ring[ceq.tail]);
+    if (FIELD_GET(IRDMA_CEQE_VALID, ceqe) != ceq.polarity) break;
+    hal::dma_rmb();
+    if (++ceq.tail == ceq.size) {
+      ceq.tail = 0;
+      ceq.polarity ^= 1;
+    }
+    events_.ceqes++;
+    irdma_cq* cq = cq_of_ctx(ceqe << 1);
+    if (!cq) {
+      events_.stale_ceqes++;
+      continue;
+    }
+    hw_.bar0.write32(IRDMA_CQACK, cq->cq_num);
+    cq->armed = false;
+    if (cq->comp_handler) {
+      events_.comp_events++;
+      cq->comp_handler(cq);
+    }
+  }
+  hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq_id),
+                   uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA |
+                            FIELD_PREP(IRDMA_GLINT_DYN_CTL_INTERVAL, caps_.ceq_itr_us >> 1)));
+}
+
+// irdma_sc_cleanup_ceqes: the destroyed CQ's unconsumed CEQEs keep only their valid bit,
+// so the handler skips them.
+void irdma_device::cleanup_ceqes(const irdma_cq* cq) {
+  if (cq->ceq_id >= ceqs_.size()) return;
+  irdma_ceq& ceq = ceqs_[cq->ceq_id];
+  auto* ring = static_cast<uint64_t*>(ceq.ring.cpu);
+  uint32_t idx = ceq.tail;
+  uint8_t polarity = ceq.polarity;
+  for (uint32_t seen = 0; seen < ceq.size; seen++) {
+    const uint64_t ceqe = READ_ONCE(ring[idx]);
+    if (FIELD_GET(IRDMA_CEQE_VALID, ceqe) != polarity) break;
+    if ((ceqe << 1) == cq->ctx) WRITE_ONCE(ring[idx], ceqe & IRDMA_CEQE_VALID);
+    if (++idx == ceq.size) {
+      idx = 0;
+      polarity ^= 1;
+    }
+  }
+}
+
+}  // namespace irdma
