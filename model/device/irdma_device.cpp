@@ -26,13 +26,21 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
       time_(cfg.clock_mhz, quantum),
       dma_port_(dma, time_),
       ceq_(cfg_, dma_port_, time_, trace, cfg.num_ceqs + 1,
-           [this](unsigned vector, uint64_t due_ps) { queue(WorkKind::msix, vector, due_ps); }),
+           [this](unsigned vector, uint64_t due_ps) {
+             // Sent behind the CEQE now, from whatever the engine is doing; a moderated
+             // one waits its turn in the work queue.
+             if (due_ps <= time_.now_ps())
+               raise_msix(vector);
+             else
+               queue(WorkKind::msix, vector, due_ps);
+           }),
       cq_(cfg_, dma_port_, time_, ceq_, trace, std::move(formatter)),
       stags_(cfg_.max_stags),
       qp_(cfg_, dma_port_, time_, cq_, stags_, trace),
       cqp_(cfg_, dma_port_, time_, cq_, qp_, stags_, ceq_, trace),
       msix_(cfg.num_ceqs + 1) {
   bar0.register_b_transport(this, &IrdmaDevice::bar0_b_transport);
+  qp_.set_between_wqes([this] { run_due_control(); });
   SC_THREAD(engine_thread);
 }
 
@@ -102,9 +110,9 @@ void IrdmaDevice::write_reg(uint64_t off, uint32_t value, uint64_t due_ps) {
     case WQEALLOC: queue(WorkKind::sq_doorbell, value & 0x3FFFF, due_ps); return;
     case CQARM:
       counters_.cq_arms++;
-      queue(WorkKind::cq_arm, value, due_ps);
+      control(WorkKind::cq_arm, value, due_ps);
       return;
-    case CQACK: queue(WorkKind::cq_ack, value, due_ps); return;
+    case CQACK: control(WorkKind::cq_ack, value, due_ps); return;
     default: break;
   }
   if (off >= GLINT_CEQCTL && off < GLINT_CEQCTL + 4ull * cfg_.num_ceqs && off % 4 == 0) {
@@ -112,7 +120,7 @@ void IrdmaDevice::write_reg(uint64_t off, uint32_t value, uint64_t due_ps) {
     return;
   }
   if (off >= GLINT_DYN_CTL && off < GLINT_DYN_CTL + 4 * msix_.size() && off % 4 == 0) {
-    queue(WorkKind::dyn_ctl, (off - GLINT_DYN_CTL) / 4 << 32 | value, due_ps);
+    control(WorkKind::dyn_ctl, (off - GLINT_DYN_CTL) / 4 << 32 | value, due_ps);
     return;
   }
   if (off >= MSIX_TABLE && off < MSIX_TABLE + msix_.size() * kMsixEntryBytes) {
@@ -145,8 +153,26 @@ void IrdmaDevice::raise_msix(unsigned vector) {
   dma_port_.write(msix_[vector].addr, &msix_[vector].data, 4);
 }
 
+void IrdmaDevice::control(WorkKind kind, uint64_t arg, uint64_t due_ps) {
+  control_.push_back({due_ps, work_seq_++, kind, arg});
+  work_ev_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void IrdmaDevice::run_due_control() {
+  while (!control_.empty() && control_.front().due_ps <= time_.now_ps()) {
+    const Work w = control_.front();
+    control_.pop_front();
+    run(w);
+  }
+}
+
 void IrdmaDevice::engine_thread() {
   for (;;) {
+    run_due_control();
+    if (!control_.empty() && (work_.empty() || control_.front().due_ps < work_.top().due_ps)) {
+      time_.idle_wait(work_ev_, control_.front().due_ps);
+      continue;
+    }
     if (work_.empty()) {
       time_.idle_wait(work_ev_);
       continue;

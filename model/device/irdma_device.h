@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <deque>
 #include <queue>
 #include <vector>
 
@@ -86,6 +87,10 @@ class IrdmaDevice : public sc_core::sc_module {
   uint32_t read_reg(uint64_t offset);
   void write_reg(uint64_t offset, uint32_t value, uint64_t due_ps);
   void queue(WorkKind kind, uint64_t arg, uint64_t due_ps);
+  // Arms, acknowledgements and interrupt enables: served in arrival order as soon as they
+  // are due, between the SQ engine's WQEs too, as a block of their own would.
+  void control(WorkKind kind, uint64_t arg, uint64_t due_ps);
+  void run_due_control();
   void engine_thread();
   void run(const Work& w);
   void raise_msix(unsigned vector);
@@ -100,6 +105,7 @@ class IrdmaDevice : public sc_core::sc_module {
   QpEngine qp_;
   CqpEngine cqp_;
   std::priority_queue<Work, std::vector<Work>, std::greater<Work>> work_;
+  std::deque<Work> control_;
   uint64_t work_seq_ = 0;
   sc_core::sc_event work_ev_;
   uint32_t ccqp_high_ = 0;

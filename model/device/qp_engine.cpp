@@ -518,6 +518,7 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
     return dma_.read(qp.sq_base + uint64_t(from) * kQuantum, fetched, count * kQuantum);
   };
   for (;;) {
+    if (between_wqes_) between_wqes_();
     const uint32_t head = qp.sq_head;
     if ((head < first || head >= first + count) && !fetch(head)) {
       counters_.wqe_errors++;

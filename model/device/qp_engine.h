@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -62,6 +63,8 @@ class QpEngine {
   QpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
            StagTable& stags, trace::TraceLog& trace);
   // Where FAST_REG_NSMR finds page lists (the PBLE registers).
+  // Called between WQEs: lets the device serve what must not wait for a whole SQ.
+  void set_between_wqes(std::function<void()> hook) { between_wqes_ = std::move(hook); }
   void set_pble_pool(uint64_t base, uint32_t entries) {
     pble_base_ = base;
     pble_entries_ = entries;
@@ -133,6 +136,7 @@ class QpEngine {
   static constexpr uint32_t kChunk = 64 * 1024;
   uint64_t move_payload(const Extent* src, size_t src_n, const Extent* dst, size_t dst_n);
   StagTable& stags_;
+  std::function<void()> between_wqes_;
   std::vector<Extent> remote_;  // reused: the extents of the current remote access
   uint64_t pble_base_ = 0;
   uint32_t pble_entries_ = 0;

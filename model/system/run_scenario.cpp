@@ -59,6 +59,8 @@ std::string report_json(const Scenario& sc, Simulation& sim, const WorkloadCount
   const auto& dev = sim.device();
   const auto& cq = dev.cq_engine().counters();
   const auto& qp = dev.qp_engine().counters();
+  const ibcore::ib_poll_counters polls = sim.driver().poll_workers ? sim.driver().poll_workers->counters()
+                                                                   : ibcore::ib_poll_counters{};
   JsonWriter j;
   j.begin_object()
       .str("scenario", sc.name)
@@ -85,6 +87,20 @@ std::string report_json(const Scenario& sc, Simulation& sim, const WorkloadCount
       .num("mmio_writes", dev.counters().mmio_writes)
       .num("mmio_reads", dev.counters().mmio_reads)
       .num("cq_arms", dev.counters().cq_arms)
+      .num("arms_taken", cq.arms)
+      .num("stale_arms", cq.stale_arms)
+      .num("ceqes", dev.ceq_engine().counters().ceqes)
+      .num("cqacks", dev.ceq_engine().counters().cqacks)
+      .num("interrupts_raised", dev.ceq_engine().counters().interrupts)
+      .num("interrupts_moderated", dev.ceq_engine().counters().moderated)
+      .num("events_while_masked", dev.ceq_engine().counters().events_while_masked)
+      .num("ceqes_consumed", sim.driver().event_counters().ceqes)
+      .num("stale_ceqes", sim.driver().event_counters().stale_ceqes)
+      .num("comp_events", sim.driver().event_counters().comp_events)
+      .num("poller_runs", polls.runs)
+      .num("poller_rearms", polls.rearms)
+      .num("poller_missed_events", polls.missed)
+      .num("poller_budget_spent", polls.budget_spent)
       .num("msix_delivered", sim.interrupts().delivered())
       .num("trace_events", sim.trace().events_written())
       .num("idle_polls", wl.idle_polls)
