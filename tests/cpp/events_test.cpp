@@ -1,0 +1,211 @@
+// Completion events end to end (spec D.5, E, H 20-27): arming, one CEQE per arm, solicited
+// arms, sequence numbers, CEQ wrap, masked vectors, the CQE that lands between the last
+// poll and the re-arm, and CEQEs of a destroyed CQ. The CQ is a DIRECT one the test arms
+// itself, with a handler that counts.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "driver/core/cq.h"
+#include "model/device/irdma_device.h"
+#include "model/system/buffered_qp.h"
+#include "model/system/simulation.h"
+
+namespace {
+
+using namespace irdma_sim::system;
+using namespace ibcore;
+
+SimConfig config(uint32_t max_cq = 64) {
+  SimConfig c;
+  c.device.max_cq = max_cq;
+  return c;
+}
+
+struct Events {
+  Simulation sim;
+  irdma::irdma_device& dev;
+  irdma::irdma_cq* cq = nullptr;
+  std::unique_ptr<BufferedQp> a, b;
+  int handled = 0;
+  uint64_t next_wr = 1;
+
+  explicit Events(const SimConfig& cfg = config()) : sim(cfg), dev(sim.driver()) {
+    host([&] {
+      cq = static_cast<irdma::irdma_cq*>(ib_alloc_cq(&dev, nullptr, 64, 0, IB_POLL_DIRECT).get());
+      cq->comp_handler = [this](ib_cq*) { handled++; };
+      int err = 0;
+      a.reset(BufferedQp::create(dev, cq, 8, 8, 64, err));
+      b.reset(BufferedQp::create(dev, cq, 8, 8, 64, err));
+      ASSERT_EQ(err, 0);
+      ASSERT_EQ(dev.connect_qp(a->qp(), b->qp_num()), 0);
+      ASSERT_EQ(dev.connect_qp(b->qp(), a->qp_num()), 0);
+    });
+  }
+  void host(const std::function<void()>& job) { sim.run_on_host(job); }
+  void wait_ns(uint64_t ns) { host([&] { dev.hw().exec.delay_ns(ns); }); }
+  int notify(unsigned flags) {
+    int ret = 0;
+    host([&] { ret = ib_req_notify_cq(cq, flags); });
+    return ret;
+  }
+  // A SEND from a to b: two CQEs, the receive's solicited when asked.
+  void send(bool solicited = false) {
+    host([&] {
+      const ib_sge rsge = b->recv_sge(0);
+      ib_recv_wr rwr;
+      rwr.wr_id = next_wr++;
+      rwr.sg_list = &rsge;
+      rwr.num_sge = 1;
+      ASSERT_EQ(dev.post_recv(b->qp(), &rwr, nullptr), 0);
+      const ib_sge ssge = a->send_sge(0, 16);
+      ib_send_wr swr;
+      swr.wr_id = next_wr++;
+      swr.sg_list = &ssge;
+      swr.num_sge = 1;
+      swr.send_flags = IB_SEND_SIGNALED | (solicited ? IB_SEND_SOLICITED : 0);
+      ASSERT_EQ(dev.post_send(a->qp(), &swr, nullptr), 0);
+    });
+    wait_ns(20000);
+  }
+  int drain() {
+    int n = 0;
+    host([&] {
+      ib_wc wc[16];
+      for (int got; (got = ib_poll_cq(cq, 16, wc)) > 0;) n += got;
+    });
+    return n;
+  }
+  const irdma_sim::device::CqEngineCounters& cqs() { return sim.device().cq_engine().counters(); }
+  const irdma_sim::device::CeqEngineCounters& ceqs() { return sim.device().ceq_engine().counters(); }
+};
+
+TEST(Events, OneEventPerArm) {
+  Events e;
+  EXPECT_EQ(e.notify(IB_CQ_NEXT_COMP), 0);
+  for (int i = 0; i < 3; i++) e.send();
+  EXPECT_EQ(e.handled, 1) << "six CQEs, one arm";
+  EXPECT_EQ(e.ceqs().ceqes, 1u);
+  EXPECT_EQ(e.ceqs().cqacks, 1u);
+  EXPECT_FALSE(e.cq->armed) << "the CEQ handler disarmed it";
+  EXPECT_EQ(e.drain(), 6);
+  EXPECT_EQ(e.notify(IB_CQ_NEXT_COMP), 0);
+  e.send();
+  EXPECT_EQ(e.handled, 2);
+  EXPECT_EQ(e.dev.event_counters().interrupts, 2u);
+}
+
+TEST(Events, NotifyWhileArmedRingsNothing) {
+  Events e;
+  EXPECT_EQ(e.notify(IB_CQ_NEXT_COMP), 0);
+  const uint64_t arms = e.sim.device().counters().cq_arms;
+  EXPECT_EQ(e.notify(IB_CQ_NEXT_COMP), 0);
+  EXPECT_EQ(e.sim.device().counters().cq_arms, arms) << "already armed: no doorbell (H 20)";
+}
+
+TEST(Events, SolicitedArmWaitsForASolicitedCompletion) {
+  Events e;
+  EXPECT_EQ(e.notify(IB_CQ_SOLICITED), 0);
+  e.send(false);
+  EXPECT_EQ(e.handled, 0) << "two unsolicited CQEs";
+  e.send(true);
+  EXPECT_EQ(e.handled, 1) << "the solicited receive";
+}
+
+TEST(Events, SolicitedWithReportMissedEventsArmsForAnything) {
+  Events e;
+  EXPECT_EQ(e.notify(IB_CQ_SOLICITED | IB_CQ_REPORT_MISSED_EVENTS), 0);  // H 22
+  e.send(false);
+  EXPECT_EQ(e.handled, 1);
+}
+
+TEST(Events, PromotionFromSolicitedToNextCompletion) {
+  Events e;
+  EXPECT_EQ(e.notify(IB_CQ_SOLICITED), 0);
+  EXPECT_EQ(e.notify(IB_CQ_NEXT_COMP), 0);  // H 21: a new arm, for anything
+  e.wait_ns(5000);
+  // The device read the second arm for the first doorbell: the second doorbell is stale.
+  EXPECT_EQ(e.cqs().arms, 1u);
+  EXPECT_EQ(e.cqs().stale_arms, 1u);
+  e.send(false);
+  EXPECT_EQ(e.handled, 1);
+}
+
+TEST(Events, ArmSequenceNumbersWrapAndStaleArmsAreIgnored) {
+  Events e;
+  e.host([&] {
+    for (int i = 0; i < 5; i++) {
+      irdma::irdma_uk_cq_request_notification(&e.cq->sc_cq, irdma::IRDMA_CQ_COMPL_EVENT);
+      e.dev.hw().exec.delay_ns(2000);  // each doorbell read before the next arm
+    }
+  });
+  const uint64_t shadow = static_cast<const uint64_t*>(e.cq->shadow.cpu)[4];
+  EXPECT_EQ((shadow >> 16) & 3, 1u) << "5 arms: 1, 2, 3, 0, 1 (H 24)";
+  EXPECT_EQ(e.cqs().arms, 5u);
+  EXPECT_EQ(e.cqs().stale_arms, 0u);
+  e.host([&] { e.dev.hw().bar0.write32(irdma::IRDMA_CQARM, e.cq->cq_num); });  // the same arm again
+  e.wait_ns(5000);
+  EXPECT_EQ(e.cqs().stale_arms, 1u);
+}
+
+TEST(Events, CeqWrapsWithItsPolarity) {
+  Events e(config(8));  // a CEQ of 8 entries
+  for (int i = 0; i < 20; i++) {
+    ASSERT_EQ(e.notify(IB_CQ_NEXT_COMP), 0);
+    e.send();
+    ASSERT_EQ(e.drain(), 2);
+  }
+  EXPECT_EQ(e.handled, 20);
+  EXPECT_EQ(e.dev.event_counters().ceqes, 20u);
+  EXPECT_EQ(e.dev.event_counters().stale_ceqes, 0u);
+}
+
+TEST(Events, AMaskedVectorFiresWhenEnabledWithAnEventPending) {
+  Events e;
+  e.host([&] { e.dev.hw().bar0.write32(irdma::IRDMA_GLINT_DYN_CTL(0), 0); });
+  EXPECT_EQ(e.notify(IB_CQ_NEXT_COMP), 0);
+  e.send();
+  EXPECT_EQ(e.handled, 0);
+  EXPECT_EQ(e.ceqs().events_while_masked, 1u);
+  e.host([&] {
+    e.dev.hw().bar0.write32(irdma::IRDMA_GLINT_DYN_CTL(0),
+                            uint32_t(irdma::IRDMA_GLINT_DYN_CTL_INTENA | irdma::IRDMA_GLINT_DYN_CTL_CLEARPBA));
+  });
+  e.wait_ns(5000);
+  EXPECT_EQ(e.handled, 1) << "the unacknowledged CEQE raises its cause again";
+}
+
+// H 23: a CQE lands after the consumer's last poll and before its re-arm.
+TEST(Events, ACqeBetweenTheLastPollAndTheReArmIsNotLost) {
+  Events e;
+  EXPECT_EQ(e.drain(), 0);
+  e.send();  // not armed: no event
+  EXPECT_EQ(e.handled, 0);
+  EXPECT_EQ(e.notify(IB_CQ_NEXT_COMP | IB_CQ_REPORT_MISSED_EVENTS), 1) << "the consumer must poll again";
+  e.wait_ns(5000);
+  EXPECT_EQ(e.handled, 1) << "and the device fires for the unconsumed CQEs it was armed over";
+  EXPECT_EQ(e.drain(), 2);
+}
+
+// H 26: a CEQE still queued for a CQ being destroyed is neutralised and skipped.
+TEST(Events, ACeqeOfADestroyedCqIsSkipped) {
+  Events e;
+  e.host([&] { e.dev.hw().bar0.write32(irdma::IRDMA_GLINT_DYN_CTL(0), 0); });
+  EXPECT_EQ(e.notify(IB_CQ_NEXT_COMP), 0);
+  e.send();
+  EXPECT_EQ(e.ceqs().ceqes, 1u);
+  EXPECT_EQ(e.drain(), 2);
+  e.host([&] {
+    ASSERT_EQ(e.a->destroy(), 0);
+    ASSERT_EQ(e.b->destroy(), 0);
+    ASSERT_EQ(ib_free_cq(e.cq), 0);
+    e.dev.hw().bar0.write32(irdma::IRDMA_GLINT_DYN_CTL(0), uint32_t(irdma::IRDMA_GLINT_DYN_CTL_INTENA));
+    e.dev.hw().exec.delay_ns(5000);
+  });
+  e.a.reset();
+  e.b.reset();
+  EXPECT_EQ(e.handled, 0);
+  EXPECT_EQ(e.dev.event_counters().stale_ceqes, 1u);
+}
+
+}  // namespace
