@@ -48,6 +48,16 @@ void system_checks(Simulation& sim, const WorkloadCounters& wl, Scoreboard& sb) 
   sb.record("no_device_wqe_errors", qp.wqe_errors == 0 && qp.bad_doorbells == 0,
             std::to_string(qp.wqe_errors) + " WQE error(s), " + std::to_string(qp.bad_doorbells) +
                 " doorbell(s) for unknown QPs");
+  // Completion events: a CEQE needs an arm, and the driver consumed and acknowledged each.
+  const auto& ceq = dev.ceq_engine().counters();
+  const auto& ev = sim.driver().event_counters();
+  sb.record("ceqes_not_above_arms", ceq.ceqes <= cq.arms,
+            std::to_string(ceq.ceqes) + " CEQEs for " + std::to_string(cq.arms) + " arms taken");
+  sb.record("every_ceqe_consumed_and_acknowledged",
+            ev.ceqes == ceq.ceqes && ceq.cqacks == ev.ceqes - ev.stale_ceqes,
+            std::to_string(ceq.ceqes) + " CEQEs written, " + std::to_string(ev.ceqes) + " consumed (" +
+                std::to_string(ev.stale_ceqes) + " for no CQ), " + std::to_string(ceq.cqacks) +
+                " CQACKs; " + std::to_string(ev.interrupts) + " interrupts handled");
   const uint64_t cqp_errors = dev.cqp_engine().counters().errors;
   sb.record("no_control_command_errors", cqp_errors == 0,
             std::to_string(dev.cqp_engine().counters().commands) + " CQP commands, " +

@@ -153,7 +153,7 @@ Scenario load_scenario(const std::string& path) {
       "poll_ctx", size_t(sc.poll_ctx), {"softirq", "workqueue", "unbound_workqueue"}));
 
   for (const YamlMap& p : top.list_of_maps("qp_pairs")) {
-    p.allow({"name", "type", "cq_vector", "sq_depth", "rq_depth", "ops"});
+    p.allow({"name", "type", "cq_vector", "sq_depth", "rq_depth", "ops", "poll_ctx"});
     QpPairSpec q;
     q.name = p.str("name", "pair" + std::to_string(sc.pairs.size()));
     q.cq_vector = int(p.i64("cq_vector", q.cq_vector, -1, 1023));
@@ -161,13 +161,15 @@ Scenario load_scenario(const std::string& path) {
     q.rq_depth = p.u32("rq_depth", q.rq_depth, 1, 4096);
     q.ud = p.choice("type", 0, {"rc", "ud"}) == 1;
     q.ops = read_ops(p, {});
+    if (p.has("poll_ctx"))
+      q.poll_ctx = int(p.choice("poll_ctx", 0, {"softirq", "workqueue", "unbound_workqueue"}));
     sc.pairs.push_back(q);
   }
   if (sc.pairs.empty()) top.fail("key 'qp_pairs' needs at least one pair");
 
   const YamlMap t = top.map("traffic");
   t.allow({"sends_per_qp", "ops", "min_bytes", "max_bytes", "imm_every", "inv_every",
-           "solicited_every", "batch", "signal_every"});
+           "solicited_every", "batch", "signal_every", "burst", "idle_gap_ns"});
   TrafficSpec& tr = sc.traffic;
   tr.sends_per_qp = t.u32("sends_per_qp", tr.sends_per_qp, 0, 100'000'000);
   tr.ops = read_ops(t, {TrafficOp::send});
@@ -178,6 +180,8 @@ Scenario load_scenario(const std::string& path) {
   tr.solicited_every = t.u32("solicited_every", tr.solicited_every, 0, UINT32_MAX);
   tr.batch = t.u32("batch", tr.batch, 1, 256);
   tr.signal_every = t.u32("signal_every", tr.signal_every, 1, UINT32_MAX);
+  tr.burst = t.u32("burst", tr.burst, 0, UINT32_MAX);
+  tr.idle_gap_ns = t.u64("idle_gap_ns", tr.idle_gap_ns, 0, 10'000'000);  // under the stall limit
   const bool any_ud = std::any_of(sc.pairs.begin(), sc.pairs.end(), [](const QpPairSpec& p) { return p.ud; });
   const auto pair_maps = top.list_of_maps("qp_pairs");
   for (size_t i = 0; i < sc.pairs.size(); i++) {

@@ -25,6 +25,7 @@ struct QpPairSpec {
   uint32_t rq_depth = 64;    // receive WRs per QP
   bool ud = false;           // unreliable datagram: SENDs only, addressed per WR
   std::vector<TrafficOp> ops;  // this pair's op cycle; empty: traffic.ops
+  int poll_ctx = -1;           // its pool CQs' poll context; -1: pool.poll_ctx
 };
 
 // An injected fault (spec G.5): one request of one QP fails with a flush code, so the QP
@@ -49,6 +50,8 @@ struct TrafficSpec {
   uint32_t solicited_every = 0;  // every Nth send is solicited (0: none)
   uint32_t batch = 4;            // WRs posted per doorbell (fewer only at the end)
   uint32_t signal_every = 1;     // every Nth send is signaled (and the one filling the SQ)
+  uint32_t burst = 0;            // a QP posts this many WRs, then idles (0: no idling)
+  uint64_t idle_gap_ns = 0;      // for this long
 };
 
 struct Scenario {
@@ -63,6 +66,9 @@ struct Scenario {
   TrafficSpec traffic;
   std::vector<FaultSpec> faults;
 
+  ibcore::ib_poll_context poll_ctx_of(size_t p) const {
+    return pairs[p].poll_ctx < 0 ? poll_ctx : ibcore::ib_poll_context(pairs[p].poll_ctx);
+  }
   // The op cycle pair `p` runs.
   const std::vector<TrafficOp>& ops_of(size_t p) const {
     return pairs[p].ops.empty() ? traffic.ops : pairs[p].ops;

@@ -115,6 +115,7 @@ struct Workload::Qp {
   // An error completion broke the connection: the workload moves the peer to error too,
   // as a ULP tearing the connection down does.
   bool broken = false, peer_flushed = false;
+  uint64_t idle_until_ns = 0;  // after a burst (traffic.burst)
   // A region over the peer's window and a window over that region, when the ops use them;
   // `rkey` is what RDMA requests name: the window, the region, or the global key 0.
   irdma::irdma_mr* mr = nullptr;
@@ -159,7 +160,8 @@ bool Workload::setup() {
       q->ops = &sc_.ops_of(size_t(&pair - sc_.pairs.data()));
       q->sends_total = sc_.traffic.sends_per_qp;
       q->nr_cqe = pair.sq_depth + pair.rq_depth;
-      auto cq = ib_cq_pool_get(&dev_, q->nr_cqe, pair.cq_vector, sc_.poll_ctx);
+      auto cq = ib_cq_pool_get(&dev_, q->nr_cqe, pair.cq_vector,
+                               sc_.poll_ctx_of(size_t(&pair - sc_.pairs.data())));
       if (cq.is_err()) {
         sb_.record("setup", false, pair.name + ": ib_cq_pool_get failed, errno " + std::to_string(-cq.err()));
         return false;
@@ -422,7 +424,7 @@ int Workload::post_sends(Qp& q) {
   // fewer sends than that are left.
   const uint64_t free = bq.sq_depth() - (q.sends_posted - q.sends_done);
   const uint64_t want = std::min<uint64_t>({t.batch, bq.sq_depth(), q.sends_total - q.sends_posted});
-  if (want == 0 || free < want) return 0;
+  if (want == 0 || free < want || dev_.hw().exec.now_ns() < q.idle_until_ns) return 0;
   int posted = 0;
   while (uint32_t(posted) < t.batch && q.sends_posted < q.sends_total &&
          q.sends_posted - q.sends_done < bq.sq_depth()) {
@@ -460,6 +462,8 @@ int Workload::post_sends(Qp& q) {
     done.signaled = signaled;
     sb_.expect_send(q.index, done);
     posted++;
+    const bool burst_ends = t.burst && q.sends_posted % t.burst == 0;
+    if (burst_ends) q.idle_until_ns = dev_.hw().exec.now_ns() + t.idle_gap_ns;
     if (op == TrafficOp::nop) {
       // No verb posts a NOP: the batch so far goes first, then the NOP on its own.
       sge_scratch_.pop_back();
@@ -468,6 +472,7 @@ int Workload::post_sends(Qp& q) {
     } else {
       wr_scratch_.push_back(wr);
     }
+    if (burst_ends) break;
   }
   send_batch(q);
   counters_.sends_posted += uint64_t(posted);
@@ -609,6 +614,15 @@ void Workload::traffic() {
     }
     if (progress) continue;
     counters_.idle_polls++;
+    // Sleep until a completion, or until the first QP idling after a burst may post again.
+    const uint64_t now = dev_.hw().exec.now_ns();
+    uint64_t wake = now + kStallNs;
+    for (const auto& q : qps_)
+      if (q->idle_until_ns > now && q->sends_posted < q->sends_total) wake = std::min(wake, q->idle_until_ns);
+    if (wake < now + kStallNs) {
+      completed_->wait_for(wake - now);
+      continue;
+    }
     if (!completed_->wait_for(kStallNs) && !finished()) {
       sb_.record("no_stall", false,
                  "no completion for " + std::to_string(kStallNs / 1000000) + " ms of simulated time");

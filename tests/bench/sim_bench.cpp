@@ -53,10 +53,15 @@ int e2e(bool loose, uint32_t sends, uint32_t max_bytes) {
   bool passed = true;
   for (const system::Check& c : sb.checks()) passed = passed && c.passed;
   const uint64_t n = wl.counters().completions;
+  // Completions arrive by interrupt: how many, and how many completions each brought.
+  const uint64_t irqs = sim.driver().event_counters().interrupts;
+  const double sim_s = sim.now_ps() / 1e12;
   std::printf("e2e %-11s completions=%llu wall_s=%.3f completions_per_second=%.0f sim_us=%.1f "
-              "host_relaxes=%llu doorbells=%llu checks=%s\n",
+              "interrupts=%llu interrupts_per_sim_second=%.0f interrupts_per_wall_second=%.0f "
+              "completions_per_interrupt=%.2f idle_waits=%llu doorbells=%llu checks=%s\n",
               loose ? "loose" : "approximate", (unsigned long long)n, wall, double(n) / wall,
-              sim.now_ps() / 1e6, (unsigned long long)wl.counters().idle_polls,
+              sim.now_ps() / 1e6, (unsigned long long)irqs, double(irqs) / sim_s, double(irqs) / wall,
+              irqs ? double(n) / double(irqs) : 0.0, (unsigned long long)wl.counters().idle_polls,
               (unsigned long long)wl.counters().doorbells, passed ? "passed" : "FAILED");
   return passed ? 0 : 1;
 }
