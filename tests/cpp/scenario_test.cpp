@@ -50,9 +50,9 @@ TEST(Scenario, DefaultsFillWhatIsAbsent) {
 }
 
 TEST(Scenario, UnknownKeyNamesFileLineAndKey) {
-  const std::string e = error_of(std::string(kMinimal) + "traffic:\n  sends_per_qp: 3\n  burst: 9\n");
+  const std::string e = error_of(std::string(kMinimal) + "traffic:\n  sends_per_qp: 3\n  bursts: 9\n");
   EXPECT_NE(e.find("bad.yaml:6:"), std::string::npos) << e;
-  EXPECT_NE(e.find("'traffic.burst'"), std::string::npos) << e;
+  EXPECT_NE(e.find("'traffic.bursts'"), std::string::npos) << e;
   EXPECT_NE(e.find("sends_per_qp"), std::string::npos) << "lists what is allowed: " << e;
 }
 
