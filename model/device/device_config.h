@@ -23,6 +23,7 @@ struct DeviceConfig {
   uint32_t max_cq = 1024;
   uint32_t max_qp = 1024;
   uint32_t max_stags = 16384;  // STag indexes 1 .. max_stags - 1
+  uint32_t ceq_itr_us = 0;     // the interrupt moderation the driver programs (its ceq_itr)
   uint32_t num_ceqs = 1;
   uint32_t max_cqe = 1048574;   // largest CQ the device reports to ib-core
   bool cqe_64byte = false;

@@ -63,6 +63,7 @@ irdma::irdma_device_caps caps_of(const device::DeviceConfig& d) {
   caps.max_cqe = int(d.max_cqe);
   caps.cqe_64byte = d.cqe_64byte;
   caps.atomics = d.generation >= 3;
+  caps.ceq_itr_us = d.ceq_itr_us;
   return caps;
 }
 

@@ -187,6 +187,25 @@ TEST(Events, ACqeBetweenTheLastPollAndTheReArmIsNotLost) {
   EXPECT_EQ(e.drain(), 2);
 }
 
+// With moderation (the driver's ceq_itr, GLINT_DYN_CTL INTERVAL), a vector fires no more
+// often than its interval: the second event waits.
+TEST(Events, ModerationSpacesInterrupts) {
+  SimConfig cfg = config();
+  cfg.device.ceq_itr_us = 40;
+  Events e(cfg);
+  std::vector<uint64_t> at;
+  e.cq->comp_handler = [&](ib_cq*) { at.push_back(e.dev.hw().exec.now_ns()); };
+  EXPECT_EQ(e.notify(IB_CQ_NEXT_COMP), 0);
+  e.send();
+  EXPECT_EQ(e.drain(), 2);
+  EXPECT_EQ(e.notify(IB_CQ_NEXT_COMP), 0);
+  e.send();
+  e.wait_ns(50000);
+  ASSERT_EQ(at.size(), 2u);
+  EXPECT_GE(at[1] - at[0], 40000u);
+  EXPECT_EQ(e.ceqs().moderated, 1u);
+}
+
 // H 26: a CEQE still queued for a CQ being destroyed is neutralised and skipped.
 TEST(Events, ACeqeOfADestroyedCqIsSkipped) {
   Events e;
