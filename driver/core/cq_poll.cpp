@@ -7,7 +7,7 @@
 
 namespace ibcore {
 
-ib_poll_workers::ib_poll_workers(hal::Exec& exec) : exec_(exec) {
+ib_poll_workers::ib_poll_workers(hal::Exec& exec) : exec_(exec), lock_(exec.make_lock()) {
   const auto start = [&](const std::string& name, unsigned cpu) {
     auto w = std::make_unique<worker>();
     w->wake = exec_.make_event();
@@ -23,7 +23,7 @@ ib_poll_workers::ib_poll_workers(hal::Exec& exec) : exec_(exec) {
   unbound_ = start("ib-comp-unb-wq", 0);
 }
 
-ib_poll_workers::~ib_poll_workers() { stop(); }
+ib_poll_workers::~ib_poll_workers() { request_stop(); }
 
 ib_poll_workers::worker& ib_poll_workers::worker_for(const ib_cq* cq) {
   // The CQ's vector is served on CPU `vector` (its CEQ's affinity).
@@ -35,40 +35,74 @@ ib_poll_workers::worker& ib_poll_workers::worker_for(const ib_cq* cq) {
   }
 }
 
+ib_poll_counters ib_poll_workers::counters() const {
+  lock_->lock();
+  const ib_poll_counters c = counters_;
+  lock_->unlock();
+  return c;
+}
+
 void ib_poll_workers::schedule(ib_cq* cq) {
-  if (stopping_ || cq->poll_scheduled) return;
-  cq->poll_scheduled = true;
-  worker& w = worker_for(cq);
-  w.cqs.push_back(cq);
-  w.wake->signal();
+  lock_->lock();
+  worker* w = nullptr;
+  if (!stopping_ && !cq->poll_scheduled) {
+    cq->poll_scheduled = true;
+    w = &worker_for(cq);
+    w->cqs.push_back(cq);
+  }
+  lock_->unlock();
+  if (w) w->wake->signal();
 }
 
+// Only the CQ's own worker polls it, so once it is off the queue nothing runs it again.
 void ib_poll_workers::cancel(ib_cq* cq) {
-  if (!cq->poll_scheduled) return;
-  auto& q = worker_for(cq).cqs;
-  q.erase(std::remove(q.begin(), q.end(), cq), q.end());
-  cq->poll_scheduled = false;
+  lock_->lock();
+  if (cq->poll_scheduled) {
+    auto& q = worker_for(cq).cqs;
+    q.erase(std::remove(q.begin(), q.end(), cq), q.end());
+    cq->poll_scheduled = false;
+  }
+  lock_->unlock();
 }
 
-void ib_poll_workers::stop() {
+void ib_poll_workers::request_stop() {
+  lock_->lock();
   stopping_ = true;
+  lock_->unlock();
   for (auto* group : {&softirq_, &bound_})
     for (auto& w : *group) w->wake->signal();
   if (unbound_) unbound_->wake->signal();
 }
 
+bool ib_poll_workers::any_running() const {
+  lock_->lock();
+  bool any = unbound_ && unbound_->running;
+  for (auto* group : {&softirq_, &bound_})
+    for (const auto& w : *group) any = any || w->running;
+  lock_->unlock();
+  return any;
+}
+
+void ib_poll_workers::stop() {
+  request_stop();
+  while (any_running()) exec_.delay_ns(1000);
+}
+
 void ib_poll_workers::run(worker& w) {
   for (;;) {
-    while (w.cqs.empty()) {
-      if (stopping_) {
-        w.running = false;
-        return;
-      }
-      w.wake->wait();
+    lock_->lock();
+    if (w.cqs.empty()) {
+      const bool stop = stopping_;
+      if (stop) w.running = false;
+      lock_->unlock();
+      if (stop) return;
+      w.wake->wait();  // a schedule() between the unlock and here leaves the event set
+      continue;
     }
     ib_cq* cq = w.cqs.front();
     w.cqs.pop_front();
     cq->poll_scheduled = false;
+    lock_->unlock();
     if (poll(cq)) schedule(cq);
   }
 }
@@ -77,18 +111,16 @@ void ib_poll_workers::run(worker& w) {
 bool ib_poll_workers::poll(ib_cq* cq) {
   const int budget = cq->poll_ctx == IB_POLL_SOFTIRQ ? IB_POLL_BUDGET_IRQ : IB_POLL_BUDGET_WORKQUEUE;
   const int completed = ib_process_cq(cq, budget, cq->wc.data(), IB_POLL_BATCH);
+  const bool spent = completed >= budget;
+  const bool missed = !spent && ib_req_notify_cq(cq, IB_POLL_FLAGS) > 0;
+  lock_->lock();
   counters_.runs++;
   counters_.completions += uint64_t(completed);
-  if (completed >= budget) {
-    counters_.budget_spent++;
-    return true;
-  }
-  counters_.rearms++;
-  if (ib_req_notify_cq(cq, IB_POLL_FLAGS) > 0) {
-    counters_.missed++;
-    return true;
-  }
-  return false;
+  counters_.budget_spent += spent;
+  counters_.rearms += !spent;
+  counters_.missed += missed;
+  lock_->unlock();
+  return spent || missed;
 }
 
 }  // namespace ibcore

@@ -3,7 +3,8 @@
 // batches of 16, re-armed with NEXT_COMP|REPORT_MISSED_EVENTS and polled again when that
 // reports a miss), WORKQUEUE and UNBOUND_WORKQUEUE as ib_cq_poll_work does (budget 65536).
 // Each context has workers on hal::Exec: softirq and bound work on the CPU of the CQ's
-// vector, unbound work on a worker of its own.
+// vector, unbound work on a worker of its own. A CQ is polled by one worker at a time; the
+// queues are locked, so interrupts may schedule from any thread.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,8 @@ class ib_poll_workers {
   explicit ib_poll_workers(hal::Exec& exec);
   ~ib_poll_workers();
   ib_poll_workers(const ib_poll_workers&) = delete;
+  // The destructor only tells the workers to stop: it may not wait (the simulation may be
+  // over), so stop() must have run if they are to finish first.
   ib_poll_workers& operator=(const ib_poll_workers&) = delete;
 
   // The comp_handler of a SOFTIRQ or WORKQUEUE CQ: irq_poll_sched / queue_work. A CQ
@@ -36,9 +39,10 @@ class ib_poll_workers {
   void schedule(ib_cq* cq);
   // irq_poll_disable / cancel_work_sync, as ib_free_cq does: the CQ will not run again.
   void cancel(ib_cq* cq);
-  // Stops the workers once their queues are empty; schedule() does nothing afterwards.
+  // Stops the workers once their queues are empty and waits until they have returned;
+  // schedule() does nothing afterwards. Call from a thread of the Exec's.
   void stop();
-  const ib_poll_counters& counters() const { return counters_; }
+  ib_poll_counters counters() const;
 
  private:
   struct worker {
@@ -48,9 +52,12 @@ class ib_poll_workers {
   };
   worker& worker_for(const ib_cq* cq);
   void run(worker& w);
+  void request_stop();
+  bool any_running() const;
   bool poll(ib_cq* cq);  // one poller invocation; true: schedule it again
 
   hal::Exec& exec_;
+  std::unique_ptr<hal::Lock> lock_;  // the queues, the CQs' scheduled flags, the counters
   std::vector<std::unique_ptr<worker>> softirq_, bound_;  // per CPU
   std::unique_ptr<worker> unbound_;
   bool stopping_ = false;

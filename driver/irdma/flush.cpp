@@ -55,6 +55,7 @@ void irdma_device::flush_worker() {
     else
       run_flush_work();
   }
+  flush_worker_running_ = false;
 }
 
 // No asynchronous event queue yet (issue 5): the driver learns that the device flushed a

@@ -35,6 +35,7 @@ int irdma_device::probe() {
   workers_ = std::make_unique<ibcore::ib_poll_workers>(hw_.exec);
   poll_workers = workers_.get();
   flush_wake_ = hw_.exec.make_event();
+  flush_worker_running_ = true;
   hw_.exec.spawn("irdma-cleanup-wq", 0, [this] { flush_worker(); });
   return 0;
 }
@@ -42,9 +43,10 @@ int irdma_device::probe() {
 int irdma_device::remove() {
   const int kept = ibcore::ib_cq_pool_cleanup(this);
   if (workers_) workers_->stop();
-  if (flush_wake_) {
+  if (flush_wake_) {  // the workers return before their objects go
     flush_worker_stop_ = true;
     flush_wake_->signal();
+    while (flush_worker_running_) hw_.exec.delay_ns(1000);
   }
   destroy_ceqs();
   cqp_.destroy();

@@ -160,7 +160,7 @@ class irdma_device final : public ibcore::ib_device {
   std::vector<irdma_cq*> cq_table_;
   std::vector<irdma_qp*> flush_work_;  // QPs whose flush work is scheduled
   std::unique_ptr<hal::Event> flush_wake_;
-  bool flush_worker_stop_ = false;
+  bool flush_worker_stop_ = false, flush_worker_running_ = false;
   std::vector<bool> stag_used_, pble_used_;
   uint32_t next_stag_ = 1;
   hal::DmaBuffer pble_;  // the page-list pool

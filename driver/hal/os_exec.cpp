@@ -1,0 +1,82 @@
+#include "driver/hal/os_exec.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+
+namespace hal {
+
+namespace {
+
+class OsEvent final : public Event {
+ public:
+  void signal() override {
+    {
+      std::lock_guard<std::mutex> g(m_);
+      pending_ = true;
+    }
+    cv_.notify_one();
+  }
+  void wait() override {
+    std::unique_lock<std::mutex> g(m_);
+    cv_.wait(g, [&] { return pending_; });
+    pending_ = false;
+  }
+  bool wait_for(uint64_t timeout_ns) override {
+    std::unique_lock<std::mutex> g(m_);
+    if (!cv_.wait_for(g, std::chrono::nanoseconds(timeout_ns), [&] { return pending_; })) return false;
+    pending_ = false;
+    return true;
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool pending_ = false;
+};
+
+class OsLock final : public Lock {
+ public:
+  void lock() override { m_.lock(); }
+  void unlock() override { m_.unlock(); }
+
+ private:
+  std::mutex m_;
+};
+
+}  // namespace
+
+OsExec::OsExec() : cpus_(std::max(1u, std::thread::hardware_concurrency())) {}
+
+OsExec::~OsExec() {
+  for (std::thread& t : threads_) t.join();
+}
+
+uint64_t OsExec::now_ns() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
+}
+
+void OsExec::cpu_relax() { __builtin_ia32_pause(); }
+
+void OsExec::delay_ns(uint64_t ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
+
+void OsExec::spawn(const std::string& name, unsigned cpu, std::function<void()> body) {
+  std::lock_guard<std::mutex> g(threads_lock_);
+  threads_.emplace_back(std::move(body));
+  pthread_t handle = threads_.back().native_handle();
+  pthread_setname_np(handle, name.substr(0, 15).c_str());  // the kernel's 16-byte limit
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu % cpus_, &set);
+  pthread_setaffinity_np(handle, sizeof set, &set);  // best effort: a restricted mask may refuse
+}
+
+std::unique_ptr<Event> OsExec::make_event() { return std::make_unique<OsEvent>(); }
+std::unique_ptr<Lock> OsExec::make_lock() { return std::make_unique<OsLock>(); }
+
+}  // namespace hal

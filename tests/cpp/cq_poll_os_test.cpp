@@ -1,0 +1,97 @@
+// ib-core's poll contexts on OS threads (hal::OsExec): completion events raised from many
+// threads at once for many CQs; every completion is processed exactly once, a CQ is never
+// polled by two workers at a time, and the workers stop and join.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "driver/core/cq_poll.h"
+#include "driver/hal/os_exec.h"
+
+namespace {
+
+using namespace ibcore;
+
+// CQs whose completions are counters: a producer adds some, polling hands them out.
+struct CountingCq : ib_cq {
+  std::atomic<int> ready{0};
+  std::atomic<int> pollers{0};  // workers inside poll_cq at once
+  std::atomic<int> overlap{0};
+};
+
+struct CountingDevice final : ib_device {
+  ib_cqe done{&on_done};
+  static std::atomic<uint64_t> processed;
+  static void on_done(ib_cq*, ib_wc*) { processed++; }
+
+  ib_cq* create_cq(const ib_cq_init_attr&, int& err) override {
+    err = -1;
+    return nullptr;
+  }
+  int destroy_cq(ib_cq*) override { return 0; }
+  int poll_cq(ib_cq* ibcq, int n, ib_wc* wc) override {
+    auto* cq = static_cast<CountingCq*>(ibcq);
+    if (cq->pollers++ != 0) cq->overlap++;
+    int got = 0;
+    for (; got < n; got++) {
+      int r = cq->ready.load();
+      while (r > 0 && !cq->ready.compare_exchange_weak(r, r - 1)) {
+      }
+      if (r <= 0) break;
+      wc[got] = ib_wc{};
+      wc[got].wr_cqe = &done;
+    }
+    cq->pollers--;
+    return got;
+  }
+  // A completion that came in meanwhile is a missed event: poll again.
+  int req_notify_cq(ib_cq* ibcq, unsigned flags) override {
+    return (flags & IB_CQ_REPORT_MISSED_EVENTS) && static_cast<CountingCq*>(ibcq)->ready > 0;
+  }
+};
+std::atomic<uint64_t> CountingDevice::processed{0};
+
+TEST(PollContextsOnOsThreads, EveryCompletionOnceNoCqPolledTwiceAtOnce) {
+  CountingDevice dev;
+  std::vector<std::unique_ptr<CountingCq>> cqs;
+  const ib_poll_context kinds[] = {IB_POLL_SOFTIRQ, IB_POLL_WORKQUEUE, IB_POLL_UNBOUND_WORKQUEUE};
+  for (unsigned i = 0; i < 12; i++) {
+    auto cq = std::make_unique<CountingCq>();
+    cq->device = &dev;
+    cq->poll_ctx = kinds[i % 3];
+    cq->comp_vector = i;
+    cqs.push_back(std::move(cq));
+  }
+  constexpr int kPerThread = 20000;
+  {
+    auto exec = std::make_unique<hal::OsExec>();
+    auto workers = std::make_unique<ib_poll_workers>(*exec);
+    dev.poll_workers = workers.get();
+    // Four "interrupt" threads: each makes completions ready, then raises the CQ's event.
+    std::vector<std::thread> irqs;
+    for (int t = 0; t < 4; t++) {
+      irqs.emplace_back([&, t] {
+        for (int i = 0; i < kPerThread; i++) {
+          CountingCq& cq = *cqs[(t * 7 + i) % cqs.size()];
+          cq.ready++;
+          workers->schedule(&cq);
+        }
+      });
+    }
+    for (std::thread& t : irqs) t.join();
+    for (int spin = 0; CountingDevice::processed < 4u * kPerThread && spin < 10000; spin++)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    workers->stop();  // returns once every worker has
+    EXPECT_GT(workers->counters().runs, 0u);
+    exec.reset();  // joins the threads
+  }
+  EXPECT_EQ(CountingDevice::processed.load(), 4u * kPerThread);
+  for (const auto& cq : cqs) {
+    EXPECT_EQ(cq->ready.load(), 0);
+    EXPECT_EQ(cq->overlap.load(), 0);
+  }
+}
+
+}  // namespace
