@@ -1,12 +1,40 @@
 #include "model/device/cq_engine.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace irdma_sim::device {
 
 CqEngine::CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CeqEngine& ceqs,
-                   trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter)
-    : cfg_(cfg), dma_(dma), time_(time), ceqs_(ceqs), trace_(trace), formatter_(std::move(formatter)) {}
+                   AeqEngine& aeq, trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter)
+    : cfg_(cfg), dma_(dma), time_(time), ceqs_(ceqs), aeq_(aeq), trace_(trace),
+      formatter_(std::move(formatter)) {}
+
+// The ring keeps one slot free, so a full ring never looks empty. The driver's head is
+// re-read only when the space the device last knew of falls below the shadow read
+// threshold (or below what this completion needs).
+bool CqEngine::room(CqContext& cq, uint32_t slots, const CqeFields& fields) {
+  const auto free_slots = [&] { return cq.size - 1 - (cq.tail + cq.size - cq.head_seen) % cq.size; };
+  if (!cq.overflowed && free_slots() < std::max(slots, cq.shadow_read_threshold)) {
+    uint64_t head = 0;
+    counters_.head_reads++;
+    if (dma_.read(cq.shadow, &head, 8) && head < cq.size) cq.head_seen = uint32_t(head);
+  }
+  if (!cq.overflowed && free_slots() >= slots) return true;
+  counters_.cqes_overflowed++;
+  trace_.event(time_.now_ps(), "cqe_overflow")
+      .num("cq", cq.id)
+      .num("qp", fields.qp_id)
+      .num("sq", fields.sq)
+      .num("wqe_idx", fields.wqe_idx)
+      .num("dropped", 1);
+  if (!cq.overflowed) {
+    cq.overflowed = true;
+    counters_.overflows++;
+    aeq_.post({cq.ctx, cq.id, AE_CQ_OPERATION_ERROR, AE_SOURCE_CQ});
+  }
+  return false;
+}
 
 bool CqEngine::remove(uint32_t cq_id) {
   auto it = cqs_.find(cq_id);
@@ -83,6 +111,7 @@ bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
   }
   CqContext& cq = it->second;
   time_.cycles(cfg_.cycles.cqe_format);
+  if (cq.check_overflow && !room(cq, fields.extended && !cq.cqe_64byte ? 2 : 1, fields)) return true;
   const uint32_t slot = cq.tail;
   const CqeHalf main = formatter_->format_main(fields, cq.polarity);
   CqeHalf ext{};

@@ -6,6 +6,7 @@
 #include <memory>
 #include <unordered_map>
 
+#include "model/device/aeq_engine.h"
 #include "model/device/ceq_engine.h"
 #include "model/device/cqe_format.h"
 #include "model/device/dma_port.h"
@@ -34,6 +35,10 @@ struct CqContext {
   bool solicited_only = false;
   int arm_seq = -1;            // ARM_SEQ_NUM of the arm last taken
   bool event_unacked = false;  // its CEQE awaits CQACK
+  // Overflow checking (CHKOVERFLOW): the driver's head as last read from shadow qword0;
+  // once a completion found the ring full the CQ is in error and writes nothing more.
+  uint32_t head_seen = 0;
+  bool overflowed = false;
 };
 
 struct CqEngineCounters {
@@ -44,12 +49,15 @@ struct CqEngineCounters {
   uint64_t arms = 0;           // arm doorbells taken
   uint64_t stale_arms = 0;     // arm doorbells whose sequence number was already taken
   uint64_t events = 0;         // completions that raised an event
+  uint64_t cqes_overflowed = 0;  // completions not written: their CQ was full or in error
+  uint64_t overflows = 0;        // CQs that overflowed (each raised CQ_OPERATION_ERROR)
+  uint64_t head_reads = 0;       // shadow qword0 reads for overflow checking
 };
 
 class CqEngine {
  public:
   CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CeqEngine& ceqs,
-           trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter);
+           AeqEngine& aeq, trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter);
 
   bool exists(uint32_t cq_id) const { return cqs_.count(cq_id) != 0; }
   void add(const CqContext& cq) { cqs_[cq.id] = cq; }
@@ -72,11 +80,15 @@ class CqEngine {
   void step(CqContext& cq);
   // The CQ's completion event: one CEQE, and the CQ disarmed.
   void raise_event(CqContext& cq);
+  // CHKOVERFLOW: room for `slots` more slots without overwriting what the driver has not
+  // consumed; false (and the CQ in error) when there is none.
+  bool room(CqContext& cq, uint32_t slots, const CqeFields& fields);
 
   const DeviceConfig& cfg_;
   DmaPort& dma_;
   EngineTime& time_;
   CeqEngine& ceqs_;
+  AeqEngine& aeq_;
   trace::TraceLog& trace_;
   std::unique_ptr<CqeFormatter> formatter_;
   std::unordered_map<uint32_t, CqContext> cqs_;

@@ -14,9 +14,10 @@ constexpr uint32_t kMaxCqSizeField = (1u << 21) - 1;  // CQSIZE is bits 20:0
 }  // namespace
 
 CqpEngine::CqpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
-                     QpEngine& qps, StagTable& stags, CeqEngine& ceqs, trace::TraceLog& trace)
+                     QpEngine& qps, StagTable& stags, CeqEngine& ceqs, AeqEngine& aeq,
+                     trace::TraceLog& trace)
     : cfg_(cfg), dma_(dma), time_(time), cqs_(cqs), qps_(qps), stags_(stags), ceqs_(ceqs),
-      trace_(trace) {}
+      aeq_(aeq), trace_(trace) {}
 
 void CqpEngine::fail(uint16_t major, uint16_t minor) {
   status_ = CCQPSTATUS_DONE | CCQPSTATUS_ERR;
@@ -110,6 +111,9 @@ CqpEngine::Outcome CqpEngine::execute(const uint64_t* wqe) {
     case OP_CREATE_CEQ:
       return outcome(ceqs_.create(uint32_t(get(wqe[3], 9, 0)), wqe[4], uint32_t(get(wqe[2], 21, 0))));
     case OP_DESTROY_CEQ: return outcome(ceqs_.destroy(uint32_t(get(wqe[3], 9, 0))));
+    // This model's AEQ WQEs follow CEQ_CREATE's: entries in qword2, the ring in qword4.
+    case OP_CREATE_AEQ: return outcome(aeq_.create(wqe[4], uint32_t(get(wqe[2], 31, 0))));
+    case OP_DESTROY_AEQ: return outcome(aeq_.destroy());
     case OP_ALLOC_STAG:
     case OP_DEALLOC_STAG: return stag_command(op, wqe);
     default: return {CQP_MAJOR_ERROR, CQP_MINOR_BAD_OPCODE, 0};

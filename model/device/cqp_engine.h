@@ -22,7 +22,8 @@ struct CqpCounters {
 class CqpEngine {
  public:
   CqpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
-            QpEngine& qps, StagTable& stags, CeqEngine& ceqs, trace::TraceLog& trace);
+            QpEngine& qps, StagTable& stags, CeqEngine& ceqs, AeqEngine& aeq,
+            trace::TraceLog& trace);
 
   // Loads the host context; sets CCQPSTATUS to DONE, or DONE|ERR with CQPERRCODES.
   void start(uint64_t host_ctx);
@@ -57,6 +58,7 @@ class CqpEngine {
   QpEngine& qps_;
   StagTable& stags_;
   CeqEngine& ceqs_;
+  AeqEngine& aeq_;
   trace::TraceLog& trace_;
   bool running_ = false;
   uint64_t sq_base_ = 0;

@@ -25,19 +25,22 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
       trace_(trace),
       time_(cfg.clock_mhz, quantum),
       dma_port_(dma, time_),
-      ceq_(cfg_, dma_port_, time_, trace, cfg.num_ceqs + 1,
-           [this](unsigned vector, uint64_t due_ps) {
-             // Sent behind the CEQE now, from whatever the engine is doing; a moderated
-             // one waits its turn in the work queue.
-             if (due_ps <= time_.now_ps())
-               raise_msix(vector);
-             else
-               queue(WorkKind::msix, vector, due_ps);
-           }),
-      cq_(cfg_, dma_port_, time_, ceq_, trace, std::move(formatter)),
+      vectors_(time_, cfg.num_ceqs + 1,
+               [this](unsigned vector, uint64_t due_ps) {
+                 // Sent behind its CEQE or AEQE now, from whatever the engine is doing; a
+                 // moderated one waits its turn in the work queue.
+                 if (due_ps <= time_.now_ps())
+                   raise_msix(vector);
+                 else
+                   queue(WorkKind::msix, vector, due_ps);
+               },
+               [this](unsigned vector) { return ceq_.unacked(vector) || aeq_.unconsumed(vector); }),
+      ceq_(cfg_, dma_port_, time_, trace, vectors_),
+      aeq_(dma_port_, time_, trace, vectors_),
+      cq_(cfg_, dma_port_, time_, ceq_, aeq_, trace, std::move(formatter)),
       stags_(cfg_.max_stags),
       qp_(cfg_, dma_port_, time_, cq_, stags_, trace),
-      cqp_(cfg_, dma_port_, time_, cq_, qp_, stags_, ceq_, trace),
+      cqp_(cfg_, dma_port_, time_, cq_, qp_, stags_, ceq_, aeq_, trace),
       msix_(cfg.num_ceqs + 1) {
   bar0.register_b_transport(this, &IrdmaDevice::bar0_b_transport);
   qp_.set_between_wqes([this] { run_due_control(); });
@@ -75,12 +78,13 @@ uint32_t IrdmaDevice::read_reg(uint64_t off) {
     case CQPERRCODES: return cqp_.errcodes_reg();
     case CCQPHIGH: return ccqp_high_;
     case CCQPLOW: return ccqp_low_;
+    case PFINT_AEQCTL: return aeq_.read_aeqctl();
     default: break;
   }
   if (off >= GLINT_CEQCTL && off < GLINT_CEQCTL + 4ull * cfg_.num_ceqs && off % 4 == 0)
     return ceq_.read_ceqctl(uint32_t((off - GLINT_CEQCTL) / 4));
   if (off >= GLINT_DYN_CTL && off < GLINT_DYN_CTL + 4 * msix_.size() && off % 4 == 0)
-    return ceq_.read_dyn_ctl(unsigned((off - GLINT_DYN_CTL) / 4));
+    return vectors_.read_dyn_ctl(unsigned((off - GLINT_DYN_CTL) / 4));
   if (off >= MSIX_TABLE && off < MSIX_TABLE + msix_.size() * kMsixEntryBytes) {
     const MsixEntry& e = msix_[(off - MSIX_TABLE) / kMsixEntryBytes];
     switch ((off - MSIX_TABLE) % kMsixEntryBytes) {
@@ -113,6 +117,8 @@ void IrdmaDevice::write_reg(uint64_t off, uint32_t value, uint64_t due_ps) {
       control(WorkKind::cq_arm, value, due_ps);
       return;
     case CQACK: control(WorkKind::cq_ack, value, due_ps); return;
+    case AEQALLOC: control(WorkKind::aeq_alloc, value, due_ps); return;
+    case PFINT_AEQCTL: aeq_.write_aeqctl(value); return;
     default: break;
   }
   if (off >= GLINT_CEQCTL && off < GLINT_CEQCTL + 4ull * cfg_.num_ceqs && off % 4 == 0) {
@@ -211,7 +217,8 @@ void IrdmaDevice::run(const Work& w) {
       }
       break;
     case WorkKind::cq_ack: cq_.ack(uint32_t(w.arg)); break;
-    case WorkKind::dyn_ctl: ceq_.write_dyn_ctl(unsigned(w.arg >> 32), uint32_t(w.arg)); break;
+    case WorkKind::dyn_ctl: vectors_.write_dyn_ctl(unsigned(w.arg >> 32), uint32_t(w.arg)); break;
+    case WorkKind::aeq_alloc: aeq_.consumed(uint32_t(w.arg)); break;
   }
 }
 

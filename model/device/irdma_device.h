@@ -16,7 +16,9 @@
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
+#include "model/device/aeq_engine.h"
 #include "model/device/ceq_engine.h"
+#include "model/device/msix_vectors.h"
 #include "model/device/cq_engine.h"
 #include "model/device/cqp_engine.h"
 #include "model/device/device_config.h"
@@ -59,6 +61,8 @@ class IrdmaDevice : public sc_core::sc_module {
   const DeviceCounters& counters() const { return counters_; }
   const CqEngine& cq_engine() const { return cq_; }
   const CeqEngine& ceq_engine() const { return ceq_; }
+  const AeqEngine& aeq_engine() const { return aeq_; }
+  const MsixVectors& vectors() const { return vectors_; }
   const QpEngine& qp_engine() const { return qp_; }
   const CqpEngine& cqp_engine() const { return cqp_; }
   uint64_t dma_errors() const { return dma_port_.errors(); }
@@ -66,7 +70,8 @@ class IrdmaDevice : public sc_core::sc_module {
  private:
   // Register writes that touch device state the engine owns run on it, in arrival order.
   enum class WorkKind {
-    cqp_start, cqp_stop, cqp_doorbell, sq_doorbell, sq_retry, msix, cq_arm, cq_ack, dyn_ctl
+    cqp_start, cqp_stop, cqp_doorbell, sq_doorbell, sq_retry, msix, cq_arm, cq_ack, dyn_ctl,
+    aeq_alloc
   };
   struct Work {
     uint64_t due_ps;
@@ -99,7 +104,9 @@ class IrdmaDevice : public sc_core::sc_module {
   trace::TraceLog& trace_;
   EngineTime time_;
   DmaPort dma_port_;
+  MsixVectors vectors_;
   CeqEngine ceq_;
+  AeqEngine aeq_;
   CqEngine cq_;
   StagTable stags_;
   QpEngine qp_;

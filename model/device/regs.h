@@ -19,6 +19,7 @@ inline constexpr uint64_t AEQALLOC = 0x00502D00;
 inline constexpr uint64_t WQEALLOC = 0x00504400;
 inline constexpr uint64_t GLINT_CEQCTL = 0x0015C000;   // + 4 n: CEQ n's MSI-X routing
 inline constexpr uint64_t GLINT_DYN_CTL = 0x00160000;  // + 4 n: vector n's enable
+inline constexpr uint64_t PFINT_AEQCTL = 0x0016CB00;   // the AEQ's MSI-X routing
 inline constexpr uint64_t CCQPSTATUS = 0x0050A000;
 inline constexpr uint64_t CCQPLOW = 0x0050A080;
 inline constexpr uint64_t CCQPHIGH = 0x0050A100;
@@ -49,6 +50,8 @@ enum CqpOp : uint8_t {
   OP_DEALLOC_STAG = 0x0d,
   OP_CREATE_CEQ = 0x16,
   OP_DESTROY_CEQ = 0x18,
+  OP_CREATE_AEQ = 0x19,
+  OP_DESTROY_AEQ = 0x1b,
   OP_FLUSH_WQES = 0x22,
 };
 

@@ -76,8 +76,11 @@ struct CqeSource : sc_core::sc_module {
   trace::TraceLog no_trace;
   device::EngineTime time;
   device::DmaPort port{dma, time};
-  device::CeqEngine events{cfg, port, time, no_trace, 1, [](unsigned, uint64_t) {}};  // never armed
-  device::CqEngine engine{cfg, port, time, events, no_trace, std::make_unique<device::TlmCqeFormatter>()};
+  // Never armed, never checked for overflow: no events.
+  device::MsixVectors vectors{time, 1, [](unsigned, uint64_t) {}, [](unsigned) { return false; }};
+  device::CeqEngine events{cfg, port, time, no_trace, vectors};
+  device::AeqEngine async{port, time, no_trace, vectors};
+  device::CqEngine engine{cfg, port, time, events, async, no_trace, std::make_unique<device::TlmCqeFormatter>()};
   uint64_t count;
   uint64_t ring;
   double wall = 0;

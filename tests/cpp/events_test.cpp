@@ -166,7 +166,7 @@ TEST(Events, AMaskedVectorFiresWhenEnabledWithAnEventPending) {
   EXPECT_EQ(e.notify(IB_CQ_NEXT_COMP), 0);
   e.send();
   EXPECT_EQ(e.handled, 0);
-  EXPECT_EQ(e.ceqs().events_while_masked, 1u);
+  EXPECT_EQ(e.sim.device().vectors().counters().events_while_masked, 1u);
   e.host([&] {
     e.dev.hw().bar0.write32(irdma::IRDMA_GLINT_DYN_CTL(0),
                             uint32_t(irdma::IRDMA_GLINT_DYN_CTL_INTENA | irdma::IRDMA_GLINT_DYN_CTL_CLEARPBA));
@@ -203,7 +203,7 @@ TEST(Events, ModerationSpacesInterrupts) {
   e.wait_ns(50000);
   ASSERT_EQ(at.size(), 2u);
   EXPECT_GE(at[1] - at[0], 40000u);
-  EXPECT_EQ(e.ceqs().moderated, 1u);
+  EXPECT_EQ(e.sim.device().vectors().counters().moderated, 1u);
 }
 
 // H 26: a CEQE still queued for a CQ being destroyed is neutralised and skipped.

@@ -1,0 +1,68 @@
+#include "model/device/aeq_engine.h"
+
+#include <algorithm>
+
+#include "model/device/regs.h"
+
+namespace irdma_sim::device {
+
+using namespace regs;
+
+namespace {
+
+constexpr uint32_t kMinAeqEntries = 16;
+constexpr uint32_t kMaxAeqEntries = 1u << 19;
+
+}  // namespace
+
+AeqEngine::AeqEngine(DmaPort& dma, EngineTime& time, trace::TraceLog& trace, MsixVectors& vectors)
+    : dma_(dma), time_(time), trace_(trace), vectors_(vectors) {}
+
+uint16_t AeqEngine::create(uint64_t base, uint32_t entries) {
+  if (exists_) return CQP_MINOR_ID_IN_USE;
+  if (entries < kMinAeqEntries || entries > kMaxAeqEntries) return CQP_MINOR_BAD_SIZE;
+  exists_ = true;
+  base_ = base;
+  entries_ = entries;
+  tail_ = 0;
+  polarity_ = true;
+  outstanding_ = 0;
+  return 0;
+}
+
+uint16_t AeqEngine::destroy() {
+  if (!exists_) return CQP_MINOR_NO_SUCH_OBJECT;
+  exists_ = false;
+  return 0;
+}
+
+// qword0: the context; qword1: QPCQID_LOW 17:0, AECODE 45:34, QPCQID_HI 46, AESRC 53:50,
+// VALID 63.
+void AeqEngine::post(const AsyncEvent& ae) {
+  if (!exists_ || outstanding_ == entries_) {
+    counters_.dropped++;
+    trace_.event(time_.now_ps(), "aeqe_dropped").num("code", ae.code).num("id", ae.object_id);
+    return;
+  }
+  const uint64_t aeqe[2] = {ae.ctx, (uint64_t(ae.object_id) & mask(17, 0)) |
+                                        uint64_t(ae.code & 0xFFF) << 34 |
+                                        uint64_t((ae.object_id >> 18) & 1) << 46 |
+                                        uint64_t(ae.source & 0xF) << 50 | uint64_t(polarity_) << 63};
+  dma_.write(base_ + uint64_t(tail_) * 16, aeqe, 16);
+  if (++tail_ == entries_) {
+    tail_ = 0;
+    polarity_ = !polarity_;
+  }
+  outstanding_++;
+  counters_.aeqes++;
+  trace_.event(time_.now_ps(), "aeqe").num("code", ae.code).num("source", ae.source).num("id", ae.object_id);
+  if (bit(aeqctl_, 30)) vectors_.event(unsigned(get(aeqctl_, 10, 0)));
+}
+
+void AeqEngine::consumed(uint32_t n) { outstanding_ -= std::min<uint64_t>(n, outstanding_); }
+
+bool AeqEngine::unconsumed(unsigned vector) const {
+  return exists_ && outstanding_ && bit(aeqctl_, 30) && get(aeqctl_, 10, 0) == vector;
+}
+
+}  // namespace irdma_sim::device
