@@ -21,11 +21,27 @@ struct ib_cq_init_attr {
   uint32_t flags = 0;
 };
 
+// An asynchronous event (struct ib_event), as far as CQs are concerned.
+enum ib_event_type : int {
+  IB_EVENT_CQ_ERR = 0,
+  IB_EVENT_QP_FATAL = 1,
+  IB_EVENT_QP_REQ_ERR = 2,
+  IB_EVENT_QP_ACCESS_ERR = 3,
+};
+
+struct ib_cq;
+struct ib_event {
+  ib_device* device = nullptr;
+  ib_cq* cq = nullptr;
+  ib_event_type event = IB_EVENT_CQ_ERR;
+};
+
 struct ib_cq {
   virtual ~ib_cq() = default;
 
   ib_device* device = nullptr;
   std::function<void(ib_cq*)> comp_handler;
+  std::function<void(const ib_event&)> event_handler;
   void* cq_context = nullptr;
   int cqe = 0;                 // capacity as the driver reports it
   unsigned cqe_used = 0;       // pool accounting

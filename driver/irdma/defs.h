@@ -111,6 +111,8 @@ enum irdma_cqp_op : uint8_t {
   IRDMA_CQP_OP_DEALLOC_STAG = 0x0d,
   IRDMA_CQP_OP_CREATE_CEQ = 0x16,
   IRDMA_CQP_OP_DESTROY_CEQ = 0x18,
+  IRDMA_CQP_OP_CREATE_AEQ = 0x19,
+  IRDMA_CQP_OP_DESTROY_AEQ = 0x1b,
 };
 
 // CREATE_CEQ / DESTROY_CEQ (spec F.5).
@@ -129,6 +131,18 @@ inline constexpr uint64_t IRDMA_GLINT_DYN_CTL_INTENA = BIT_ULL(0);
 inline constexpr uint64_t IRDMA_GLINT_DYN_CTL_CLEARPBA = BIT_ULL(1);
 inline constexpr uint64_t IRDMA_GLINT_DYN_CTL_INTERVAL = GENMASK_ULL(16, 5);  // 2 us units
 inline constexpr uint32_t IRDMA_IDX_NOITR = 3;
+inline constexpr uint32_t IRDMA_PFINT_AEQCTL = 0x0016CB00;
+
+// AEQE (spec C.6, GEN_1/2 layout): qword0 the context, qword1 these.
+inline constexpr uint64_t IRDMA_AEQE_QPCQID_LOW = GENMASK_ULL(17, 0);
+inline constexpr uint64_t IRDMA_AEQE_AECODE = GENMASK_ULL(45, 34);
+inline constexpr uint64_t IRDMA_AEQE_QPCQID_HI = BIT_ULL(46);
+inline constexpr uint64_t IRDMA_AEQE_AESRC = GENMASK_ULL(53, 50);
+inline constexpr uint64_t IRDMA_AEQE_VALID = BIT_ULL(63);
+inline constexpr uint16_t IRDMA_AE_CQ_OPERATION_ERROR = 0x0203;
+inline constexpr uint16_t IRDMA_AE_LCE_CQ_CATASTROPHIC = 0x0702;
+// AE sources that name a CQ.
+inline constexpr bool irdma_ae_source_is_cq(uint8_t src) { return src == 0x2 || src == 0x6 || src == 0xA || src == 0xE; }
 
 // ALLOC_STAG / DEALLOC_STAG.
 inline constexpr uint64_t IRDMA_CQPSQ_STAG_STAGLEN = GENMASK_ULL(45, 0);  // qword1

@@ -1,5 +1,6 @@
 // Completion events: the CEQs (one per completion vector, spec E), their interrupt
 // handler, and the CEQE cleanup a destroyed CQ needs.
+#include <algorithm>
 #include <cerrno>
 
 #include "driver/irdma/irdma_device.h"
@@ -106,6 +107,76 @@ void irdma_device::cleanup_ceqes(const irdma_cq* cq) {
       polarity ^= 1;
     }
   }
+}
+
+// The AEQ: as many entries as CQs and QPs could each report once, on the vector after
+// the CEQs'. Its CQP commands follow CEQ_CREATE's layout (entries in qword2, the ring in
+// qword4): this model's choice, the spec has no AEQ WQE.
+int irdma_device::create_aeq() {
+  aeq_.size = std::max(caps_.max_cq + caps_.max_qp, 16u);
+  aeq_.vector = caps_.num_ceqs;
+  aeq_.ring = hw_.dma.alloc_coherent(uint64_t(aeq_.size) * 16, 256);
+  if (!aeq_.ring) return -ENOMEM;
+  if (int ret = cqp_.exec(IRDMA_CQP_OP_CREATE_AEQ, [&](uint64_t* wqe) {
+        wqe[2] = aeq_.size;
+        wqe[4] = aeq_.ring.iova;
+        return uint64_t(0);
+      })) {
+    hw_.dma.free_coherent(aeq_.ring);
+    aeq_.ring = {};
+    return ret;
+  }
+  if (int err = hw_.irq.request_irq(aeq_.vector, [this](unsigned) { aeq_handler(); })) return err;
+  hw_.bar0.write32(IRDMA_PFINT_AEQCTL, uint32_t(IRDMA_GLINT_CEQCTL_CAUSE_ENA |
+                                                FIELD_PREP(IRDMA_GLINT_CEQCTL_ITR_INDX, IRDMA_IDX_NOITR) |
+                                                FIELD_PREP(IRDMA_GLINT_CEQCTL_MSIX_INDX, aeq_.vector)));
+  hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector),
+                   uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA));
+  return 0;
+}
+
+void irdma_device::destroy_aeq() {
+  if (!aeq_.ring) return;
+  hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector), 0);
+  hw_.bar0.write32(IRDMA_PFINT_AEQCTL, 0);
+  hw_.irq.free_irq(aeq_.vector);
+  cqp_.exec(IRDMA_CQP_OP_DESTROY_AEQ, [&](uint64_t*) { return uint64_t(0); });
+  hw_.dma.free_coherent(aeq_.ring);
+  aeq_.ring = {};
+}
+
+// irdma_process_aeq, as far as CQs go: CQ_OPERATION_ERROR (the device's overflow) and a
+// CQ's catastrophic error become IB_EVENT_CQ_ERR on the CQ's event handler. Consumed
+// entries go back through AEQALLOC before the vector is enabled again.
+void irdma_device::aeq_handler() {
+  events_.interrupts++;
+  auto* ring = static_cast<uint64_t*>(aeq_.ring.cpu);
+  uint32_t consumed = 0;
+  for (;;) {
+    const uint64_t* aeqe = ring + 2ull * aeq_.tail;
+    const uint64_t info = READ_ONCE(aeqe[1]);
+    if (FIELD_GET(IRDMA_AEQE_VALID, info) != aeq_.polarity) break;
+    hal::dma_rmb();
+    const uint64_t ctx = READ_ONCE(aeqe[0]);
+    if (++aeq_.tail == aeq_.size) {
+      aeq_.tail = 0;
+      aeq_.polarity ^= 1;
+    }
+    consumed++;
+    const auto code = uint16_t(FIELD_GET(IRDMA_AEQE_AECODE, info));
+    const auto src = uint8_t(FIELD_GET(IRDMA_AEQE_AESRC, info));
+    if (!irdma_ae_source_is_cq(src) ||
+        (code != IRDMA_AE_CQ_OPERATION_ERROR && code != IRDMA_AE_LCE_CQ_CATASTROPHIC))
+      continue;
+    irdma_cq* cq = cq_of_ctx(ctx << 1);
+    if (!cq) continue;
+    events_.cq_errors++;
+    if (cq->event_handler) cq->event_handler({this, cq, IB_EVENT_CQ_ERR});
+  }
+  events_.aeqes += consumed;
+  if (consumed) hw_.bar0.write32(IRDMA_AEQALLOC, consumed);
+  hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector),
+                   uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA));
 }
 
 }  // namespace irdma

@@ -22,6 +22,7 @@ irdma_device::~irdma_device() {
     if (cq) free_cq(cq);
   if (pble_) hw_.dma.free_coherent(pble_);
   for (irdma_ceq& ceq : ceqs_) hw_.dma.free_coherent(ceq.ring);
+  if (aeq_.ring) hw_.dma.free_coherent(aeq_.ring);
 }
 
 int irdma_device::probe() {
@@ -32,6 +33,7 @@ int irdma_device::probe() {
   hw_.bar0.write32(IRDMA_SIM_PBLE_COUNT, caps_.pble_entries);
   if (int ret = cqp_.create(caps_.hw_rev)) return ret;
   if (int ret = create_ceqs()) return ret;
+  if (int ret = create_aeq()) return ret;
   workers_ = std::make_unique<ibcore::ib_poll_workers>(hw_.exec);
   poll_workers = workers_.get();
   flush_wake_ = hw_.exec.make_event();
@@ -48,6 +50,7 @@ int irdma_device::remove() {
     flush_wake_->signal();
     while (flush_worker_running_) hw_.exec.delay_ns(1000);
   }
+  destroy_aeq();
   destroy_ceqs();
   cqp_.destroy();
   hw_.bar0.write32(IRDMA_SIM_PBLE_COUNT, 0);

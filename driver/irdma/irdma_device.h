@@ -41,11 +41,22 @@ struct irdma_ceq {
   uint8_t polarity = 1;
 };
 
+// The asynchronous event queue, on the vector after the CEQs'.
+struct irdma_aeq {
+  hal::DmaBuffer ring;
+  uint32_t size = 0;
+  uint32_t tail = 0;
+  uint8_t polarity = 1;
+  uint32_t vector = 0;
+};
+
 struct irdma_event_counters {
   uint64_t interrupts = 0;   // handler runs
   uint64_t ceqes = 0;        // CEQEs consumed (each acknowledged with CQACK)
   uint64_t stale_ceqes = 0;  // of those, for no CQ (context 0 or unknown): skipped
   uint64_t comp_events = 0;  // comp_handler calls
+  uint64_t aeqes = 0;        // AEQEs consumed
+  uint64_t cq_errors = 0;    // IB_EVENT_CQ_ERR raised
 };
 
 struct irdma_cq : ibcore::ib_cq {
@@ -143,6 +154,9 @@ class irdma_device final : public ibcore::ib_device {
   int create_ceqs();
   void destroy_ceqs();
   void irq_handler(uint32_t ceq_id);
+  int create_aeq();
+  void destroy_aeq();
+  void aeq_handler();
   irdma_cq* cq_of_ctx(uint64_t ctx) const;
   void cleanup_ceqes(const irdma_cq* cq);
   int dealloc_stag(uint32_t index, bool window);
@@ -165,6 +179,7 @@ class irdma_device final : public ibcore::ib_device {
   uint32_t next_stag_ = 1;
   hal::DmaBuffer pble_;  // the page-list pool
   std::vector<irdma_ceq> ceqs_;
+  irdma_aeq aeq_;
   std::unique_ptr<ibcore::ib_poll_workers> workers_;
   irdma_event_counters events_;
 };

@@ -25,7 +25,7 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
       trace_(trace),
       time_(cfg.clock_mhz, quantum),
       dma_port_(dma, time_),
-      vectors_(time_, cfg.num_ceqs + 1,
+      vectors_(time_, cfg.msix_vectors(),
                [this](unsigned vector, uint64_t due_ps) {
                  // Sent behind its CEQE or AEQE now, from whatever the engine is doing; a
                  // moderated one waits its turn in the work queue.
@@ -41,7 +41,7 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
       stags_(cfg_.max_stags),
       qp_(cfg_, dma_port_, time_, cq_, stags_, trace),
       cqp_(cfg_, dma_port_, time_, cq_, qp_, stags_, ceq_, aeq_, trace),
-      msix_(cfg.num_ceqs + 1) {
+      msix_(cfg.msix_vectors()) {
   bar0.register_b_transport(this, &IrdmaDevice::bar0_b_transport);
   qp_.set_between_wqes([this] { run_due_control(); });
   SC_THREAD(engine_thread);

@@ -90,7 +90,7 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
   exec_ = std::make_unique<platform::SimExec>(cfg.host, memory_->written());
   dma_ = std::make_unique<platform::SimDma>(*memory_);
   irq_ = std::make_unique<platform::SimInterrupts>("host_irq", *mmio_, device::regs::MSIX_TABLE,
-                                                   cfg.device.num_ceqs + 1);
+                                                   cfg.device.msix_vectors());
   job_ = std::make_unique<HostJob>("host_cpu0", cfg.host.thread_stack);
 
   mmio_->socket.bind(link_->host_mmio);

@@ -30,9 +30,9 @@ struct Events {
   int handled = 0;
   uint64_t next_wr = 1;
 
-  explicit Events(const SimConfig& cfg = config()) : sim(cfg), dev(sim.driver()) {
+  explicit Events(const SimConfig& cfg = config(), int cq_entries = 64) : sim(cfg), dev(sim.driver()) {
     host([&] {
-      cq = static_cast<irdma::irdma_cq*>(ib_alloc_cq(&dev, nullptr, 64, 0, IB_POLL_DIRECT).get());
+      cq = static_cast<irdma::irdma_cq*>(ib_alloc_cq(&dev, nullptr, cq_entries, 0, IB_POLL_DIRECT).get());
       cq->comp_handler = [this](ib_cq*) { handled++; };
       int err = 0;
       a.reset(BufferedQp::create(dev, cq, 8, 8, 64, err));
@@ -204,6 +204,35 @@ TEST(Events, ModerationSpacesInterrupts) {
   ASSERT_EQ(at.size(), 2u);
   EXPECT_GE(at[1] - at[0], 40000u);
   EXPECT_EQ(e.sim.device().vectors().counters().moderated, 1u);
+}
+
+// H 18: a CQ nobody polls fills. The device keeps one slot free, writes nothing over what
+// the driver has not consumed, raises CQ_OPERATION_ERROR once, and the driver turns it into
+// IB_EVENT_CQ_ERR; the CQ stays in error.
+TEST(Events, AFullCqRaisesCqErrAndOverwritesNothing) {
+  Events e(config(), 2);  // a ring of (2 + 1) x 2 = 6 slots: five CQEs fit
+  std::vector<ib_event_type> got;
+  e.cq->event_handler = [&](const ib_event& ev) {
+    got.push_back(ev.event);
+    EXPECT_EQ(ev.cq, e.cq);
+  };
+  for (int i = 0; i < 4; i++) e.send();  // eight completions
+  EXPECT_EQ(got, std::vector<ib_event_type>{IB_EVENT_CQ_ERR}) << "once";
+  EXPECT_EQ(e.cqs().overflows, 1u);
+  EXPECT_EQ(e.cqs().cqes_overflowed, 3u);
+  EXPECT_EQ(e.dev.event_counters().aeqes, 1u);
+  e.host([&] {
+    ib_wc wc[16];
+    ASSERT_EQ(ib_poll_cq(e.cq, 16, wc), 5);
+    for (int i = 0; i < 5; i++) {
+      EXPECT_EQ(wc[i].wr_id, uint64_t(i + 1)) << "receive, send, receive, ...: in order, intact";
+      EXPECT_EQ(wc[i].status, IB_WC_SUCCESS);
+    }
+  });
+  e.send();
+  EXPECT_EQ(e.cqs().cqes_overflowed, 5u) << "a CQ in error takes nothing more";
+  EXPECT_EQ(e.drain(), 0);
+  EXPECT_EQ(got.size(), 1u);
 }
 
 // H 26: a CEQE still queued for a CQ being destroyed is neutralised and skipped.

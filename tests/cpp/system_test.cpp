@@ -163,25 +163,26 @@ TEST(System, DmaToUnmappedMemoryIsReportedNotFatal) {
 }
 
 TEST(System, MsixRaisedByTheDeviceReachesTheHandler) {
-  Simulation sim(SimConfig{});
+  SimConfig cfg;
+  cfg.device.spare_msix = 1;  // vector 0 serves CEQ 0, vector 1 the AEQ
+  Simulation sim(cfg);
   std::vector<unsigned> seen;
   auto& irq = sim.driver().hw().irq;
-  // Vector 0 serves CEQ 0; vector 1 is free.
-  sim.run_on_host([&] { ASSERT_EQ(irq.request_irq(1, [&](unsigned v) { seen.push_back(v); }), 0); });
-  EXPECT_EQ(irq.request_irq(1, [](unsigned) {}), -EINVAL) << "taken";
+  sim.run_on_host([&] { ASSERT_EQ(irq.request_irq(2, [&](unsigned v) { seen.push_back(v); }), 0); });
+  EXPECT_EQ(irq.request_irq(2, [](unsigned) {}), -EINVAL) << "taken";
   EXPECT_EQ(irq.request_irq(0, [](unsigned) {}), -EINVAL) << "the driver's";
   EXPECT_EQ(irq.request_irq(99, [](unsigned) {}), -EINVAL) << "no such vector";
   auto& dev = sim.device();
-  dev.schedule_msix(1);
+  dev.schedule_msix(2);
   dev.schedule_msix(7);  // no such vector: masked
   sim.run_on_host([&] { sim.driver().hw().exec.delay_ns(5000); });
-  EXPECT_EQ(seen, std::vector<unsigned>{1});
+  EXPECT_EQ(seen, std::vector<unsigned>{2});
   EXPECT_EQ(dev.counters().msix_sent, 1u);
   EXPECT_EQ(dev.counters().msix_masked, 1u);
   EXPECT_EQ(sim.interrupts().delivered(), 1u);
   // free_irq masks the vector again: the device sends nothing.
-  sim.run_on_host([&] { irq.free_irq(1); });
-  dev.schedule_msix(1);
+  sim.run_on_host([&] { irq.free_irq(2); });
+  dev.schedule_msix(2);
   sim.run_on_host([&] { sim.driver().hw().exec.delay_ns(5000); });
   EXPECT_EQ(seen.size(), 1u);
   EXPECT_EQ(dev.counters().msix_masked, 2u);
