@@ -49,6 +49,11 @@ int ib_free_cq(ib_cq* cq) {
   return ret;
 }
 
+int ib_resize_cq(ib_cq* cq, int cqe) {
+  if (cq->shared) return -EOPNOTSUPP;
+  return cq->device->resize_cq(cq, cqe);
+}
+
 int ib_process_cq(ib_cq* cq, int budget, ib_wc* wcs, int batch) {
   int completed = 0;
   for (;;) {

@@ -10,6 +10,9 @@ ErrPtr<ib_cq> ib_alloc_cq(ib_device* dev, void* priv, int nr_cqe, unsigned comp_
                           ib_poll_context poll_ctx);
 // Returns 0, or -EBUSY (and a warning) for a CQ still used by QPs or by pool users.
 int ib_free_cq(ib_cq* cq);
+// Resizes a CQ to hold at least `cqe` completions; a shared (pool) CQ cannot be
+// (-EOPNOTSUPP, spec A.4).
+int ib_resize_cq(ib_cq* cq, int cqe);
 
 // Polls up to `budget` completions (-1: until empty) in batches, calling each wc's
 // wr_cqe->done. Returns the number processed.

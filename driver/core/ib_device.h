@@ -84,6 +84,7 @@ class ib_device {
   virtual int destroy_cq(ib_cq* cq) = 0;
   virtual int poll_cq(ib_cq* cq, int num_entries, ib_wc* wc) = 0;
   virtual int req_notify_cq(ib_cq* cq, unsigned flags) = 0;
+  virtual int resize_cq(ib_cq*, int /*cqe*/) { return -95; }  // -EOPNOTSUPP unless offered
 
   ib_device_attr attrs;
   unsigned num_comp_vectors = 1;

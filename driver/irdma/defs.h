@@ -106,6 +106,7 @@ enum irdma_cqp_op : uint8_t {
   IRDMA_CQP_OP_MODIFY_QP = 0x01,
   IRDMA_CQP_OP_DESTROY_QP = 0x02,
   IRDMA_CQP_OP_CREATE_CQ = 0x03,
+  IRDMA_CQP_OP_MODIFY_CQ = 0x04,
   IRDMA_CQP_OP_DESTROY_CQ = 0x05,
   IRDMA_CQP_OP_ALLOC_STAG = 0x09,
   IRDMA_CQP_OP_DEALLOC_STAG = 0x0d,
@@ -161,6 +162,7 @@ inline constexpr uint64_t IRDMA_CQPSQ_CQ_VIRTMAP = BIT_ULL(47);
 inline constexpr uint64_t IRDMA_CQPSQ_CQ_ENCEQEMASK = BIT_ULL(48);
 inline constexpr uint64_t IRDMA_CQPSQ_CQ_CEQIDVALID = BIT_ULL(49);
 inline constexpr uint64_t IRDMA_CQPSQ_CQ_AVOIDMEMCNFLCT = BIT_ULL(61);
+inline constexpr uint64_t IRDMA_CQPSQ_CQ_CQRESIZE = BIT_ULL(43);  // MODIFY_CQ
 
 // CREATE_QP / DESTROY_QP and the RoCE QP host context.
 inline constexpr uint64_t IRDMA_CQPSQ_QP_QPID = GENMASK_ULL(23, 0);

@@ -26,6 +26,7 @@ struct irdma_device_caps {
   int max_cqe = IRDMA_MAX_CQ_SIZE - 1;  // as reported to ib-core
   bool cqe_64byte = false;     // IRDMA_FEATURE_64_BYTE_CQE
   bool atomics = false;        // IRDMA_FEATURE_ATOMIC_OPS
+  bool cq_resize = true;       // IRDMA_FEATURE_CQ_RESIZE
   uint32_t max_stags = 16384;  // STag indexes 1 .. max_stags - 1
   uint32_t pble_entries = 65536;  // page-list entries the MRs share
   uint32_t ceq_itr_us = 0;     // interrupt moderation the driver programs (dev->ceq_itr)
@@ -69,6 +70,13 @@ struct irdma_cq : ibcore::ib_cq {
   irdma_cmpl_notify last_notify = IRDMA_CQ_COMPL_EVENT;
   // Software flush completions (spec G.7), reported once the ring has none left.
   std::deque<irdma_cq_poll_info> cmpl_generated;
+  // Buffers a resize retired, oldest first: polled before the current one until drained.
+  struct retired_buf {
+    irdma_cq_uk uk;
+    hal::DmaBuffer ring;
+  };
+  std::deque<retired_buf> resize_list;
+  uint64_t resizes = 0;
 };
 
 struct irdma_qp : ibcore::ib_qp {
@@ -108,6 +116,7 @@ class irdma_device final : public ibcore::ib_device {
   int destroy_cq(ibcore::ib_cq* cq) override;
   int poll_cq(ibcore::ib_cq* cq, int num_entries, ibcore::ib_wc* wc) override;
   int req_notify_cq(ibcore::ib_cq* cq, unsigned flags) override;
+  int resize_cq(ibcore::ib_cq* cq, int cqe) override;
 
   ibcore::ErrPtr<irdma_qp> create_qp(const ibcore::ib_qp_init_attr& attr);
   // Moves a QP to RTS (MODIFY_QP through the CQP): an RC QP connected to `dest_qp_num`, a
@@ -140,6 +149,8 @@ class irdma_device final : public ibcore::ib_device {
   int64_t alloc_id(std::vector<bool>& used, uint32_t& next, uint32_t first);
   void write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey);
   void free_cq(irdma_cq* cq);
+  uint32_t cq_ring_entries(uint32_t cqe) const;
+  int poll_resized(irdma_cq* cq, int num_entries, ibcore::ib_wc* wc);
   void free_qp(irdma_qp* qp);
   // Software flush completions (spec G.7): (re)starts a QP's delayed flush work; runs
   // the work that is due; turns a queue's outstanding WQEs into completions.

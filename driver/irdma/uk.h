@@ -142,6 +142,10 @@ void irdma_uk_cq_init(irdma_cq_uk* cq, uint64_t* base, uint64_t* shadow, uint32_
 // nothing left to flush, consumed), or -EFAULT (a CQE for a destroyed QP or a corrupt one,
 // consumed; the caller skips it).
 int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info);
+// Switches the ring to a new buffer (after MODIFY_CQ): head 0, polarity 1 (spec D.7).
+void irdma_uk_cq_resize(irdma_cq_uk* cq, uint64_t* new_base, uint32_t new_size);
+// Adds `cnt` retired buffers to SW_CQ_SELECT in shadow qword4; no doorbell (spec D.6).
+void irdma_uk_cq_set_resized_cnt(irdma_cq_uk* cq, uint32_t cnt);
 // Arms the CQ through its shadow qword4 and the CQARM doorbell.
 void irdma_uk_cq_request_notification(irdma_cq_uk* cq, irdma_cmpl_notify notify);
 // True when the CQE at head is valid (irdma_cq_empty's negation).

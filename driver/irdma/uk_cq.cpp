@@ -287,6 +287,19 @@ void irdma_uk_clean_cq(uint64_t qp_compl_ctx, irdma_cq_uk* cq) {
   });
 }
 
+void irdma_uk_cq_resize(irdma_cq_uk* cq, uint64_t* new_base, uint32_t new_size) {
+  cq->cq_base = new_base;
+  cq->cq_size = new_size;
+  cq->cq_ring = {0, 0, new_size};
+  cq->polarity = 1;
+}
+
+void irdma_uk_cq_set_resized_cnt(irdma_cq_uk* cq, uint32_t cnt) {
+  const uint64_t old = READ_ONCE(cq->shadow_area[4]);
+  const uint64_t sel = (FIELD_GET(IRDMA_CQ_DBSA_SW_CQ_SELECT, old) + cnt) & 0x3FFF;
+  WRITE_ONCE(cq->shadow_area[4], (old & ~IRDMA_CQ_DBSA_SW_CQ_SELECT) | FIELD_PREP(IRDMA_CQ_DBSA_SW_CQ_SELECT, sel));
+}
+
 void irdma_uk_cq_request_notification(irdma_cq_uk* cq, irdma_cmpl_notify notify) {
   const uint64_t old = READ_ONCE(cq->shadow_area[4]);
   const uint64_t seq = (FIELD_GET(IRDMA_CQ_DBSA_ARM_SEQ_NUM, old) + 1) & 3;

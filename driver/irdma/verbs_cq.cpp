@@ -17,6 +17,15 @@ uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 }  // namespace
 
+// GEN_2 rings hold twice the request (+1), so extended CQEs in 32-byte mode fit; sizes
+// are even.
+uint32_t irdma_device::cq_ring_entries(uint32_t cqe) const {
+  uint32_t entries = cqe + 1;
+  if (caps_.hw_rev >= IRDMA_GEN_2 && !caps_.cqe_64byte) entries *= 2;
+  if (entries & 1) entries++;
+  return entries;
+}
+
 ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
   if (attr.flags & ~IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION) {
     err = -EOPNOTSUPP;
@@ -32,11 +41,7 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
     return nullptr;
   }
 
-  // GEN_2 rings hold twice the request (+1), so extended CQEs in 32-byte mode fit; sizes
-  // are even.
-  uint32_t entries = attr.cqe + 1;
-  if (caps_.hw_rev >= IRDMA_GEN_2 && !caps_.cqe_64byte) entries *= 2;
-  if (entries & 1) entries++;
+  const uint32_t entries = cq_ring_entries(attr.cqe);
   const unsigned cqe_bytes = caps_.cqe_64byte ? IRDMA_EXTENDED_CQE_SIZE_BYTES : IRDMA_CQE_SIZE_BYTES;
 
   auto cq = std::make_unique<irdma_cq>();
@@ -89,6 +94,7 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
 }
 
 void irdma_device::free_cq(irdma_cq* cq) {
+  for (irdma_cq::retired_buf& b : cq->resize_list) hw_.dma.free_coherent(b.ring);
   hw_.dma.free_coherent(cq->ring);
   hw_.dma.free_coherent(cq->shadow);
   cq_used_[cq->cq_num] = false;
@@ -113,7 +119,8 @@ int irdma_device::destroy_cq(ib_cq* ibcq) {
 
 int irdma_device::poll_cq(ib_cq* ibcq, int num_entries, ib_wc* wc) {
   auto* cq = static_cast<irdma_cq*>(ibcq);
-  int npolled = irdma_poll_ring(&cq->sc_cq, num_entries, wc);
+  int npolled = cq->resize_list.empty() ? irdma_poll_ring(&cq->sc_cq, num_entries, wc)
+                                        : poll_resized(cq, num_entries, wc);
   if (npolled < 0) return npolled;
   if (!cq->sc_cq.newly_flushed.empty()) take_newly_flushed(cq);
   if (npolled < num_entries) {  // the ring ran dry: software completions may follow

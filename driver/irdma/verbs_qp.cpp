@@ -114,10 +114,14 @@ int irdma_device::connect_qp(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey) 
 
 int irdma_device::destroy_qp(irdma_qp* qp) {
   qp->qp_uk.destroy_pending = true;
-  // CQEs still in the QP's CQs must not outlive it (spec G.3, D.8).
-  irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &static_cast<irdma_cq*>(qp->send_cq)->sc_cq);
-  if (qp->recv_cq != qp->send_cq)
-    irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &static_cast<irdma_cq*>(qp->recv_cq)->sc_cq);
+  // CQEs still in the QP's CQs must not outlive it (spec G.3, D.8); this driver cleans the
+  // rings a resize retired too.
+  for (ib_cq* ibcq : {qp->send_cq, qp->recv_cq}) {
+    auto* cq = static_cast<irdma_cq*>(ibcq);
+    irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &cq->sc_cq);
+    for (irdma_cq::retired_buf& b : cq->resize_list) irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &b.uk);
+    if (qp->recv_cq == qp->send_cq) break;
+  }
   const int ret = cqp_.exec(IRDMA_CQP_OP_DESTROY_QP, [&](uint64_t* wqe) {
     wqe[2] = qp->host_ctx.iova;
     return qp_cmd_header(qp->qp_uk);

@@ -44,6 +44,21 @@ bool CqEngine::remove(uint32_t cq_id) {
   return true;
 }
 
+void CqEngine::resize(uint32_t cq_id, uint64_t base, uint32_t size, uint32_t shadow_read_threshold,
+                      bool check_overflow, bool ceqe_mask) {
+  CqContext& cq = cqs_.at(cq_id);
+  cq.base = base;
+  cq.size = size;
+  cq.shadow_read_threshold = shadow_read_threshold;
+  cq.check_overflow = check_overflow;
+  cq.ceqe_mask = ceqe_mask;
+  cq.tail = 0;
+  cq.polarity = true;
+  cq.head_seen = 0;
+  counters_.resizes++;
+  trace_.event(time_.now_ps(), "cq_resize").num("cq", cq_id).num("size", size).addr("base", base);
+}
+
 void CqEngine::ack(uint32_t cq_id) {
   auto it = cqs_.find(cq_id);
   if (it == cqs_.end() || !it->second.event_unacked) return;

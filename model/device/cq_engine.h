@@ -52,6 +52,7 @@ struct CqEngineCounters {
   uint64_t cqes_overflowed = 0;  // completions not written: their CQ was full or in error
   uint64_t overflows = 0;        // CQs that overflowed (each raised CQ_OPERATION_ERROR)
   uint64_t head_reads = 0;       // shadow qword0 reads for overflow checking
+  uint64_t resizes = 0;
 };
 
 class CqEngine {
@@ -62,6 +63,9 @@ class CqEngine {
   bool exists(uint32_t cq_id) const { return cqs_.count(cq_id) != 0; }
   void add(const CqContext& cq) { cqs_[cq.id] = cq; }
   bool remove(uint32_t cq_id);
+  // MODIFY_CQ's resize: a new ring, written from its start with polarity 1.
+  void resize(uint32_t cq_id, uint64_t base, uint32_t size, uint32_t shadow_read_threshold,
+              bool check_overflow, bool ceqe_mask);
   // CQACK: the CQ's CEQE was consumed.
   void ack(uint32_t cq_id);
   const CqContext* find(uint32_t cq_id) const;

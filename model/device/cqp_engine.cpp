@@ -104,6 +104,7 @@ CqpEngine::Outcome CqpEngine::execute(const uint64_t* wqe) {
   switch (op) {
     case OP_CREATE_CQ: return create_cq(wqe);
     case OP_DESTROY_CQ: return destroy_cq(wqe);
+    case OP_MODIFY_CQ: return modify_cq(wqe);
     case OP_CREATE_QP:
     case OP_MODIFY_QP:
     case OP_DESTROY_QP: return qp_command(op, wqe);
@@ -178,6 +179,22 @@ CqpEngine::Outcome CqpEngine::stag_command(uint8_t op, const uint64_t* wqe) {
                              ? stags_.alloc(index, window, bit(wqe[3], 42), get(wqe[1], 45, 0))
                              : stags_.dealloc(index, window);
   return outcome(minor);
+}
+
+// MODIFY_CQ with CQRESIZE (spec F.4): the CQ writes on into a new ring from its start,
+// with pass polarity 1; the old ring's CQEs stay where they are. CHKOVERFLOW and the CEQE
+// mask come with the command (the kernel's resize clears CHKOVERFLOW). SW_CQ_SELECT, the
+// count of retired rings the driver drained, is not needed by this device: it never looks
+// at a retired ring again.
+CqpEngine::Outcome CqpEngine::modify_cq(const uint64_t* wqe) {
+  const uint32_t id = uint32_t(get(wqe[3], 18, 0));
+  const CqContext* cq = cqs_.find(id);
+  if (!cq) return outcome(CQP_MINOR_NO_SUCH_OBJECT);
+  if (!bit(wqe[3], 43) || bit(wqe[3], 47) || bit(wqe[3], 61) != cq->cqe_64byte)
+    return outcome(CQP_MINOR_UNSUPPORTED);  // only resizes, of physically contiguous rings
+  if (wqe[0] < 2 || wqe[0] > kMaxCqSizeField) return outcome(CQP_MINOR_BAD_SIZE);
+  cqs_.resize(id, wqe[4], uint32_t(wqe[0]), uint32_t(get(wqe[2], 17, 0)), bit(wqe[3], 46), bit(wqe[3], 48));
+  return {};
 }
 
 CqpEngine::Outcome CqpEngine::destroy_cq(const uint64_t* wqe) {

@@ -46,6 +46,7 @@ class CqpEngine {
   Outcome execute(const uint64_t* wqe);
   Outcome create_cq(const uint64_t* wqe);
   Outcome destroy_cq(const uint64_t* wqe);
+  Outcome modify_cq(const uint64_t* wqe);
   Outcome flush_wqes(const uint64_t* wqe);
   Outcome stag_command(uint8_t op, const uint64_t* wqe);
   Outcome qp_command(uint8_t op, const uint64_t* wqe);

@@ -45,6 +45,7 @@ enum CqpOp : uint8_t {
   OP_MODIFY_QP = 0x01,
   OP_DESTROY_QP = 0x02,
   OP_CREATE_CQ = 0x03,
+  OP_MODIFY_CQ = 0x04,
   OP_DESTROY_CQ = 0x05,
   OP_ALLOC_STAG = 0x09,
   OP_DEALLOC_STAG = 0x0d,

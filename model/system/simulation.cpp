@@ -64,6 +64,7 @@ irdma::irdma_device_caps caps_of(const device::DeviceConfig& d) {
   caps.cqe_64byte = d.cqe_64byte;
   caps.atomics = d.generation >= 3;
   caps.ceq_itr_us = d.ceq_itr_us;
+  caps.cq_resize = d.cq_resize;
   return caps;
 }
 
