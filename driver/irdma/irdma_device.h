@@ -77,6 +77,7 @@ struct irdma_cq : ibcore::ib_cq {
   };
   std::deque<retired_buf> resize_list;
   uint64_t resizes = 0;
+  uint64_t retired_polled = 0;  // completions found in retired rings
 };
 
 struct irdma_qp : ibcore::ib_qp {

@@ -65,6 +65,7 @@ int irdma_device::poll_resized(irdma_cq* cq, int num_entries, ib_wc* wc) {
     const int n = irdma_poll_ring(&uk, num_entries - npolled, wc + npolled);
     if (n < 0) return n;
     npolled += n;
+    cq->retired_polled += uint64_t(n);
     if (moved(uk, head, polarity)) last_buf = i + 1;
     for (irdma_qp_uk* qp : uk.newly_flushed) cq->sc_cq.newly_flushed.push_back(qp);
     uk.newly_flushed.clear();

@@ -53,11 +53,11 @@ void CeqEngine::notify(uint32_t ceq_id, uint64_t cq_ctx) {
   if (cause_enabled(ceqctl_[ceq_id])) vectors_.event(msix_index(ceqctl_[ceq_id]));
 }
 
-void CeqEngine::ack(uint32_t ceq_id) {
+void CeqEngine::ack(uint32_t ceq_id, bool acked) {
   auto it = ceqs_.find(ceq_id);
   if (it == ceqs_.end() || it->second.unacked == 0) return;
   it->second.unacked--;
-  counters_.cqacks++;
+  counters_.cqacks += acked;
 }
 
 bool CeqEngine::unacked(unsigned vector) const {

@@ -39,7 +39,7 @@ bool CqEngine::room(CqContext& cq, uint32_t slots, const CqeFields& fields) {
 bool CqEngine::remove(uint32_t cq_id) {
   auto it = cqs_.find(cq_id);
   if (it == cqs_.end()) return false;
-  if (it->second.event_unacked) ceqs_.ack(it->second.ceq_id);
+  if (it->second.event_unacked) ceqs_.ack(it->second.ceq_id, false);
   cqs_.erase(it);
   return true;
 }

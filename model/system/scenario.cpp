@@ -156,7 +156,7 @@ Scenario load_scenario(const std::string& path) {
       "poll_ctx", size_t(sc.poll_ctx), {"softirq", "workqueue", "unbound_workqueue"}));
 
   for (const YamlMap& p : top.list_of_maps("qp_pairs")) {
-    p.allow({"name", "type", "cq_vector", "sq_depth", "rq_depth", "ops", "poll_ctx"});
+    p.allow({"name", "type", "cq_vector", "sq_depth", "rq_depth", "ops", "poll_ctx", "cq"});
     QpPairSpec q;
     q.name = p.str("name", "pair" + std::to_string(sc.pairs.size()));
     q.cq_vector = int(p.i64("cq_vector", q.cq_vector, -1, 1023));
@@ -164,6 +164,7 @@ Scenario load_scenario(const std::string& path) {
     q.rq_depth = p.u32("rq_depth", q.rq_depth, 1, 4096);
     q.ud = p.choice("type", 0, {"rc", "ud"}) == 1;
     q.ops = read_ops(p, {});
+    q.own_cqs = p.choice("cq", 0, {"pool", "own"}) == 1;
     if (p.has("poll_ctx"))
       q.poll_ctx = int(p.choice("poll_ctx", 0, {"softirq", "workqueue", "unbound_workqueue"}));
     sc.pairs.push_back(q);
@@ -172,7 +173,8 @@ Scenario load_scenario(const std::string& path) {
 
   const YamlMap t = top.map("traffic");
   t.allow({"sends_per_qp", "ops", "min_bytes", "max_bytes", "imm_every", "inv_every",
-           "solicited_every", "batch", "signal_every", "burst", "idle_gap_ns"});
+           "solicited_every", "batch", "signal_every", "burst", "idle_gap_ns", "resize_every",
+           "resize_cqes"});
   TrafficSpec& tr = sc.traffic;
   tr.sends_per_qp = t.u32("sends_per_qp", tr.sends_per_qp, 0, 100'000'000);
   tr.ops = read_ops(t, {TrafficOp::send});
@@ -185,6 +187,17 @@ Scenario load_scenario(const std::string& path) {
   tr.signal_every = t.u32("signal_every", tr.signal_every, 1, UINT32_MAX);
   tr.burst = t.u32("burst", tr.burst, 0, UINT32_MAX);
   tr.idle_gap_ns = t.u64("idle_gap_ns", tr.idle_gap_ns, 0, 10'000'000);  // under the stall limit
+  tr.resize_every = t.u32("resize_every", tr.resize_every, 0, UINT32_MAX);
+  tr.resize_cqes = t.u32_list("resize_cqes", 1, 1048574);
+  if (tr.resize_every && tr.resize_cqes.empty())
+    t.fail("key 'traffic.resize_every' needs the sizes to resize to (resize_cqes)");
+  // A CQ may shrink below what is unpolled, but never below what its QP may have
+  // outstanding: the device does not check a resized CQ for overflow.
+  for (const QpPairSpec& p : sc.pairs)
+    for (uint32_t n : tr.resize_cqes)
+      if (p.own_cqs && n < p.sq_depth + p.rq_depth)
+        t.fail("key 'traffic.resize_cqes': " + std::to_string(n) + " is below pair " + p.name +
+               "'s sq_depth + rq_depth");
   const bool any_ud = std::any_of(sc.pairs.begin(), sc.pairs.end(), [](const QpPairSpec& p) { return p.ud; });
   const auto pair_maps = top.list_of_maps("qp_pairs");
   for (size_t i = 0; i < sc.pairs.size(); i++) {

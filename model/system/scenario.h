@@ -26,6 +26,7 @@ struct QpPairSpec {
   bool ud = false;           // unreliable datagram: SENDs only, addressed per WR
   std::vector<TrafficOp> ops;  // this pair's op cycle; empty: traffic.ops
   int poll_ctx = -1;           // its pool CQs' poll context; -1: pool.poll_ctx
+  bool own_cqs = false;        // each QP allocates a CQ of its own (ib_alloc_cq), not from the pool
 };
 
 // An injected fault (spec G.5): one request of one QP fails with a flush code, so the QP
@@ -51,6 +52,8 @@ struct TrafficSpec {
   uint32_t batch = 4;            // WRs posted per doorbell (fewer only at the end)
   uint32_t signal_every = 1;     // every Nth send is signaled (and the one filling the SQ)
   uint32_t burst = 0;            // a QP posts this many WRs, then idles (0: no idling)
+  uint32_t resize_every = 0;     // a QP with its own CQ resizes it after this many completions
+  std::vector<uint32_t> resize_cqes;  // to these sizes, in turn
   uint64_t idle_gap_ns = 0;      // for this long
 };
 

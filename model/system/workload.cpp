@@ -116,6 +116,9 @@ struct Workload::Qp {
   // as a ULP tearing the connection down does.
   bool broken = false, peer_flushed = false;
   uint64_t idle_until_ns = 0;  // after a burst (traffic.burst)
+  bool own_cq = false;         // ib_alloc_cq'd, not from the pool
+  uint64_t completions = 0, resized_at = 0;  // completions seen, and at the last resize
+  size_t resizes = 0;
   // A region over the peer's window and a window over that region, when the ops use them;
   // `rkey` is what RDMA requests name: the window, the region, or the global key 0.
   irdma::irdma_mr* mr = nullptr;
@@ -160,10 +163,12 @@ bool Workload::setup() {
       q->ops = &sc_.ops_of(size_t(&pair - sc_.pairs.data()));
       q->sends_total = sc_.traffic.sends_per_qp;
       q->nr_cqe = pair.sq_depth + pair.rq_depth;
-      auto cq = ib_cq_pool_get(&dev_, q->nr_cqe, pair.cq_vector,
-                               sc_.poll_ctx_of(size_t(&pair - sc_.pairs.data())));
+      const ib_poll_context ctx = sc_.poll_ctx_of(size_t(&pair - sc_.pairs.data()));
+      q->own_cq = pair.own_cqs;
+      auto cq = q->own_cq ? ib_alloc_cq(&dev_, nullptr, int(q->nr_cqe), unsigned(std::max(pair.cq_vector, 0)), ctx)
+                          : ib_cq_pool_get(&dev_, q->nr_cqe, pair.cq_vector, ctx);
       if (cq.is_err()) {
-        sb_.record("setup", false, pair.name + ": ib_cq_pool_get failed, errno " + std::to_string(-cq.err()));
+        sb_.record("setup", false, pair.name + ": allocating a CQ failed, errno " + std::to_string(-cq.err()));
         return false;
       }
       q->cq = cq.get();
@@ -507,6 +512,7 @@ void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
   // IB_WC_GENERAL_ERR, flushed or not; before the QP broke, that was a success.
   const bool unmapped_success = (ctx.op == TrafficOp::bind_mw || ctx.op == TrafficOp::nop) &&
                                 wc.status == IB_WC_GENERAL_ERR && !ctx.qp->broken;
+  ctx.qp->completions++;
   if (wc.status != IB_WC_SUCCESS && !unmapped_success) {
     ctx.qp->broken = true;
     if (wc.vendor_err >> 16 == irdma::IRDMA_FLUSH_MAJOR_ERR) counters_.flushed++;
@@ -588,6 +594,19 @@ void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {
   if (q.recvs_posted < q.recvs_total) wl.post_recv(q);
 }
 
+// Under traffic: a QP with a CQ of its own resizes it after every traffic.resize_every of
+// its completions, to the sizes the scenario lists, in turn.
+int Workload::maybe_resize(Qp& q) {
+  const TrafficSpec& t = sc_.traffic;
+  if (!q.own_cq || !t.resize_every || q.completions - q.resized_at < t.resize_every) return 0;
+  q.resized_at = q.completions;
+  const uint32_t cqe = t.resize_cqes[q.resizes++ % t.resize_cqes.size()];
+  if (int ret = ib_resize_cq(q.cq, int(cqe)))
+    sb_.record("resize_cq", false, "resizing a CQ to " + std::to_string(cqe) + " failed, errno " + std::to_string(-ret));
+  counters_.cq_resizes++;
+  return 1;
+}
+
 int Workload::flush_peer(Qp& q) {
   q.peer_flushed = true;
   const int ret = dev_.flush_qp(q.peer->bq->qp());
@@ -610,6 +629,7 @@ void Workload::traffic() {
     int progress = 0;
     for (auto& q : qps_) {
       if (q->broken && !q->peer_flushed) progress += flush_peer(*q);
+      progress += maybe_resize(*q);
       progress += post_sends(*q);
     }
     if (progress) continue;
@@ -645,7 +665,10 @@ void Workload::teardown() {
   sb_.record("no_completion_left_in_rings", left == 0,
              left ? std::to_string(left) + " CQE(s) were still in the rings" : "all rings drained");
   uint64_t corrupt = 0;
-  for (ib_cq* cq : cqs_) corrupt += static_cast<irdma::irdma_cq*>(cq)->sc_cq.corrupt_cqes;
+  for (ib_cq* cq : cqs_) {
+    corrupt += static_cast<irdma::irdma_cq*>(cq)->sc_cq.corrupt_cqes;
+    counters_.retired_ring_completions += static_cast<irdma::irdma_cq*>(cq)->retired_polled;
+  }
   sb_.record("no_corrupt_cqes", corrupt == 0,
              std::to_string(corrupt) + " CQE(s) named an unknown QP or WQE index");
 
@@ -658,7 +681,7 @@ void Workload::teardown() {
     q.mr = nullptr;
     if (q.bq && q.bq->destroy()) clean = false;
     q.bq.reset();
-    if (q.cq && ib_cq_pool_put(q.cq, q.nr_cqe)) clean = false;
+    if (q.cq && (q.own_cq ? ib_free_cq(q.cq) : ib_cq_pool_put(q.cq, q.nr_cqe))) clean = false;
   }
   const size_t pool_before = counters_.pool_cqs;
   const int pool_after = dev_.remove();  // pool CQs still in use, kept

@@ -30,6 +30,8 @@ struct WorkloadCounters {
   uint64_t recvs_posted = 0;
   uint64_t completions = 0;
   uint64_t flushed = 0;  // completions the flush path made (vendor_err major 1)
+  uint64_t cq_resizes = 0;
+  uint64_t retired_ring_completions = 0;  // polled from rings a resize retired
   uint64_t doorbells = 0;
   uint64_t post_errors = 0;
   uint64_t idle_polls = 0;  // times the posting thread had nothing to do and slept
@@ -58,6 +60,7 @@ class Workload {
   bool setup();
   void inject_faults();
   int flush_peer(Qp& q);
+  int maybe_resize(Qp& q);
   void traffic();
   void teardown();
   int post_sends(Qp& qp);

@@ -124,6 +124,23 @@ size_t YamlMap::choice(const char* key, size_t def, const std::vector<std::strin
   fail(node_[key], "key '" + key_path(key) + "' must be one of " + list + ", got '" + s + "'");
 }
 
+std::vector<uint32_t> YamlMap::u32_list(const char* key, uint32_t min, uint32_t max) const {
+  std::vector<uint32_t> out;
+  if (!has(key)) return out;
+  const YAML::Node n = node_[key];
+  if (!n.IsSequence() || n.size() == 0)
+    fail(n, "key '" + key_path(key) + "' must be a non-empty list of integers");
+  for (size_t i = 0; i < n.size(); i++) {
+    uint64_t v = 0;
+    const std::string item = key_path(key) + "[" + std::to_string(i) + "]";
+    if (!n[i].IsScalar() || !YAML::convert<uint64_t>::decode(n[i], v) || v < min || v > max)
+      fail(n[i], "key '" + item + "' must be an integer in [" + std::to_string(min) + ", " +
+                     std::to_string(max) + "], got '" + (n[i].IsScalar() ? n[i].Scalar() : "") + "'");
+    out.push_back(uint32_t(v));
+  }
+  return out;
+}
+
 std::vector<size_t> YamlMap::choice_list(const char* key, const std::vector<size_t>& def,
                                          const std::vector<std::string>& choices) const {
   if (!has(key)) return def;

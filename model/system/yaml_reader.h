@@ -37,6 +37,8 @@ class YamlMap {
   // One of `choices`; returns its index.
   size_t choice(const char* key, size_t def, const std::vector<std::string>& choices) const;
 
+  // A list of integers in [min, max] (empty when absent).
+  std::vector<uint32_t> u32_list(const char* key, uint32_t min, uint32_t max) const;
   // A list of choices; returns their indices (`def` when absent).
   std::vector<size_t> choice_list(const char* key, const std::vector<size_t>& def,
                                   const std::vector<std::string>& choices) const;

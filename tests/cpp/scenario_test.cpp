@@ -154,6 +154,21 @@ TEST(Scenario, KeyOpsMustFollowARegionsLife) {
             std::string::npos);
 }
 
+TEST(Scenario, OwnCqsAndResizes) {
+  const std::string pairs = "name: t\nqp_pairs:\n  - {name: p, cq: own, sq_depth: 8, rq_depth: 8}\n";
+  const Scenario sc = load_scenario(write_temp(
+      "r.yaml", pairs + "traffic:\n  resize_every: 100\n  resize_cqes: [16, 300]\n"));
+  EXPECT_TRUE(sc.pairs[0].own_cqs);
+  EXPECT_EQ(sc.traffic.resize_cqes, (std::vector<uint32_t>{16, 300}));
+  EXPECT_NE(error_of(pairs + "traffic:\n  resize_every: 100\n").find("needs the sizes"), std::string::npos);
+  EXPECT_NE(error_of(pairs + "traffic:\n  resize_cqes: [15]\n").find("below pair p's sq_depth + rq_depth"),
+            std::string::npos);
+  EXPECT_NE(error_of(pairs + "traffic:\n  resize_cqes: [16, x]\n").find("resize_cqes[1]' must be an integer"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: t\nqp_pairs:\n  - {name: p, cq: shared}\n").find("one of pool, own"),
+            std::string::npos);
+}
+
 TEST(Scenario, StructuralErrors) {
   EXPECT_NE(error_of("qp_pairs:\n  - name: p\n").find("'name' is required"), std::string::npos);
   EXPECT_NE(error_of("name: t\n").find("at least one pair"), std::string::npos);

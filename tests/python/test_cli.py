@@ -104,6 +104,14 @@ def test_opcode_scenarios_complete_every_opcode(scenario, tmp_path, name, opcode
     assert r["counts"]["extended_cqes"] > 0
 
 
+def test_resize_scenario_drains_retired_rings_under_traffic(scenario, tmp_path):
+    r = irdma_sim.run(scenario("resize.yaml"), tmp_path, trace=False)
+    assert r["passed"], [c for c in r["checks"] if not c["passed"]]
+    counts = r["counts"]
+    assert counts["cq_resizes"] > 50
+    assert counts["retired_ring_completions"] > 0  # resizes found completions unpolled
+
+
 def test_malformed_scenario_is_named_with_its_line_and_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nqp_pairs:\n  - name: p\n    sq_dept: 8\n")
