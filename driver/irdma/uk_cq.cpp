@@ -280,11 +280,15 @@ bool irdma_uk_cq_holds_qp(const irdma_cq_uk* cq, uint64_t qp_compl_ctx) {
   return walk_unpolled(cq, [&](uint64_t* cqe) { return READ_ONCE(cqe[1]) == qp_compl_ctx; });
 }
 
-void irdma_uk_clean_cq(uint64_t qp_compl_ctx, irdma_cq_uk* cq) {
+uint32_t irdma_uk_clean_cq(uint64_t qp_compl_ctx, irdma_cq_uk* cq) {
+  uint32_t cleaned = 0;
   walk_unpolled(cq, [&](uint64_t* cqe) {
-    if (READ_ONCE(cqe[1]) == qp_compl_ctx) WRITE_ONCE(cqe[1], uint64_t(0));
+    if (READ_ONCE(cqe[1]) != qp_compl_ctx) return false;
+    WRITE_ONCE(cqe[1], uint64_t(0));
+    cleaned++;
     return false;
   });
+  return cleaned;
 }
 
 void irdma_uk_cq_resize(irdma_cq_uk* cq, uint64_t* new_base, uint32_t new_size) {

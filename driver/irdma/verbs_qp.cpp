@@ -118,8 +118,9 @@ int irdma_device::destroy_qp(irdma_qp* qp) {
   // rings a resize retired too.
   for (ib_cq* ibcq : {qp->send_cq, qp->recv_cq}) {
     auto* cq = static_cast<irdma_cq*>(ibcq);
-    irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &cq->sc_cq);
-    for (irdma_cq::retired_buf& b : cq->resize_list) irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &b.uk);
+    events_.cqes_cleaned += irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &cq->sc_cq);
+    for (irdma_cq::retired_buf& b : cq->resize_list)
+      events_.cqes_cleaned += irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &b.uk);
     if (qp->recv_cq == qp->send_cq) break;
   }
   const int ret = cqp_.exec(IRDMA_CQP_OP_DESTROY_QP, [&](uint64_t* wqe) {

@@ -40,11 +40,17 @@ void system_checks(Simulation& sim, const WorkloadCounters& wl, Scoreboard& sb) 
   // A flush CQE may stand for many completions (GEN_2), or for none (its WQEs were
   // reported already), and software flushes have none: flushes are left out.
   const auto& qp = dev.qp_engine().counters();
-  const uint64_t data_cqes = cq.cqes_written - cq.ccq_cqes - qp.flush_cqes;
+  // CQEs a destroyed QP left unpolled are never reported either.
+  const uint64_t cleaned = sim.driver().event_counters().cqes_cleaned;
+  const uint64_t data_cqes = cq.cqes_written - cq.ccq_cqes - qp.flush_cqes - cleaned;
   const uint64_t delivered = wl.completions - wl.flushed;
   sb.record("cqes_written_equal_completions_delivered", data_cqes == delivered,
             std::to_string(data_cqes) + " CQEs written, " + std::to_string(delivered) +
-                " completions delivered (flushes aside)");
+                " completions delivered (flushes and " + std::to_string(cleaned) +
+                " CQEs of destroyed QPs aside)");
+  sb.record("every_cq_error_recovered", wl.cq_errors == cq.overflows && wl.pairs_torn_down >= (cq.overflows ? 1u : 0u),
+            std::to_string(cq.overflows) + " CQ(s) overflowed, " + std::to_string(wl.cq_errors) +
+                " IB_EVENT_CQ_ERR, " + std::to_string(wl.pairs_torn_down) + " pair(s) torn down");
   sb.record("no_device_wqe_errors", qp.wqe_errors == 0 && qp.bad_doorbells == 0,
             std::to_string(qp.wqe_errors) + " WQE error(s), " + std::to_string(qp.bad_doorbells) +
                 " doorbell(s) for unknown QPs");
@@ -90,6 +96,9 @@ std::string report_json(const Scenario& sc, Simulation& sim, const WorkloadCount
       .num("cq_resizes", wl.cq_resizes)
       .num("retired_ring_completions", wl.retired_ring_completions)
       .num("cqes_overflowed", cq.cqes_overflowed)
+      .num("cq_errors", wl.cq_errors)
+      .num("pairs_torn_down", wl.pairs_torn_down)
+      .num("cqes_cleaned", sim.driver().event_counters().cqes_cleaned)
       .num("aeqes", dev.aeq_engine().counters().aeqes)
       .num("sends_posted", wl.sends_posted)
       .num("recvs_posted", wl.recvs_posted)

@@ -156,7 +156,7 @@ Scenario load_scenario(const std::string& path) {
       "poll_ctx", size_t(sc.poll_ctx), {"softirq", "workqueue", "unbound_workqueue"}));
 
   for (const YamlMap& p : top.list_of_maps("qp_pairs")) {
-    p.allow({"name", "type", "cq_vector", "sq_depth", "rq_depth", "ops", "poll_ctx", "cq"});
+    p.allow({"name", "type", "cq_vector", "sq_depth", "rq_depth", "ops", "poll_ctx", "cq", "cq_entries"});
     QpPairSpec q;
     q.name = p.str("name", "pair" + std::to_string(sc.pairs.size()));
     q.cq_vector = int(p.i64("cq_vector", q.cq_vector, -1, 1023));
@@ -165,6 +165,8 @@ Scenario load_scenario(const std::string& path) {
     q.ud = p.choice("type", 0, {"rc", "ud"}) == 1;
     q.ops = read_ops(p, {});
     q.own_cqs = p.choice("cq", 0, {"pool", "own"}) == 1;
+    q.cq_entries = p.u32("cq_entries", 0, 1, 1048574);
+    if (q.cq_entries && !q.own_cqs) p.fail("key 'cq_entries' sizes an own CQ (cq: own)");
     if (p.has("poll_ctx"))
       q.poll_ctx = int(p.choice("poll_ctx", 0, {"softirq", "workqueue", "unbound_workqueue"}));
     sc.pairs.push_back(q);

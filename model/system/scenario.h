@@ -27,6 +27,7 @@ struct QpPairSpec {
   std::vector<TrafficOp> ops;  // this pair's op cycle; empty: traffic.ops
   int poll_ctx = -1;           // its pool CQs' poll context; -1: pool.poll_ctx
   bool own_cqs = false;        // each QP allocates a CQ of its own (ib_alloc_cq), not from the pool
+  uint32_t cq_entries = 0;     // what an own CQ asks for; 0: sq_depth + rq_depth (less: a ULP bug)
 };
 
 // An injected fault (spec G.5): one request of one QP fails with a flush code, so the QP

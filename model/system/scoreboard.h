@@ -63,6 +63,12 @@ class Scoreboard {
   // QP `qp`'s peer is faulted: its queues may flush (retries exceeded, or moved to error
   // by the workload).
   void expect_peer_fault(unsigned qp) { state_[qp].peer_faulted = true; }
+  // QP `qp` was torn down (its CQ failed): nothing more is expected of it.
+  void abandon(unsigned qp) {
+    sq_[qp].clear();
+    rq_[qp].clear();
+    messages_[qp].clear();
+  }
   // A receive posted on QP `qp` (`ibqp`).
   void expect_recv(unsigned qp, uint64_t wr_id, const ibcore::ib_qp* ibqp) {
     rq_[qp].push_back({wr_id, ibqp});

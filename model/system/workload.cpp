@@ -117,6 +117,7 @@ struct Workload::Qp {
   bool broken = false, peer_flushed = false;
   uint64_t idle_until_ns = 0;  // after a burst (traffic.burst)
   bool own_cq = false;         // ib_alloc_cq'd, not from the pool
+  bool cq_error = false, torn_down = false;  // its CQ reported IB_EVENT_CQ_ERR; the pair is gone
   uint64_t completions = 0, resized_at = 0;  // completions seen, and at the last resize
   size_t resizes = 0;
   // A region over the peer's window and a window over that region, when the ops use them;
@@ -162,7 +163,7 @@ bool Workload::setup() {
       q->index = unsigned(qps_.size());
       q->ops = &sc_.ops_of(size_t(&pair - sc_.pairs.data()));
       q->sends_total = sc_.traffic.sends_per_qp;
-      q->nr_cqe = pair.sq_depth + pair.rq_depth;
+      q->nr_cqe = pair.cq_entries ? pair.cq_entries : pair.sq_depth + pair.rq_depth;
       const ib_poll_context ctx = sc_.poll_ctx_of(size_t(&pair - sc_.pairs.data()));
       q->own_cq = pair.own_cqs;
       auto cq = q->own_cq ? ib_alloc_cq(&dev_, nullptr, int(q->nr_cqe), unsigned(std::max(pair.cq_vector, 0)), ctx)
@@ -173,6 +174,7 @@ bool Workload::setup() {
       }
       q->cq = cq.get();
       if (std::find(cqs_.begin(), cqs_.end(), q->cq) == cqs_.end()) cqs_.push_back(q->cq);
+      q->cq->event_handler = [this](const ib_event& ev) { cq_error(ev); };
       int err = 0;
       q->ud = pair.ud;
       q->qkey = 0x1000 + unsigned(qps_.size());
@@ -607,6 +609,37 @@ int Workload::maybe_resize(Qp& q) {
   return 1;
 }
 
+// IB_EVENT_CQ_ERR (the device overflowed the CQ): the QPs on it are done for. Called in the
+// event's interrupt; the posting thread tears their pairs down.
+void Workload::cq_error(const ib_event& ev) {
+  if (ev.event != IB_EVENT_CQ_ERR) return;
+  counters_.cq_errors++;
+  for (auto& q : qps_)
+    if (q->cq == ev.cq) q->cq_error = true;
+  completed_->signal();
+}
+
+// The recovery a ULP makes of a CQ error: both QPs of the pair destroyed (their unpolled
+// CQEs with them), their own CQs freed, what was still expected of them given up.
+int Workload::tear_down_pair(Qp& q) {
+  for (Qp* x : {&q, q.peer}) {
+    x->torn_down = true;
+    sb_.abandon(x->index);
+    if (x->bq && x->bq->destroy()) sb_.record("tear_down_pair", false, "destroying a QP failed");
+    x->bq.reset();
+    x->sends_done = x->sends_posted = x->sends_total;
+    x->recvs_done = x->recvs_posted = x->recvs_total;
+  }
+  for (Qp* x : {&q, q.peer}) {
+    if (!x->own_cq || !x->cq) continue;
+    cqs_.erase(std::remove(cqs_.begin(), cqs_.end(), x->cq), cqs_.end());
+    if (ib_free_cq(x->cq)) sb_.record("tear_down_pair", false, "freeing a CQ in error failed");
+    x->cq = nullptr;
+  }
+  counters_.pairs_torn_down++;
+  return 1;
+}
+
 int Workload::flush_peer(Qp& q) {
   q.peer_flushed = true;
   const int ret = dev_.flush_qp(q.peer->bq->qp());
@@ -628,6 +661,11 @@ void Workload::traffic() {
   while (!finished()) {
     int progress = 0;
     for (auto& q : qps_) {
+      if (q->torn_down) continue;
+      if (q->cq_error) {
+        progress += tear_down_pair(*q);
+        continue;
+      }
       if (q->broken && !q->peer_flushed) progress += flush_peer(*q);
       progress += maybe_resize(*q);
       progress += post_sends(*q);

@@ -31,6 +31,8 @@ struct WorkloadCounters {
   uint64_t completions = 0;
   uint64_t flushed = 0;  // completions the flush path made (vendor_err major 1)
   uint64_t cq_resizes = 0;
+  uint64_t cq_errors = 0;         // IB_EVENT_CQ_ERR on the workload's CQs
+  uint64_t pairs_torn_down = 0;   // after a CQ error
   uint64_t retired_ring_completions = 0;  // polled from rings a resize retired
   uint64_t doorbells = 0;
   uint64_t post_errors = 0;
@@ -61,6 +63,8 @@ class Workload {
   void inject_faults();
   int flush_peer(Qp& q);
   int maybe_resize(Qp& q);
+  int tear_down_pair(Qp& q);
+  void cq_error(const ibcore::ib_event& ev);
   void traffic();
   void teardown();
   int post_sends(Qp& qp);

@@ -112,6 +112,18 @@ def test_resize_scenario_drains_retired_rings_under_traffic(scenario, tmp_path):
     assert counts["retired_ring_completions"] > 0  # resizes found completions unpolled
 
 
+def test_overflow_scenario_reports_the_cq_error_and_recovers(scenario, tmp_path):
+    r = irdma_sim.run(scenario("overflow.yaml"), tmp_path)
+    assert r["passed"], [c for c in r["checks"] if not c["passed"]]
+    counts = r["counts"]
+    assert counts["cqes_overflowed"] > 0 and counts["cq_errors"] == counts["aeqes"] > 0
+    assert counts["pairs_torn_down"] == 1
+    trace = [json.loads(line) for line in open(tmp_path / "trace.jsonl")]
+    dropped = [e for e in trace if e["ev"] == "cqe_overflow"]
+    assert len(dropped) == counts["cqes_overflowed"] and all(e["dropped"] == 1 for e in dropped)
+    assert sum(e["ev"] == "aeqe" and e["code"] == 0x203 for e in trace) == counts["aeqes"]
+
+
 def test_malformed_scenario_is_named_with_its_line_and_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nqp_pairs:\n  - name: p\n    sq_dept: 8\n")
