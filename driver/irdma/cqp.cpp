@@ -105,9 +105,12 @@ void irdma_cqp::free_memory() {
   ccq_ready_ = false;
 }
 
+bool irdma_cqp::full() const {
+  // A slot whose result its caller has not collected yet is not free either.
+  return ring_used(sq_ring_) + 1 >= sq_ring_.size || slots_[sq_ring_.head].done;
+}
+
 int64_t irdma_cqp::post(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill) {
-  // Commands run one at a time, so the ring never fills; a full ring means lost completions.
-  if (ring_used(sq_ring_) + 1 >= sq_ring_.size) return -EBUSY;
   const uint32_t idx = sq_ring_.head;
   if (idx == 0) polarity_ ^= 1;
   sq_ring_.head = ring_next(idx, sq_ring_.size);
@@ -159,23 +162,31 @@ int irdma_cqp::process_ccq() {
 int irdma_cqp::exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
                     cqp_completion* out) {
   if (!ccq_ready_) return -ENODEV;
+  // A full ring backs the command up until completions free a slot (irdma's backlog).
+  if (int ret = wait_for([&] { return !full(); })) return ret;
   const int64_t idx = post(opcode, fill);
-  if (idx < 0) return int(idx);
+  if (int ret = wait_for([&] { return slots_[idx].done; })) {
+    slots_[idx].pending = false;
+    return ret;
+  }
+  const cqp_completion result = slots_[idx].result;
+  slots_[idx].done = false;  // collected: the slot may be reused
+  if (out) *out = result;
+  return result.major_err || result.minor_err ? -EIO : 0;
+}
+
+// Runs the CCQ until `ready()`, or -ETIMEDOUT after kTimeoutNs without a completion.
+int irdma_cqp::wait_for(const std::function<bool()>& ready) {
   uint64_t last_progress = hw_.exec.now_ns();
-  while (!slots_[idx].done) {
+  while (!ready()) {
     if (process_ccq() > 0) {
       last_progress = hw_.exec.now_ns();
       continue;
     }
-    if (hw_.exec.now_ns() - last_progress > kTimeoutNs) {
-      slots_[idx].pending = false;
-      return -ETIMEDOUT;
-    }
+    if (hw_.exec.now_ns() - last_progress > kTimeoutNs) return -ETIMEDOUT;
     hw_.exec.cpu_relax();
   }
-  const cqp_completion result = slots_[idx].result;
-  if (out) *out = result;
-  return result.major_err || result.minor_err ? -EIO : 0;
+  return 0;
 }
 
 }  // namespace irdma

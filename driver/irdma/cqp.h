@@ -32,14 +32,17 @@ class irdma_cqp {
   // Tells the device the CQP is gone, then frees its memory.
   void destroy();
 
-  // Posts one command and waits for its CCQ completion. `fill` writes the WQE's qwords
-  // 0-2 and 4-7 and returns qword3 without opcode and valid bit. Returns 0, -EIO (the
-  // device completed it with an error, see `out`), or -ETIMEDOUT.
+  // Posts one command and waits for its CCQ completion; callers on several threads may
+  // share the ring, and a full ring backs commands up. `fill` writes the WQE's qwords 0-2
+  // and 4-7 and returns qword3 without opcode and valid bit. Returns 0, -EIO (the device
+  // completed it with an error, see `out`), or -ETIMEDOUT.
   int exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
            cqp_completion* out = nullptr);
 
  private:
+  bool full() const;
   int64_t post(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill);
+  int wait_for(const std::function<bool()>& ready);
   int wait_by_tail(uint32_t old_tail);
   // Consumes every CCQ CQE there is; returns how many.
   int process_ccq();

@@ -1,0 +1,49 @@
+// The control QP's command flow (spec F.6, H 46): commands from several threads share the
+// ring, a full ring backs them up instead of failing, and the device's refusals come back
+// as -EIO with the command's effect undone on neither side.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tests/cpp/direct_cq.h"
+
+namespace {
+
+using namespace irdma_sim::testing;
+using namespace ibcore;
+
+TEST(Cqp, AFullRingBacksCommandsUp) {
+  DirectCq c;
+  constexpr int kThreads = 150;  // more commands at once than the 64-entry ring holds
+  std::vector<int> results(kThreads, 1);
+  c.host([&] {
+    hal::Exec& exec = c.dev.hw().exec;
+    int done = 0;
+    for (int t = 0; t < kThreads; t++) {
+      exec.spawn("cqp_user" + std::to_string(t), 0, [&, t] {
+        auto mw = c.dev.alloc_mw();
+        results[t] = mw.is_err() ? mw.err() : c.dev.dealloc_mw(mw.get());
+        done++;
+      });
+    }
+    while (done < kThreads) exec.delay_ns(1000);
+  });
+  EXPECT_EQ(results, std::vector<int>(kThreads, 0));
+  const auto& cqp = c.sim.device().cqp_engine().counters();
+  EXPECT_EQ(cqp.errors, 0u);
+  EXPECT_GE(cqp.commands, uint64_t(2 * kThreads));
+}
+
+// The device refuses to destroy a CQ QPs still use: the driver reports -EIO and keeps the
+// CQ, which goes on working.
+TEST(Cqp, ARefusedCommandIsEioAndChangesNothing) {
+  DirectCq c;
+  int ret = 0;
+  c.host([&] { ret = c.dev.destroy_cq(c.cq); });  // the verb, below ib_free_cq's own check
+  EXPECT_EQ(ret, -EIO);
+  EXPECT_EQ(c.sim.device().cqp_engine().counters().errors, 1u);
+  c.send();
+  EXPECT_EQ(c.drain(), 2) << "the CQ still works";
+}
+
+}  // namespace
