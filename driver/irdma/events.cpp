@@ -39,6 +39,15 @@ int irdma_device::create_ceqs() {
 
 void irdma_device::destroy_ceqs() {
   for (irdma_ceq& ceq : ceqs_) {
+    const auto* ring = static_cast<const uint64_t*>(ceq.ring.cpu);
+    for (uint32_t i = 0, idx = ceq.tail, pol = ceq.polarity; i < ceq.size; i++) {
+      if (FIELD_GET(IRDMA_CEQE_VALID, READ_ONCE(ring[idx])) != pol) break;
+      events_.ceqes_left++;
+      if (++idx == ceq.size) {
+        idx = 0;
+        pol ^= 1;
+      }
+    }
     hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq.id), 0);
     hw_.bar0.write32(IRDMA_GLINT_CEQCTL(ceq.id), 0);
     hw_.irq.free_irq(ceq.id);

@@ -58,7 +58,8 @@ struct irdma_event_counters {
   uint64_t comp_events = 0;  // comp_handler calls
   uint64_t aeqes = 0;        // AEQEs consumed
   uint64_t cq_errors = 0;    // IB_EVENT_CQ_ERR raised
-  uint64_t cqes_cleaned = 0; // unpolled CQEs of destroyed QPs, never reported
+  uint64_t cqes_cleaned = 0; // unpolled CQEs of destroyed QPs, never reported (flushes aside)
+  uint64_t ceqes_left = 0;   // unconsumed in a CEQ when it was destroyed
 };
 
 struct irdma_cq : ibcore::ib_cq {

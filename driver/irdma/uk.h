@@ -154,7 +154,7 @@ bool irdma_uk_cq_has_cqe(const irdma_cq_uk* cq);
 bool irdma_uk_cq_holds_qp(const irdma_cq_uk* cq, uint64_t qp_compl_ctx);
 // Neutralises the unpolled CQEs of a QP being destroyed (their context becomes 0, so they
 // are consumed and never reported); head and polarity stay as they are (spec D.8).
-// Returns how many CQEs it neutralised.
+// Returns how many CQEs it neutralised, flush CQEs aside.
 uint32_t irdma_uk_clean_cq(uint64_t qp_compl_ctx, irdma_cq_uk* cq);
 
 struct irdma_sge {

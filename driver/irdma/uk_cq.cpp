@@ -285,7 +285,9 @@ uint32_t irdma_uk_clean_cq(uint64_t qp_compl_ctx, irdma_cq_uk* cq) {
   walk_unpolled(cq, [&](uint64_t* cqe) {
     if (READ_ONCE(cqe[1]) != qp_compl_ctx) return false;
     WRITE_ONCE(cqe[1], uint64_t(0));
-    cleaned++;
+    const uint64_t qword3 = READ_ONCE(cqe[3]);
+    const bool flush = (qword3 & IRDMA_CQ_ERROR) && FIELD_GET(IRDMA_CQ_MAJERR, qword3) == IRDMA_FLUSH_MAJOR_ERR;
+    cleaned += !flush;
     return false;
   });
   return cleaned;

@@ -60,10 +60,11 @@ void system_checks(Simulation& sim, const WorkloadCounters& wl, Scoreboard& sb) 
   sb.record("ceqes_not_above_arms", ceq.ceqes <= cq.arms,
             std::to_string(ceq.ceqes) + " CEQEs for " + std::to_string(cq.arms) + " arms taken");
   sb.record("every_ceqe_consumed_and_acknowledged",
-            ev.ceqes == ceq.ceqes && ceq.cqacks == ev.ceqes - ev.stale_ceqes,
+            ev.ceqes + ev.ceqes_left == ceq.ceqes && ceq.cqacks == ev.ceqes - ev.stale_ceqes,
             std::to_string(ceq.ceqes) + " CEQEs written, " + std::to_string(ev.ceqes) + " consumed (" +
-                std::to_string(ev.stale_ceqes) + " for no CQ), " + std::to_string(ceq.cqacks) +
-                " CQACKs; " + std::to_string(ev.interrupts) + " interrupts handled");
+                std::to_string(ev.stale_ceqes) + " for no CQ), " + std::to_string(ev.ceqes_left) +
+                " left in CEQs destroyed under them, " + std::to_string(ceq.cqacks) + " CQACKs; " +
+                std::to_string(ev.interrupts) + " interrupts handled");
   const uint64_t cqp_errors = dev.cqp_engine().counters().errors;
   sb.record("no_control_command_errors", cqp_errors == 0,
             std::to_string(dev.cqp_engine().counters().commands) + " CQP commands, " +
@@ -99,6 +100,7 @@ std::string report_json(const Scenario& sc, Simulation& sim, const WorkloadCount
       .num("cq_errors", wl.cq_errors)
       .num("pairs_torn_down", wl.pairs_torn_down)
       .num("cqes_cleaned", sim.driver().event_counters().cqes_cleaned)
+      .num("ceqes_left", sim.driver().event_counters().ceqes_left)
       .num("aeqes", dev.aeq_engine().counters().aeqes)
       .num("sends_posted", wl.sends_posted)
       .num("recvs_posted", wl.recvs_posted)

@@ -176,7 +176,7 @@ Scenario load_scenario(const std::string& path) {
   const YamlMap t = top.map("traffic");
   t.allow({"sends_per_qp", "ops", "min_bytes", "max_bytes", "imm_every", "inv_every",
            "solicited_every", "batch", "signal_every", "burst", "idle_gap_ns", "resize_every",
-           "resize_cqes"});
+           "resize_cqes", "stop_after_ns"});
   TrafficSpec& tr = sc.traffic;
   tr.sends_per_qp = t.u32("sends_per_qp", tr.sends_per_qp, 0, 100'000'000);
   tr.ops = read_ops(t, {TrafficOp::send});
@@ -190,6 +190,7 @@ Scenario load_scenario(const std::string& path) {
   tr.burst = t.u32("burst", tr.burst, 0, UINT32_MAX);
   tr.idle_gap_ns = t.u64("idle_gap_ns", tr.idle_gap_ns, 0, 10'000'000);  // under the stall limit
   tr.resize_every = t.u32("resize_every", tr.resize_every, 0, UINT32_MAX);
+  tr.stop_after_ns = t.u64("stop_after_ns", tr.stop_after_ns, 0, 10'000'000'000);
   tr.resize_cqes = t.u32_list("resize_cqes", 1, 1048574);
   if (tr.resize_every && tr.resize_cqes.empty())
     t.fail("key 'traffic.resize_every' needs the sizes to resize to (resize_cqes)");

@@ -83,6 +83,7 @@ void Scoreboard::expect_fault(unsigned qp, uint64_t request, uint16_t minor) {
 }
 
 void Scoreboard::check_send(unsigned qp, const ib_wc& wc, bool payload_ok) {
+  if (state_[qp].abandoned) return;
   checked_++;
   auto& q = sq_[qp];
   auto it = std::find_if(q.begin(), q.end(), [&](const ExpectedCompletion& x) { return x.wr_id == wc.wr_id; });
@@ -161,6 +162,7 @@ void Scoreboard::check_error(unsigned qp, bool sq, const ExpectedCompletion& e, 
 }
 
 void Scoreboard::check_recv(unsigned qp, const ib_wc& wc, bool payload_ok) {
+  if (state_[qp].abandoned) return;
   checked_++;
   auto& posted = rq_[qp];
   auto& msgs = messages_[qp];

@@ -63,11 +63,13 @@ class Scoreboard {
   // QP `qp`'s peer is faulted: its queues may flush (retries exceeded, or moved to error
   // by the workload).
   void expect_peer_fault(unsigned qp) { state_[qp].peer_faulted = true; }
-  // QP `qp` was torn down (its CQ failed): nothing more is expected of it.
+  // QP `qp` was torn down: nothing more is expected of it, and what it still delivers (a
+  // drain's) is not checked.
   void abandon(unsigned qp) {
     sq_[qp].clear();
     rq_[qp].clear();
     messages_[qp].clear();
+    state_[qp].abandoned = true;
   }
   // A receive posted on QP `qp` (`ibqp`).
   void expect_recv(unsigned qp, uint64_t wr_id, const ibcore::ib_qp* ibqp) {
@@ -97,6 +99,7 @@ class Scoreboard {
     bool peer_faulted = false;
     bool sq_error = false;  // the SQ reported its first error
     bool rq_error = false;
+    bool abandoned = false;
   };
   // An error completion of QP `qp`'s SQ (`sq`) or RQ for `e`.
   void check_error(unsigned qp, bool sq, const ExpectedCompletion& e, const ibcore::ib_wc& wc);

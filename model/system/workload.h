@@ -91,6 +91,7 @@ class Workload {
   std::vector<ibcore::ib_send_wr> wr_scratch_;  // one batch being posted
   std::vector<ibcore::ib_sge> sge_scratch_;
   std::unique_ptr<hal::Event> completed_;  // signalled by every completion
+  bool stopped_early_ = false;             // traffic.stop_after_ns ended the traffic
   WorkloadCounters counters_;
 };
 

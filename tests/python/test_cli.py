@@ -124,6 +124,16 @@ def test_overflow_scenario_reports_the_cq_error_and_recovers(scenario, tmp_path)
     assert sum(e["ev"] == "aeqe" and e["code"] == 0x203 for e in trace) == counts["aeqes"]
 
 
+def test_teardown_with_work_in_flight_leaves_nothing_behind(scenario, tmp_path):
+    r = irdma_sim.run(scenario("teardown.yaml"), tmp_path, trace=False)
+    assert r["passed"], [c for c in r["checks"] if not c["passed"]]
+    counts = r["counts"]
+    assert counts["cqes_cleaned"] > 0 and counts["ceqes_left"] > 0  # there was something pending
+    assert counts["qps_in_error"] == 6
+    checks = {c["name"]: c["passed"] for c in r["checks"]}
+    assert checks["no_dma_errors"] and checks["no_dma_memory_left_mapped"] and checks["teardown_clean"]
+
+
 def test_malformed_scenario_is_named_with_its_line_and_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: bad\nqp_pairs:\n  - name: p\n    sq_dept: 8\n")
