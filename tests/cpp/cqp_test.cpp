@@ -46,4 +46,24 @@ TEST(Cqp, ARefusedCommandIsEioAndChangesNothing) {
   EXPECT_EQ(c.drain(), 2) << "the CQ still works";
 }
 
+// H 46: a device that no longer answers (its CQP handed back) makes a command time out
+// after the driver's 5 s without progress.
+TEST(Cqp, ACommandTheDeviceNeverCompletesTimesOut) {
+  SimConfig cfg = config();
+  cfg.host.relax_timeout_ns = 1'000'000;  // a spinning CPU wakes each millisecond
+  DirectCq c(cfg);
+  int ret = 0;
+  uint64_t waited_ns = 0;
+  c.host([&] {
+    c.dev.hw().bar0.write32(irdma::IRDMA_CCQPHIGH, 0);
+    c.dev.hw().bar0.write32(irdma::IRDMA_CCQPLOW, 0);  // the device stops its CQP
+    const uint64_t t0 = c.dev.hw().exec.now_ns();
+    auto mw = c.dev.alloc_mw();
+    ret = mw.is_err() ? mw.err() : 0;
+    waited_ns = c.dev.hw().exec.now_ns() - t0;
+  });
+  EXPECT_EQ(ret, -ETIMEDOUT);
+  EXPECT_GE(waited_ns, 5'000'000'000u);
+}
+
 }  // namespace
