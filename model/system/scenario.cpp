@@ -71,7 +71,7 @@ void read_faults(const YamlMap& top, Scenario& sc) {
 void read_device(const YamlMap& m, device::DeviceConfig& d) {
   m.allow({"generation", "clock_mhz", "cycles", "max_cq", "max_qp", "num_ceqs", "max_cqe",
            "cqe_64byte", "rnr_retry_cycles", "formatter", "mac", "ud_vlan_tci", "ud_ipv4",
-           "max_stags", "ceq_itr_us"});
+           "max_stags", "ceq_itr_us", "cq_resize", "spare_msix"});
   d.generation = uint8_t(m.u32("generation", d.generation, 2, 3));
   d.cqe_64byte = d.generation >= 3;  // GEN_3 reports FEATURE_64_BYTE_CQE unless told not to
   d.clock_mhz = m.f64("clock_mhz", d.clock_mhz, 1, 10000);
@@ -87,6 +87,8 @@ void read_device(const YamlMap& m, device::DeviceConfig& d) {
   d.ud_ipv4 = m.boolean("ud_ipv4", d.ud_ipv4);
   d.max_stags = m.u32("max_stags", d.max_stags, 2, 1u << 24);
   d.ceq_itr_us = m.u32("ceq_itr_us", d.ceq_itr_us, 0, 8190);  // INTERVAL: 12 bits of 2 us
+  d.cq_resize = m.boolean("cq_resize", d.cq_resize);
+  d.spare_msix = m.u32("spare_msix", d.spare_msix, 0, 2048);
   const YamlMap c = m.map("cycles");
   c.allow({"doorbell", "cqp_wqe", "wqe_decode", "execute", "cqe_format", "cqe_write"});
   constexpr uint32_t kMax = 1u << 20;
