@@ -18,6 +18,7 @@ using namespace ibcore;
 namespace {
 
 constexpr uint64_t kStallNs = 50'000'000;  // no progress for this long: the run is stuck
+constexpr uint64_t kWaitSliceNs = 100'000;  // the posting thread's longest sleep
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -660,6 +661,7 @@ bool Workload::finished() const {
 void Workload::traffic() {
   const uint64_t start = dev_.hw().exec.now_ns();
   const uint64_t stop = sc_.traffic.stop_after_ns;
+  uint64_t last_progress = start, seen_completions = 0;
   while (!finished()) {
     if (stop && dev_.hw().exec.now_ns() - start >= stop) {
       for (auto& q : qps_) {
@@ -681,23 +683,26 @@ void Workload::traffic() {
       progress += maybe_resize(*q);
       progress += post_sends(*q);
     }
-    if (progress) continue;
-    counters_.idle_polls++;
-    // Sleep until a completion, or until the first QP idling after a burst may post again.
     const uint64_t now = dev_.hw().exec.now_ns();
-    uint64_t wake = now + kStallNs;
-    for (const auto& q : qps_)
-      if (q->idle_until_ns > now && q->sends_posted < q->sends_total) wake = std::min(wake, q->idle_until_ns);
-    if (stop) wake = std::min(wake, start + stop);
-    if (wake < now + kStallNs) {
-      completed_->wait_for(wake - now);
-      continue;
+    if (progress || counters_.completions != seen_completions) {
+      seen_completions = counters_.completions;
+      last_progress = now;
+      if (progress) continue;
     }
-    if (!completed_->wait_for(kStallNs) && !finished()) {
+    if (now - last_progress > kStallNs) {
       sb_.record("no_stall", false,
                  "no completion for " + std::to_string(kStallNs / 1000000) + " ms of simulated time");
       return;
     }
+    counters_.idle_polls++;
+    // Sleep until a completion, until the first QP idling after a burst may post again, or
+    // for a slice: a long timeout a completion cuts short would stay in the simulator's
+    // timed-event queue until it expires, and thousands of them slow every notification.
+    uint64_t wake = now + kWaitSliceNs;
+    for (const auto& q : qps_)
+      if (q->idle_until_ns > now && q->sends_posted < q->sends_total) wake = std::min(wake, q->idle_until_ns);
+    if (stop) wake = std::min(wake, start + stop);
+    completed_->wait_for(wake - now);
   }
   sb_.record("no_stall", true, "traffic finished");
 }
