@@ -101,6 +101,16 @@ PYBIND11_MODULE(_irdma_sim, m) {
            },
            py::arg("nr_cqe"), py::arg("comp_vector") = -1, py::arg("poll_ctx") = "softirq")
       .def("pool_put", &HostSession::pool_put, py::arg("cq"), py::arg("nr_cqe"))
+      .def("alloc_cq", &HostSession::alloc_cq, py::arg("nr_cqe"), py::arg("comp_vector") = 0)
+      .def("resize_cq", &HostSession::resize_cq, py::arg("cq"), py::arg("nr_cqe"))
+      .def("req_notify_cq",
+           [](HostSession& s, uint32_t cq, bool solicited, bool report_missed) {
+             const unsigned flags = (solicited ? ibcore::IB_CQ_SOLICITED : ibcore::IB_CQ_NEXT_COMP) |
+                                    (report_missed ? ibcore::IB_CQ_REPORT_MISSED_EVENTS : 0u);
+             return s.req_notify_cq(cq, flags);
+           },
+           py::arg("cq"), py::arg("solicited") = false, py::arg("report_missed") = false)
+      .def("cq_events", &HostSession::cq_events, py::arg("cq"))
       .def("set_pool_policy",
            [](HostSession& s, const std::string& p) {
              if (p != "least_used" && p != "kernel_first_fit")

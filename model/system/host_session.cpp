@@ -42,11 +42,47 @@ uint32_t HostSession::pool_get(unsigned nr_cqe, int comp_vector, ib_poll_context
   sim_->run_on_host([&] { got = ib_cq_pool_get(&sim_->driver(), nr_cqe, comp_vector, ctx); });
   check(got.is_err() ? got.err() : 0, "ib_cq_pool_get");
   const uint32_t num = static_cast<irdma::irdma_cq*>(got.get())->cq_num;
-  // The session polls its CQs itself, step by step: their completion events are counted
-  // by the device and the driver, and nobody else consumes the completions.
-  got.get()->comp_handler = nullptr;
-  cqs_[num] = got.get();
+  watch(got.get(), num, false);
   return num;
+}
+
+void HostSession::watch(ib_cq* c, uint32_t num, bool own) {
+  cqs_[num] = c;
+  cq_events_[num].own = own;
+  c->comp_handler = [this, num](ib_cq*) { cq_events_[num].completion++; };
+  c->event_handler = [this, num](const ib_event& ev) {
+    if (ev.event == IB_EVENT_CQ_ERR) cq_events_[num].error++;
+  };
+}
+
+uint32_t HostSession::alloc_cq(int nr_cqe, unsigned comp_vector) {
+  ErrPtr<ib_cq> got = ErrPtr<ib_cq>::error(-EINVAL);
+  sim_->run_on_host([&] { got = ib_alloc_cq(&sim_->driver(), nullptr, nr_cqe, comp_vector, IB_POLL_DIRECT); });
+  check(got.is_err() ? got.err() : 0, "ib_alloc_cq");
+  const uint32_t num = static_cast<irdma::irdma_cq*>(got.get())->cq_num;
+  watch(got.get(), num, true);
+  return num;
+}
+
+void HostSession::resize_cq(uint32_t cq_num, int nr_cqe) {
+  ib_cq* c = cq(cq_num);
+  int ret = 0;
+  sim_->run_on_host([&] { ret = ib_resize_cq(c, nr_cqe); });
+  check(ret, "ib_resize_cq");
+}
+
+int HostSession::req_notify_cq(uint32_t cq_num, unsigned flags) {
+  ib_cq* c = cq(cq_num);
+  int ret = 0;
+  sim_->run_on_host([&] { ret = ib_req_notify_cq(c, flags); });
+  check(ret, "ib_req_notify_cq");
+  return ret;
+}
+
+std::map<std::string, uint64_t> HostSession::cq_events(uint32_t cq_num) {
+  cq(cq_num);
+  const CqEvents& e = cq_events_[cq_num];
+  return {{"completion_events", e.completion}, {"cq_errors", e.error}};
 }
 
 void HostSession::pool_put(uint32_t cq_num, unsigned nr_cqe) {
@@ -275,7 +311,9 @@ void HostSession::shutdown() {
   };
   sim_->run_on_host([&] {
     for (auto& [num, q] : qps_) note(q.bq->destroy(), "destroying QP " + std::to_string(num));
-    for (auto& [num, c] : cqs_) note(ib_cq_pool_put(c, c->cqe_used), "returning pool CQ " + std::to_string(num));
+    for (auto& [num, c] : cqs_)
+      note(cq_events_[num].own ? ib_free_cq(c) : ib_cq_pool_put(c, c->cqe_used),
+           "returning CQ " + std::to_string(num));
     note(sim_->driver().remove() ? -EBUSY : 0, "freeing the CQ pool");
   });
   qps_.clear();

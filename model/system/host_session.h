@@ -44,6 +44,13 @@ class HostSession {
   // Returns the CQ's number; throws VerbsError.
   uint32_t pool_get(unsigned nr_cqe, int comp_vector, ibcore::ib_poll_context ctx);
   void pool_put(uint32_t cq, unsigned nr_cqe);
+  // A CQ of the session's own (ib_alloc_cq, polled by the session), which may be resized.
+  uint32_t alloc_cq(int nr_cqe, unsigned comp_vector);
+  void resize_cq(uint32_t cq, int nr_cqe);
+  // ib_req_notify_cq; returns its result (1: a completion may have been missed).
+  int req_notify_cq(uint32_t cq, unsigned flags);
+  // What reached the CQ's handlers: completion events, and IB_EVENT_CQ_ERR.
+  std::map<std::string, uint64_t> cq_events(uint32_t cq);
   void set_pool_policy(ibcore::cq_pool_policy policy);
   // Two connected RC QPs on CQs `cq_a` and `cq_b`; returns their QP numbers.
   std::pair<uint32_t, uint32_t> create_qp_pair(uint32_t cq_a, uint32_t cq_b, uint32_t sq_depth,
@@ -93,6 +100,13 @@ class HostSession {
 
   std::unique_ptr<Simulation> sim_;
   std::map<uint32_t, ibcore::ib_cq*> cqs_;
+  struct CqEvents {
+    uint64_t completion = 0, error = 0;
+    bool own = false;
+  };
+  std::map<uint32_t, CqEvents> cq_events_;
+  // Counts the CQ's events instead of consuming its completions: the session polls.
+  void watch(ibcore::ib_cq* c, uint32_t num, bool own);
   std::map<uint32_t, Qp> qps_;
   uint64_t next_wr_id_ = 1;
   bool down_ = false;

@@ -279,3 +279,48 @@ def test_software_flush_waits_for_the_qps_unpolled_cqes(run_python):
         gen = s.poll(cq1)
         assert [(c["wr_id"], c["status"], c["vendor_err"]) for c in gen] == [(late, 5, 0x10001)], gen
     """)
+
+
+def test_own_cq_events_resize_and_overflow(run_python):
+    run_ok(run_python, """
+        from irdma_sim import Session, VerbsError
+        s = Session()
+        cq = s.alloc_cq(2)  # a ring of (2 + 1) x 2 = 6 slots: five CQEs fit
+        a, b = s.create_qp_pair(cq, cq, sq_depth=8, rq_depth=8, max_msg_bytes=64)
+
+        def send(n):
+            for _ in range(n):
+                s.post_recv(b)
+                s.post_send(a, b"x")
+            s.run_for_ns(20000)
+
+        assert s.req_notify_cq(cq) == 0
+        send(1)
+        assert s.cq_events(cq) == {"completion_events": 1, "cq_errors": 0}
+        assert len(s.poll(cq)) == 2
+        send(1)  # not armed: no event, but a re-arm reports the miss
+        assert s.cq_events(cq)["completion_events"] == 1
+        assert s.req_notify_cq(cq, report_missed=True) == 1
+        s.run_for_ns(5000)
+        assert s.cq_events(cq)["completion_events"] == 2  # the device fired for what was unpolled
+        s.resize_cq(cq, 64)  # the two unpolled CQEs stay in the retired ring
+        send(3)
+        got = s.poll(cq, 32)
+        assert [c["wr_id"] for c in got] == sorted(c["wr_id"] for c in got) and len(got) == 8, got
+        # Too small, and nobody polls: the device drops what does not fit and says so.
+        cq2 = s.alloc_cq(2)
+        c, d = s.create_qp_pair(cq2, cq2, sq_depth=8, rq_depth=8, max_msg_bytes=64)
+        for _ in range(4):
+            s.post_recv(d)
+            s.post_send(c, b"y")
+        s.run_for_ns(40000)
+        assert s.cq_events(cq2)["cq_errors"] == 1
+        assert len(s.poll(cq2, 16)) == 5
+        pool = s.pool_get(16)
+        try:
+            s.resize_cq(pool, 100)
+            raise AssertionError("a pool CQ was resized")
+        except VerbsError as e:
+            assert e.errno == 95  # EOPNOTSUPP
+        s.shutdown()
+    """)
