@@ -45,7 +45,7 @@ ib_poll_counters ib_poll_workers::counters() const {
 void ib_poll_workers::schedule(ib_cq* cq) {
   lock_->lock();
   worker* w = nullptr;
-  if (!stopping_ && !cq->poll_scheduled) {
+  if (!stopping_ && !cq->poll_scheduled && !cq->poll_disabled) {
     cq->poll_scheduled = true;
     w = &worker_for(cq);
     w->cqs.push_back(cq);
@@ -57,12 +57,19 @@ void ib_poll_workers::schedule(ib_cq* cq) {
 // Only the CQ's own worker polls it, so once it is off the queue nothing runs it again.
 void ib_poll_workers::cancel(ib_cq* cq) {
   lock_->lock();
+  cq->poll_disabled = true;
   if (cq->poll_scheduled) {
     auto& q = worker_for(cq).cqs;
     q.erase(std::remove(q.begin(), q.end(), cq), q.end());
     cq->poll_scheduled = false;
   }
-  lock_->unlock();
+  for (;;) {
+    const bool running = cq->poll_running;
+    lock_->unlock();
+    if (!running) return;
+    exec_.delay_ns(1000);
+    lock_->lock();
+  }
 }
 
 void ib_poll_workers::request_stop() {
@@ -102,8 +109,13 @@ void ib_poll_workers::run(worker& w) {
     ib_cq* cq = w.cqs.front();
     w.cqs.pop_front();
     cq->poll_scheduled = false;
+    cq->poll_running = true;
     lock_->unlock();
-    if (poll(cq)) schedule(cq);
+    const bool again = poll(cq);
+    lock_->lock();
+    cq->poll_running = false;
+    lock_->unlock();
+    if (again) schedule(cq);
   }
 }
 

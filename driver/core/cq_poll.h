@@ -37,7 +37,8 @@ class ib_poll_workers {
   // The comp_handler of a SOFTIRQ or WORKQUEUE CQ: irq_poll_sched / queue_work. A CQ
   // already scheduled is not queued twice.
   void schedule(ib_cq* cq);
-  // irq_poll_disable / cancel_work_sync, as ib_free_cq does: the CQ will not run again.
+  // irq_poll_disable / cancel_work_sync, as ib_free_cq does: the CQ is never scheduled
+  // again, and a poll of it under way is waited for. Call from a thread of the Exec's.
   void cancel(ib_cq* cq);
   // Stops the workers once their queues are empty and waits until they have returned;
   // schedule() does nothing afterwards. Call from a thread of the Exec's.

@@ -51,6 +51,8 @@ struct ib_cq {
   unsigned comp_vector = 0;
   bool shared = false;
   bool poll_scheduled = false;  // queued on its poll context's worker
+  bool poll_running = false;    // being polled by it
+  bool poll_disabled = false;   // cancelled: never scheduled again
 };
 
 struct ib_device_attr {

@@ -10,8 +10,9 @@ namespace irdma {
 using namespace ibcore;
 
 int irdma_device::create_ceqs() {
-  // A CQ has at most one CEQE outstanding (arming is one-shot): one slot per CQ suffices.
-  const uint32_t size = std::max(caps_.max_cq, 8u);
+  // Arming is one-shot, but a promotion re-arms a CQ whose CEQE may not be consumed yet:
+  // two slots per CQ.
+  const uint32_t size = std::max(2 * caps_.max_cq, 8u);
   for (uint32_t k = 0; k < caps_.num_ceqs; k++) {
     irdma_ceq ceq;
     ceq.id = k;

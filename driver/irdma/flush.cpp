@@ -81,8 +81,12 @@ void irdma_device::run_flush_work() {
     bool again = false;
     for (bool sq : {true, false}) {
       auto* cq = static_cast<irdma_cq*>(sq ? qp->send_cq : qp->recv_cq);
-      // Unpolled CQEs of the QP come first: they may stand for the same WQEs.
-      if (irdma_uk_cq_holds_qp(&cq->sc_cq, qp->qp_uk.compl_ctx)) {
+      // Unpolled CQEs of the QP come first, in the current ring or a retired one: they may
+      // stand for the same WQEs.
+      bool held = irdma_uk_cq_holds_qp(&cq->sc_cq, qp->qp_uk.compl_ctx);
+      for (const irdma_cq::retired_buf& b : cq->resize_list)
+        held = held || irdma_uk_cq_holds_qp(&b.uk, qp->qp_uk.compl_ctx);
+      if (held) {
         again = true;
       } else {
         const size_t before = cq->cmpl_generated.size();

@@ -104,6 +104,9 @@ void irdma_device::free_cq(irdma_cq* cq) {
 
 int irdma_device::destroy_cq(ib_cq* ibcq) {
   auto* cq = static_cast<irdma_cq*>(ibcq);
+  // Out of the table before the command: a CEQE the interrupt handler meets meanwhile is
+  // for no CQ, and nothing schedules this one again.
+  cq_table_[cq->cq_num] = nullptr;
   const int ret = cqp_.exec(IRDMA_CQP_OP_DESTROY_CQ, [&](uint64_t* wqe) {
     wqe[0] = cq->sc_cq.cq_size;
     wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, cq->ctx >> 1);
@@ -111,7 +114,10 @@ int irdma_device::destroy_cq(ib_cq* ibcq) {
     return uint64_t(cq->cq_num);
   });
   // The device may still hold the ring if the command failed: keep the memory then.
-  if (ret) return ret;
+  if (ret) {
+    cq_table_[cq->cq_num] = cq;
+    return ret;
+  }
   cleanup_ceqes(cq);
   free_cq(cq);
   return 0;

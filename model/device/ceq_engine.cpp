@@ -41,6 +41,11 @@ void CeqEngine::notify(uint32_t ceq_id, uint64_t cq_ctx) {
     return;
   }
   Ceq& q = it->second;
+  if (q.unacked == q.entries) {  // full of CEQEs not yet acknowledged: never overwritten
+    counters_.ceqes_dropped++;
+    trace_.event(time_.now_ps(), "ceqe_dropped").num("ceq", ceq_id).addr("ctx", cq_ctx);
+    return;
+  }
   const uint64_t ceqe = (cq_ctx & mask(62, 0)) | uint64_t(q.polarity) << 63;
   dma_.write(q.base + uint64_t(q.tail) * 8, &ceqe, 8);
   if (++q.tail == q.entries) {

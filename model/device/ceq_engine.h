@@ -21,7 +21,7 @@ namespace irdma_sim::device {
 struct CeqEngineCounters {
   uint64_t ceqes = 0;
   uint64_t cqacks = 0;
-  uint64_t ceqes_dropped = 0;       // for a CEQ that does not exist
+  uint64_t ceqes_dropped = 0;       // for a CEQ that does not exist, or one full
 };
 
 class CeqEngine {

@@ -55,6 +55,7 @@ void CqEngine::resize(uint32_t cq_id, uint64_t base, uint32_t size, uint32_t sha
   cq.tail = 0;
   cq.polarity = true;
   cq.head_seen = 0;
+  cq.resizes++;
   counters_.resizes++;
   trace_.event(time_.now_ps(), "cq_resize").num("cq", cq_id).num("size", size).addr("base", base);
 }
@@ -69,7 +70,9 @@ void CqEngine::ack(uint32_t cq_id) {
 // The arm is read with the consumer's head (shadow qword0): an ARM_NEXT taken while CQEs
 // the driver has not consumed are in the ring fires at once, so a CQE written between the
 // driver's last poll and its arm still raises an event (this model's rule; REPORT_MISSED_EVENTS
-// covers only what the driver saw before arming).
+// covers only what the driver saw before arming). After a resize the head is the current
+// ring's only once SW_CQ_SELECT shows every retired ring drained; until then the device
+// cannot tell, and fires (a spurious event costs a poll, a lost one a stall).
 bool CqEngine::arm(uint32_t cq_id) {
   auto it = cqs_.find(cq_id);
   uint64_t shadow[5] = {};
@@ -86,7 +89,8 @@ bool CqEngine::arm(uint32_t cq_id) {
   cq.armed = next || next_se;
   cq.solicited_only = !next;
   counters_.arms++;
-  if (next && shadow[0] != cq.tail) raise_event(cq);
+  const bool head_is_current = (shadow[4] & 0x3FFF) == (cq.resizes & 0x3FFF);
+  if (next && (!head_is_current || shadow[0] != cq.tail)) raise_event(cq);
   return true;
 }
 

@@ -39,6 +39,7 @@ struct CqContext {
   // once a completion found the ring full the CQ is in error and writes nothing more.
   uint32_t head_seen = 0;
   bool overflowed = false;
+  uint32_t resizes = 0;        // rings retired by MODIFY_CQ
 };
 
 struct CqEngineCounters {

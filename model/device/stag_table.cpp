@@ -51,7 +51,7 @@ uint16_t StagTable::fast_register(const StagGrant& g, std::vector<uint64_t> page
   e.va = g.va;
   e.len = g.len;
   e.pages = std::move(pages);
-  e.generation++;
+  e.generation = ++registrations_;
   return 0;
 }
 

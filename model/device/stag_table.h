@@ -81,6 +81,7 @@ class StagTable {
   const Entry* usable(uint32_t stag, RemoteAccess access) const;
 
   uint32_t max_index_;
+  uint64_t registrations_ = 0;  // numbers registrations table-wide: an index reused is new
   std::unordered_map<uint32_t, Entry> entries_;  // by STag index (stag >> 8)
 };
 

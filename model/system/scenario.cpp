@@ -56,6 +56,9 @@ void read_faults(const YamlMap& top, Scenario& sc) {
     const auto& ops = sc.ops_of(fault.pair);
     if (std::find(ops.begin(), ops.end(), TrafficOp::nop) != ops.end())
       f.fail("key 'pair': a faulted pair cannot post nop (a flushed NOP completes silently)");
+    if (std::find(ops.begin(), ops.end(), TrafficOp::bind_mw) != ops.end())
+      f.fail("key 'pair': a faulted pair cannot post bind_mw (its success and its flush both "
+             "complete as IB_WC_GENERAL_ERR)");
     for (const FaultSpec& other : sc.faults)
       if (other.pair == fault.pair) f.fail("key 'pair': one fault per QP pair");
     fault.side = unsigned(f.choice("side", 0, {"a", "b"}));

@@ -231,7 +231,7 @@ std::vector<Check> Scoreboard::checks() const {
   size_t unseen = 0, faults = 0;
   for (const QpState& st : state_) {
     faults += st.faulted;
-    unseen += st.faulted && !st.sq_error;
+    unseen += st.faulted && !st.sq_error && !st.abandoned;
   }
   verdict(kErrors, std::to_string(faults) + " injected fault(s), each reported as injected", unseen,
           "injected fault(s) never reported");

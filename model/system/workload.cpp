@@ -626,8 +626,10 @@ int Workload::tear_down_pair(Qp& q) {
   for (Qp* x : {&q, q.peer}) {
     x->torn_down = true;
     sb_.abandon(x->index);
-    if (x->bq && x->bq->destroy()) sb_.record("tear_down_pair", false, "destroying a QP failed");
-    x->bq.reset();
+    if (x->bq && x->bq->destroy())  // the device may still use its buffers: keep them
+      sb_.record("tear_down_pair", false, "destroying a QP failed");
+    else
+      x->bq.reset();
     x->sends_done = x->sends_posted = x->sends_total;
     x->recvs_done = x->recvs_posted = x->recvs_total;
   }
@@ -713,9 +715,12 @@ void Workload::teardown() {
   if (stopped_early_) {
     for (auto& q : qps_)
       if (q->bq) flush_peer(*q->peer);
-    for (auto& q : qps_)
-      if (q->bq && q->bq->destroy()) sb_.record("teardown_clean", false, "destroying a QP failed");
-    for (auto& q : qps_) q->bq.reset();
+    for (auto& q : qps_) {
+      if (q->bq && q->bq->destroy())
+        sb_.record("teardown_clean", false, "destroying a QP failed");
+      else
+        q->bq.reset();
+    }
   }
   uint64_t left = 0;
   for (ib_cq* cq : cqs_) left += uint64_t(ib_process_cq_direct(cq, -1));  // what a stall left
@@ -736,8 +741,10 @@ void Workload::teardown() {
     if (q.mr && dev_.dereg_mr(q.mr)) clean = false;
     q.mw = nullptr;
     q.mr = nullptr;
-    if (q.bq && q.bq->destroy()) clean = false;
-    q.bq.reset();
+    if (q.bq && q.bq->destroy())
+      clean = false;  // the device may still use its buffers: they stay
+    else
+      q.bq.reset();
     if (q.cq && (q.own_cq ? ib_free_cq(q.cq) : ib_cq_pool_put(q.cq, q.nr_cqe))) clean = false;
   }
   const size_t pool_before = counters_.pool_cqs;

@@ -94,4 +94,44 @@ TEST(PollContextsOnOsThreads, EveryCompletionOnceNoCqPolledTwiceAtOnce) {
   }
 }
 
+// cancel() (ib_free_cq's) waits for a poll under way, and nothing schedules the CQ after.
+TEST(PollContextsOnOsThreads, CancelWaitsForARunningPollAndDisablesTheCq) {
+  struct SlowDevice final : ib_device {
+    std::atomic<bool> inside{false}, release{false};
+    ib_cq* create_cq(const ib_cq_init_attr&, int& err) override {
+      err = -1;
+      return nullptr;
+    }
+    int destroy_cq(ib_cq*) override { return 0; }
+    int poll_cq(ib_cq*, int, ib_wc*) override {
+      inside = true;
+      while (!release) std::this_thread::yield();
+      return 0;
+    }
+    int req_notify_cq(ib_cq*, unsigned) override { return 0; }
+  } dev;
+  ib_cq cq;
+  cq.device = &dev;
+  cq.poll_ctx = IB_POLL_SOFTIRQ;
+  auto exec = std::make_unique<hal::OsExec>();
+  auto workers = std::make_unique<ib_poll_workers>(*exec);
+  workers->schedule(&cq);
+  while (!dev.inside) std::this_thread::yield();
+  std::atomic<bool> cancelled{false};
+  std::thread canceller([&] {
+    workers->cancel(&cq);
+    cancelled = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(cancelled) << "the poll is still running";
+  dev.release = true;
+  canceller.join();
+  EXPECT_TRUE(cancelled);
+  EXPECT_FALSE(cq.poll_running);
+  workers->schedule(&cq);
+  EXPECT_FALSE(cq.poll_scheduled) << "a cancelled CQ is not scheduled again";
+  workers->stop();
+  exec.reset();
+}
+
 }  // namespace

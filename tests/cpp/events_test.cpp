@@ -85,7 +85,7 @@ TEST(Events, ArmSequenceNumbersWrapAndStaleArmsAreIgnored) {
 }
 
 TEST(Events, CeqWrapsWithItsPolarity) {
-  Events e(config(8));  // a CEQ of 8 entries
+  Events e(config(8));  // 8 CQs: a CEQ of 16 entries
   for (int i = 0; i < 20; i++) {
     ASSERT_EQ(e.notify(IB_CQ_NEXT_COMP), 0);
     e.send();

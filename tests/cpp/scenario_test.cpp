@@ -152,6 +152,10 @@ TEST(Scenario, KeyOpsMustFollowARegionsLife) {
   EXPECT_NE(error_of("name: t\nqp_pairs:\n  - {name: p, ops: [send, nop]}\nfaults:\n  - {pair: p, request: 3}\n")
                 .find("cannot post nop"),
             std::string::npos);
+  EXPECT_NE(error_of("name: t\nqp_pairs:\n  - {name: p, ops: [reg_mr, bind_mw, local_inv]}\n"
+                     "faults:\n  - {pair: p, request: 3}\n")
+                .find("cannot post bind_mw"),
+            std::string::npos);
 }
 
 TEST(Scenario, OwnCqsAndResizes) {

@@ -107,6 +107,18 @@ TEST_F(Keys, AWindowGrantsASliceOfItsRegionWhileTheRegionLives) {
   EXPECT_EQ(access(stag(kMw, 10), 0x70001400, 1, RemoteAccess::write), FLUSH_REM_ACCESS_ERR);
 }
 
+// A window over a region whose index was freed and allocated again is dead, however many
+// times the new region was registered.
+TEST_F(Keys, AWindowDoesNotOutliveItsRegionsIndex) {
+  ASSERT_EQ(reg(1), 0);
+  ASSERT_EQ(t.bind({stag(kMw, 2), 0x70001000, 0x100, RIGHT_REMOTE_READ, false}, stag(kMr, 1), true), 0);
+  ASSERT_EQ(t.invalidate(stag(kMr, 1)), 0);
+  ASSERT_EQ(t.dealloc(kMr, false), 0);
+  ASSERT_EQ(t.alloc(kMr, false, false, 4 * StagTable::kPage), 0);
+  ASSERT_EQ(reg(3), 0);
+  EXPECT_EQ(access(stag(kMw, 2), 0x70001000, 8, RemoteAccess::read), FLUSH_REM_ACCESS_ERR);
+}
+
 TEST_F(Keys, BindFailuresCarryTheirCodes) {
   const StagGrant w{stag(kMw, 1), 0x70001000, 0x100, RIGHT_REMOTE_READ, false};
   EXPECT_EQ(t.bind(w, stag(kMr, 1), true), FLUSH_PROT_ERR) << "region not registered";
