@@ -8,6 +8,13 @@ WC_OPCODES = {0: "IB_WC_SEND", 1: "IB_WC_RDMA_WRITE", 2: "IB_WC_RDMA_READ", 3: "
               129: "IB_WC_RECV_RDMA_WITH_IMM"}
 
 
+def events_line(counts):
+    irqs = counts.get("interrupts_raised", 0)
+    per = counts["completions_delivered"] / irqs if irqs else 0
+    return (f"events     {irqs} interrupts ({per:.1f} completions each), {counts.get('ceqes', 0)} CEQEs "
+            f"for {counts.get('arms_taken', 0)} arms, {counts.get('aeqes', 0)} AEQEs")
+
+
 def summary(report):
     counts = report["counts"]
     lines = [
@@ -17,6 +24,7 @@ def summary(report):
         f"{counts['bytes_moved']} bytes moved, {counts['rnr_stalls']} RNR stalls",
         f"CQEs       {counts['cqes_written']} written ({counts['extended_cqes']} extended), "
         f"{counts['completions_delivered']} completions delivered on {counts['pool_cqs']} pool CQ(s)",
+        events_line(counts),
         "status     " + ", ".join(f"{s['name']} {s['count']}" for s in counts["by_status"]),
         "opcode     " + ", ".join(f"{WC_OPCODES.get(o['opcode'], o['opcode'])}: {o['count']}"
                                   for o in counts["by_opcode"]),
