@@ -178,16 +178,12 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
   if (qp.type == QP_TYPE_ROCE_UD) return execute_ud(qp, wqe, op);
   if (op == SQ_ATOMIC_FETCH_ADD || op == SQ_ATOMIC_COMPARE_SWAP) return execute_atomic(qp, wqe, op);
   auto peer_it = qps_.find(qp.dest_qp);
-  if (peer_it == qps_.end()) {
-    counters_.wqe_errors++;
-    complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_REM_INV_REQ_ERR);
-    return Result::done;
-  }
-  QpContext& peer = peer_it->second;
-  if (peer.in_error) {  // nobody answers: the requester retries until it gives up
+  // Nobody answers a QP that is gone or in error: the requester retries until it gives up.
+  if (peer_it == qps_.end() || peer_it->second.in_error) {
     enter_error(qp, FLUSH_RETRY_EXC_ERR);
     return Result::failed;
   }
+  QpContext& peer = peer_it->second;
 
   // A SEND, or a WRITE with immediate data, needs a receive at the peer before anything
   // moves (RNR otherwise); a SEND's data lands in that receive's buffers.
@@ -197,10 +193,9 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
     switch (next_receive(peer, receive)) {
       case Receive::posted: break;
       case Receive::none: return Result::rnr;
-      case Receive::unreadable:
-        counters_.wqe_errors++;
-        complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_REM_INV_REQ_ERR);
-        return Result::done;
+      case Receive::unreadable:  // the responder cannot read its own RQ
+        enter_error(peer, FLUSH_LOC_QP_OP_ERR);
+        return fail(qp, FLUSH_REM_OP_ERR);
     }
   }
   const Fragments local = sq_fragments(wqe);
@@ -208,12 +203,11 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
   const uint64_t capacity = send ? receive.bytes() : total;
   time_.cycles(cfg_.cycles.execute);
 
-  uint16_t sq_minor = 0, rq_minor = 0;
-  bool rq_used = consumes_receive;
-  if (total > kMaxMessage || total > capacity) {
-    rq_minor = FLUSH_LOC_LEN_ERR;
-    sq_minor = FLUSH_REM_INV_REQ_ERR;
-  } else if (send) {
+  if (total > kMaxMessage || total > capacity) {  // the receive is too small for it
+    enter_error(peer, FLUSH_LOC_LEN_ERR);
+    return fail(qp, FLUSH_REM_INV_REQ_ERR);
+  }
+  if (send) {
     remote_.assign(receive.begin(), receive.end());
   } else if (uint16_t err = remote_extents(uint32_t(get(wqe[3], 31, 0)), wqe[2], total,
                                            read ? RemoteAccess::read : RemoteAccess::write)) {
@@ -221,55 +215,47 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
     enter_error(qp, err);
     return Result::failed;
   }
-  if (!sq_minor) {
-    const uint64_t moved = read ? move_payload(remote_.data(), remote_.size(), local.begin(), local.count)
-                                : move_payload(local.begin(), local.count, remote_.data(), remote_.size());
-    if (moved < total) {
-      // A READ's remote buffer, or the sender's own buffer, could not be read: nothing
-      // reached the peer if the first read failed, a torn message otherwise.
-      sq_minor = read ? FLUSH_REM_ACCESS_ERR : FLUSH_PROT_ERR;
-      rq_used = consumes_receive && moved > 0;
-      rq_minor = FLUSH_REM_ACCESS_ERR;
-    }
-  }
-  if (sq_minor) {
-    counters_.wqe_errors++;
-  } else {
-    counters_.bytes_moved += total;
-    counters_.messages++;
-  }
-  if (rq_used) {
+  const uint64_t moved = read ? move_payload(remote_.data(), remote_.size(), local.begin(), local.count)
+                              : move_payload(local.begin(), local.count, remote_.data(), remote_.size());
+  // A READ's remote buffer, or the sender's own buffer, could not be read. A torn message
+  // is never completed at the responder: its receive stays posted.
+  if (moved < total) return fail(qp, read ? FLUSH_REM_ACCESS_ERR : FLUSH_PROT_ERR);
+  counters_.bytes_moved += total;
+  counters_.messages++;
+  if (consumes_receive) {
     CqeFields rq;
     rq.solicited = op == SQ_SEND_SOL || op == SQ_SEND_SOL_INV || op == SQ_RDMA_WRITE_SOL;
     rq.op = receive_opcode(op, imm);
-    if (rq_minor) {
-      rq.error = true;
-      rq.major_err = MSG_ERROR_MAJOR;
-      rq.minor_err = rq_minor;
-    } else {
-      rq.payload_len = uint32_t(total);
-      if (op == SQ_SEND_INV || op == SQ_SEND_SOL_INV) {  // the STag rides in REMSTAG
-        rq.stag_or_ipv4 = true;
-        rq.stag_or_src_qpn = uint32_t(get(wqe[3], 31, 0));
-        stags_.invalidate(rq.stag_or_src_qpn);  // a key it cannot invalidate is not reported
-      }
-      if (imm) {
-        rq.extended = true;
-        rq.imm_valid = true;
-        rq.imm_data = uint32_t(wqe[0]);
-      }
+    rq.payload_len = uint32_t(total);
+    if (op == SQ_SEND_INV || op == SQ_SEND_SOL_INV) {  // the STag rides in REMSTAG
+      rq.stag_or_ipv4 = true;
+      rq.stag_or_src_qpn = uint32_t(get(wqe[3], 31, 0));
+      stags_.invalidate(rq.stag_or_src_qpn);  // a key it cannot invalidate is not reported
+    }
+    if (imm) {
+      rq.extended = true;
+      rq.imm_valid = true;
+      rq.imm_data = uint32_t(wqe[0]);
     }
     complete_rq(peer, rq);
   }
   // A READ with invalidate frees the sink's STag (its first fragment's) once data landed.
-  if (op == SQ_RDMA_READ_INV_STAG && !sq_minor) {
+  if (op == SQ_RDMA_READ_INV_STAG) {
     if (uint16_t err = stags_.invalidate(uint32_t(get(wqe[1], 31, 0)))) {
       enter_error(qp, err);
       return Result::failed;
     }
   }
-  if (signaled || sq_minor) complete_sq(qp, op, sq_minor ? MSG_ERROR_MAJOR : 0, sq_minor);
+  if (signaled) complete_sq(qp, op, 0, 0);
   return Result::done;
+}
+
+// A work request the device cannot carry out moves its QP to error: its queues flush, the
+// first WQE with the error's code (IB semantics for a completion in error).
+QpEngine::Result QpEngine::fail(QpContext& qp, uint16_t minor) {
+  counters_.wqe_errors++;
+  enter_error(qp, minor);
+  return Result::failed;
 }
 
 uint16_t QpEngine::remote_extents(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access) {
@@ -321,29 +307,23 @@ uint16_t QpEngine::fast_register(const uint64_t* wqe) {
 // and write back cannot interleave with another access of the device's.
 QpEngine::Result QpEngine::execute_atomic(QpContext& qp, const uint64_t* wqe, uint8_t op) {
   time_.cycles(cfg_.cycles.execute);
-  uint64_t remote = wqe[2];
-  uint16_t minor = 0;
-  uint64_t original = 0;
-  if (cfg_.generation < 3) {
-    minor = FLUSH_LOC_QP_OP_ERR;
-  } else if (remote % 8 != 0) {
-    minor = FLUSH_REM_INV_REQ_ERR;  // atomics need natural alignment
-  } else if (uint16_t err = remote_extents(uint32_t(get(wqe[3], 31, 0)), remote, 8, RemoteAccess::atomic)) {
+  if (cfg_.generation < 3) return fail(qp, FLUSH_LOC_QP_OP_ERR);
+  if (wqe[2] % 8 != 0) return fail(qp, FLUSH_REM_INV_REQ_ERR);  // atomics need natural alignment
+  if (uint16_t err = remote_extents(uint32_t(get(wqe[3], 31, 0)), wqe[2], 8, RemoteAccess::atomic)) {
     enter_error(qp, err);
     return Result::failed;
-  } else if (remote = remote_[0].addr; !dma_.read(remote, &original, 8)) {
-    minor = FLUSH_REM_ACCESS_ERR;
-  } else {
-    const uint64_t updated = op == SQ_ATOMIC_FETCH_ADD ? original + wqe[4]
-                             : original == wqe[5]      ? wqe[4]
-                                                       : original;
-    if (updated != original) dma_.write(remote, &updated, 8);
-    dma_.write(wqe[0], &original, 8);
-    counters_.messages++;
-    counters_.bytes_moved += 8;
   }
-  if (minor) counters_.wqe_errors++;
-  if (bit(wqe[3], 62) || minor) complete_sq(qp, op, minor ? MSG_ERROR_MAJOR : 0, minor);
+  const uint64_t remote = remote_[0].addr;
+  uint64_t original = 0;
+  if (!dma_.read(remote, &original, 8)) return fail(qp, FLUSH_REM_ACCESS_ERR);
+  const uint64_t updated = op == SQ_ATOMIC_FETCH_ADD ? original + wqe[4]
+                           : original == wqe[5]      ? wqe[4]
+                                                     : original;
+  if (updated != original) dma_.write(remote, &updated, 8);
+  dma_.write(wqe[0], &original, 8);
+  counters_.messages++;
+  counters_.bytes_moved += 8;
+  if (bit(wqe[3], 62)) complete_sq(qp, op, 0, 0);
   return Result::done;
 }
 
@@ -351,11 +331,7 @@ QpEngine::Result QpEngine::execute_atomic(QpContext& qp, const uint64_t* wqe, ui
 // dropped otherwise (UD has no RNR and no acknowledgement); the sender completes either way.
 QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_t op) {
   const bool imm = bit(wqe[3], 47);
-  if (op != SQ_SEND && op != SQ_SEND_SOL) {
-    counters_.wqe_errors++;
-    complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_LOC_QP_OP_ERR);
-    return Result::done;
-  }
+  if (op != SQ_SEND && op != SQ_SEND_SOL) return fail(qp, FLUSH_LOC_QP_OP_ERR);
   const Fragments local = sq_fragments(wqe);
   const uint64_t total = local.bytes();
   time_.cycles(cfg_.cycles.execute);
@@ -390,9 +366,7 @@ QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_
       counters_.bytes_moved += total;
       counters_.messages++;
     } else {
-      counters_.wqe_errors++;
-      complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_PROT_ERR);
-      return Result::done;
+      return fail(qp, FLUSH_PROT_ERR);  // the sender's buffer could not be read
     }
     complete_rq(peer, rq);
     delivered = true;
@@ -540,8 +514,7 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
     }
     Result r = Result::done;
     if (!fits) {
-      counters_.wqe_errors++;
-      complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_LOC_QP_OP_ERR);
+      r = fail(qp, FLUSH_LOC_QP_OP_ERR);
     } else if (op != SQ_NOP && int64_t(qp.requests) == qp.fault_at) {
       r = Result::failed;
       enter_error(qp, qp.fault_minor);
@@ -550,8 +523,7 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
     } else if (executable(op)) {
       r = execute(qp, wqe, op);
     } else {
-      counters_.wqe_errors++;
-      complete_sq(qp, op, MSG_ERROR_MAJOR, FLUSH_LOC_QP_OP_ERR);
+      r = fail(qp, FLUSH_LOC_QP_OP_ERR);  // no such operation
     }
     if (r == Result::failed) return Result::done;  // flushed: nothing more runs
     if (r == Result::rnr) {

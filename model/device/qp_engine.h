@@ -113,6 +113,7 @@ class QpEngine {
   // NOP, INV_STAG, FAST_REG_NSMR and BIND_MW: work on this device's own state.
   Result execute_local(QpContext& qp, const uint64_t* wqe, uint8_t op);
   uint16_t fast_register(const uint64_t* wqe);
+  Result fail(QpContext& qp, uint16_t minor);
   // A remote access under the WQE's STag: the extents land in remote_ (0 or a flush code).
   uint16_t remote_extents(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access);
   uint8_t receive_opcode(uint8_t sq_op, bool imm) const;

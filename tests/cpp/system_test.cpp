@@ -153,13 +153,54 @@ TEST(System, DmaToUnmappedMemoryIsReportedNotFatal) {
     for (int i = 0; i < n; i++) {
       if (wc[i].status == ibcore::IB_WC_SUCCESS) continue;
       failures++;
-      // This model's message error (major 2), reason FLUSH_PROT_ERR: not a queue flush.
-      EXPECT_EQ(wc[i].status, ibcore::IB_WC_GENERAL_ERR);
-      EXPECT_EQ(wc[i].vendor_err, 0x00020002u);
+      // The sender's own buffer is unreadable: a protection error moves its QP to error,
+      // and the flush reports the send with it.
+      EXPECT_EQ(wc[i].status, ibcore::IB_WC_LOC_PROT_ERR);
+      EXPECT_EQ(wc[i].vendor_err, 0x00010002u);
+      EXPECT_EQ(wc[i].qp, static_cast<ibcore::ib_qp*>(a.get()));
     }
   });
   EXPECT_GT(sim.link().dma_errors() + sim.device().dma_errors(), 0u);
   EXPECT_EQ(failures, 1) << "the send completes in error once; nothing crashes";
+  EXPECT_EQ(sim.device().qp_engine().counters().qps_in_error, 1u);
+}
+
+// A SEND larger than the receive waiting for it: the responder's receive fails with a
+// length error and the requester's send with a remote invalid request; both QPs move to
+// error (IB semantics for RC).
+TEST(System, ASendTooLargeForItsReceiveFailsBothSides) {
+  Simulation sim(SimConfig{});
+  auto& dev = sim.driver();
+  std::map<uint32_t, std::pair<int, uint32_t>> seen;  // qp -> (status, vendor_err)
+  sim.run_on_host([&] {
+    auto cq = ibcore::ib_alloc_cq(&dev, nullptr, 16, 0, ibcore::IB_POLL_DIRECT);
+    ibcore::ib_qp_init_attr attr;
+    attr.send_cq = attr.recv_cq = cq.get();
+    attr.max_send_wr = attr.max_recv_wr = 4;
+    auto a = dev.create_qp(attr);
+    auto b = dev.create_qp(attr);
+    dev.connect_qp(a.get(), b->qp_num);
+    dev.connect_qp(b.get(), a->qp_num);
+    hal::DmaBuffer buf = dev.hw().dma.alloc_coherent(4096, 64);
+    ibcore::ib_sge small{buf.iova, 16, 0}, large{buf.iova + 1024, 64, 0};
+    ibcore::ib_recv_wr rwr;
+    rwr.sg_list = &small;
+    rwr.num_sge = 1;
+    dev.post_recv(b.get(), &rwr, nullptr);
+    ibcore::ib_send_wr swr;
+    swr.sg_list = &large;
+    swr.num_sge = 1;
+    swr.send_flags = ibcore::IB_SEND_SIGNALED;
+    dev.post_send(a.get(), &swr, nullptr);
+    dev.hw().exec.delay_ns(20000);
+    ibcore::ib_wc wc[4]{};
+    const int n = ibcore::ib_poll_cq(cq.get(), 4, wc);
+    for (int i = 0; i < n; i++) seen[wc[i].qp->qp_num] = {wc[i].status, wc[i].vendor_err};
+    EXPECT_EQ(seen[a->qp_num], std::make_pair(int(ibcore::IB_WC_REM_INV_REQ_ERR), 0x1000Au));
+    EXPECT_EQ(seen[b->qp_num], std::make_pair(int(ibcore::IB_WC_LOC_LEN_ERR), 0x10006u));
+  });
+  EXPECT_EQ(seen.size(), 2u);
+  EXPECT_EQ(sim.device().qp_engine().counters().qps_in_error, 2u);
 }
 
 TEST(System, MsixRaisedByTheDeviceReachesTheHandler) {
