@@ -61,7 +61,13 @@ uint64_t OsExec::now_ns() {
                       .count());
 }
 
-void OsExec::cpu_relax() { __builtin_ia32_pause(); }
+void OsExec::cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
 
 void OsExec::delay_ns(uint64_t ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
 
