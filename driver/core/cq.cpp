@@ -43,9 +43,17 @@ int ib_free_cq(ib_cq* cq) {
     cq->device->warnings.warn("ib_free_cq: pool CQ still has users");
     return -EBUSY;
   }
-  if (cq->device->poll_workers) cq->device->poll_workers->cancel(cq);
+  ib_poll_workers* workers = cq->device->poll_workers;
+  if (workers) workers->cancel(cq);
   const int ret = cq->device->destroy_cq(cq);
-  if (ret) cq->device->warnings.warn("ib_free_cq: driver destroy_cq failed");
+  if (ret) {
+    cq->device->warnings.warn("ib_free_cq: driver destroy_cq failed");
+    // The CQ lives on: polled again at once, for any event that came while it was going.
+    if (workers && cq->poll_ctx != IB_POLL_DIRECT) {
+      workers->enable(cq);
+      workers->schedule(cq);
+    }
+  }
   return ret;
 }
 

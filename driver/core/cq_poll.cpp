@@ -72,6 +72,12 @@ void ib_poll_workers::cancel(ib_cq* cq) {
   }
 }
 
+void ib_poll_workers::enable(ib_cq* cq) {
+  lock_->lock();
+  cq->poll_disabled = false;
+  lock_->unlock();
+}
+
 void ib_poll_workers::request_stop() {
   lock_->lock();
   stopping_ = true;
@@ -114,8 +120,14 @@ void ib_poll_workers::run(worker& w) {
     const bool again = poll(cq);
     lock_->lock();
     cq->poll_running = false;
+    // Queued again in the same breath: once a cancel() sees the poll over, nothing here
+    // touches the CQ.
+    const bool requeue = again && !stopping_ && !cq->poll_disabled && !cq->poll_scheduled;
+    if (requeue) {
+      cq->poll_scheduled = true;
+      w.cqs.push_back(cq);
+    }
     lock_->unlock();
-    if (again) schedule(cq);
   }
 }
 

@@ -40,6 +40,8 @@ class ib_poll_workers {
   // irq_poll_disable / cancel_work_sync, as ib_free_cq does: the CQ is never scheduled
   // again, and a poll of it under way is waited for. Call from a thread of the Exec's.
   void cancel(ib_cq* cq);
+  // Undoes cancel() (the CQ's destroy failed: it lives on).
+  void enable(ib_cq* cq);
   // Stops the workers once their queues are empty and waits until they have returned;
   // schedule() does nothing afterwards. Call from a thread of the Exec's.
   void stop();

@@ -54,7 +54,10 @@ int irdma_device::resize_cq(ib_cq* ibcq, int cqe) {
 
 // __irdma_poll_cq with retired buffers: each is polled before the current one; once the
 // current ring yields a CQE every retired one is done, otherwise those before the last that
-// yielded are. SW_CQ_SELECT counts the buffers freed.
+// yielded are, and (this driver's addition) so are the leading ones found empty: the
+// device wrote its last CQE there before MODIFY_CQ completed, so an empty retired ring stays
+// empty, and keeping it would keep the device's arm rule firing on an idle CQ.
+// SW_CQ_SELECT counts the buffers freed.
 int irdma_device::poll_resized(irdma_cq* cq, int num_entries, ib_wc* wc) {
   int npolled = 0;
   size_t last_buf = 0;  // 1 + the index of the last retired buffer that yielded
@@ -75,10 +78,12 @@ int irdma_device::poll_resized(irdma_cq* cq, int num_entries, ib_wc* wc) {
   const int n = irdma_poll_ring(&cq->sc_cq, num_entries - npolled, wc + npolled);
   if (n < 0) return n;
   npolled += n;
-  const size_t done = moved(cq->sc_cq, head, polarity) ? cq->resize_list.size()
-                      : last_buf                        ? last_buf - 1
-                                                        : 0;
+  size_t done = moved(cq->sc_cq, head, polarity) ? cq->resize_list.size()
+                : last_buf                        ? last_buf - 1
+                                                  : 0;
+  while (done < cq->resize_list.size() && !irdma_uk_cq_has_cqe(&cq->resize_list[done].uk)) done++;
   for (size_t i = 0; i < done; i++) {
+    cq->sc_cq.corrupt_cqes += cq->resize_list.front().uk.corrupt_cqes;
     hw_.dma.free_coherent(cq->resize_list.front().ring);
     cq->resize_list.pop_front();
   }

@@ -34,17 +34,17 @@ uint16_t CeqEngine::destroy(uint32_t ceq_id) {
   return ceqs_.erase(ceq_id) ? 0 : CQP_MINOR_NO_SUCH_OBJECT;
 }
 
-void CeqEngine::notify(uint32_t ceq_id, uint64_t cq_ctx) {
+bool CeqEngine::notify(uint32_t ceq_id, uint64_t cq_ctx) {
   auto it = ceqs_.find(ceq_id);
   if (it == ceqs_.end()) {
     counters_.ceqes_dropped++;
-    return;
+    return false;
   }
   Ceq& q = it->second;
   if (q.unacked == q.entries) {  // full of CEQEs not yet acknowledged: never overwritten
     counters_.ceqes_dropped++;
     trace_.event(time_.now_ps(), "ceqe_dropped").num("ceq", ceq_id).addr("ctx", cq_ctx);
-    return;
+    return false;
   }
   const uint64_t ceqe = (cq_ctx & mask(62, 0)) | uint64_t(q.polarity) << 63;
   dma_.write(q.base + uint64_t(q.tail) * 8, &ceqe, 8);
@@ -56,6 +56,7 @@ void CeqEngine::notify(uint32_t ceq_id, uint64_t cq_ctx) {
   counters_.ceqes++;
   trace_.event(time_.now_ps(), "ceqe").num("ceq", ceq_id).addr("ctx", cq_ctx);
   if (cause_enabled(ceqctl_[ceq_id])) vectors_.event(msix_index(ceqctl_[ceq_id]));
+  return true;
 }
 
 void CeqEngine::ack(uint32_t ceq_id, bool acked) {

@@ -35,7 +35,8 @@ class CeqEngine {
 
   // A completion event of the CQ whose context is `cq_ctx`: a CEQE on CEQ `ceq_id`, then
   // its interrupt.
-  void notify(uint32_t ceq_id, uint64_t cq_ctx);
+  // False when it wrote none (no such CEQ, or a full one).
+  bool notify(uint32_t ceq_id, uint64_t cq_ctx);
   // A CEQE on CEQ `ceq_id` is acknowledged (CQACK), or (`acked` false) its CQ is gone.
   void ack(uint32_t ceq_id, bool acked = true);
   void write_ceqctl(uint32_t ceq_id, uint32_t value);

@@ -39,7 +39,7 @@ bool CqEngine::room(CqContext& cq, uint32_t slots, const CqeFields& fields) {
 bool CqEngine::remove(uint32_t cq_id) {
   auto it = cqs_.find(cq_id);
   if (it == cqs_.end()) return false;
-  if (it->second.event_unacked) ceqs_.ack(it->second.ceq_id, false);
+  for (; it->second.events_unacked; it->second.events_unacked--) ceqs_.ack(it->second.ceq_id, false);
   cqs_.erase(it);
   return true;
 }
@@ -62,8 +62,8 @@ void CqEngine::resize(uint32_t cq_id, uint64_t base, uint32_t size, uint32_t sha
 
 void CqEngine::ack(uint32_t cq_id) {
   auto it = cqs_.find(cq_id);
-  if (it == cqs_.end() || !it->second.event_unacked) return;
-  it->second.event_unacked = false;
+  if (it == cqs_.end() || !it->second.events_unacked) return;
+  it->second.events_unacked--;
   ceqs_.ack(it->second.ceq_id);
 }
 
@@ -97,9 +97,9 @@ bool CqEngine::arm(uint32_t cq_id) {
 void CqEngine::raise_event(CqContext& cq) {
   cq.armed = false;
   if (!cq.ceqe_mask || !cq.ceq_id_valid) return;
+  if (!ceqs_.notify(cq.ceq_id, cq.ctx)) return;
   counters_.events++;
-  cq.event_unacked = true;
-  ceqs_.notify(cq.ceq_id, cq.ctx);
+  cq.events_unacked++;
 }
 
 const CqContext* CqEngine::find(uint32_t cq_id) const {

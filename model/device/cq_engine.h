@@ -34,7 +34,7 @@ struct CqContext {
   bool armed = false;
   bool solicited_only = false;
   int arm_seq = -1;            // ARM_SEQ_NUM of the arm last taken
-  bool event_unacked = false;  // its CEQE awaits CQACK
+  uint32_t events_unacked = 0;  // its CEQEs awaiting CQACK (a promotion can make two)
   // Overflow checking (CHKOVERFLOW): the driver's head as last read from shadow qword0;
   // once a completion found the ring full the CQ is in error and writes nothing more.
   uint32_t head_seen = 0;

@@ -194,7 +194,7 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
       case Receive::posted: break;
       case Receive::none: return Result::rnr;
       case Receive::unreadable:  // the responder cannot read its own RQ
-        enter_error(peer, FLUSH_LOC_QP_OP_ERR);
+        enter_error(peer, true, true, FLUSH_GENERAL_ERR, FLUSH_LOC_QP_OP_ERR);
         return fail(qp, FLUSH_REM_OP_ERR);
     }
   }
@@ -203,10 +203,11 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
   const uint64_t capacity = send ? receive.bytes() : total;
   time_.cycles(cfg_.cycles.execute);
 
-  if (total > kMaxMessage || total > capacity) {  // the receive is too small for it
-    enter_error(peer, FLUSH_LOC_LEN_ERR);
+  if (send && total > capacity) {  // the receive is too small for it
+    enter_error(peer, true, true, FLUSH_GENERAL_ERR, FLUSH_LOC_LEN_ERR);
     return fail(qp, FLUSH_REM_INV_REQ_ERR);
   }
+  if (total > kMaxMessage) return fail(qp, FLUSH_LOC_LEN_ERR);  // longer than RoCE allows
   if (send) {
     remote_.assign(receive.begin(), receive.end());
   } else if (uint16_t err = remote_extents(uint32_t(get(wqe[3], 31, 0)), wqe[2], total,

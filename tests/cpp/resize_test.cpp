@@ -125,8 +125,9 @@ TEST(Resize, DestroyingAQpCleansTheRetiredRings) {
   c.a.reset();
   c.b.reset();
   EXPECT_EQ(c.drain(), 0);
-  EXPECT_EQ(c.cq->resize_list[0].uk.corrupt_cqes, 0u) << "skipped as a destroyed QP's, not as corrupt";
-  EXPECT_EQ(c.cq->resize_list.size(), 1u) << "the last retired ring that yielded stays until the current one does";
+  EXPECT_EQ(c.cq->sc_cq.corrupt_cqes, 0u) << "skipped as a destroyed QP's, not as corrupt";
+  EXPECT_TRUE(c.cq->resize_list.empty()) << "drained: freed, though the current ring yielded nothing";
+  EXPECT_EQ(sw_cq_select(c.cq), 1u);
 }
 
 }  // namespace
