@@ -509,7 +509,6 @@ void Workload::post_failed(const char* verb, int ret) {
 
 void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
   counters_.completions++;
-  completed_->signal();
   if (wc.status < counters_.by_status.size()) counters_.by_status[wc.status]++;
   // The kernel has no ib_wc opcode for a BIND_MW or a signaled NOP: they complete as
   // IB_WC_GENERAL_ERR, flushed or not; before the QP broke, that was a success.
@@ -539,6 +538,21 @@ void Workload::on_send_done(ib_cq* cq, ib_wc* wc) {
   wl.completed(cq, ctx, copy);
   wl.sb_.check_send(q.index, copy, wc->status != IB_WC_SUCCESS || wl.moved_right(q, ctx));
   q.sends_done = ctx.seq + 1;  // it retires every unsignaled WR before it
+  wl.wake_poster(q);
+}
+
+// The posting thread is woken only when it has something to do: a batch fits in the QP's
+// SQ, the QP broke or needs a resize, a UD peer may have credit, or the run is over. Each
+// wake is a context switch of the simulator's.
+void Workload::wake_poster(const Qp& q) {
+  const TrafficSpec& t = sc_.traffic;
+  const uint64_t left = q.sends_total - q.sends_posted;
+  const bool batch_fits = left && q.bq &&
+                          q.bq->sq_depth() - (q.sends_posted - q.sends_done) >=
+                              std::min<uint64_t>({t.batch, q.bq->sq_depth(), left});
+  const bool resize_due = q.own_cq && t.resize_every && q.completions - q.resized_at >= t.resize_every;
+  if (batch_fits || resize_due || q.broken || q.cq_error || q.ud || q.peer->ud || finished())
+    completed_->signal();
 }
 
 // After a successful SQ completion: an RDMA WRITE's data is at the peer, a READ's is here,
@@ -595,6 +609,7 @@ void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {
   }
   wl.sb_.check_recv(q.index, copy, payload_ok);
   if (q.recvs_posted < q.recvs_total && !q.torn_down) wl.post_recv(q);
+  wl.wake_poster(q);
 }
 
 // Under traffic: a QP with a CQ of its own resizes it after every traffic.resize_every of

@@ -65,6 +65,7 @@ class Workload {
   int maybe_resize(Qp& q);
   int tear_down_pair(Qp& q);
   void cq_error(const ibcore::ib_event& ev);
+  void wake_poster(const Qp& q);
   void traffic();
   void teardown();
   int post_sends(Qp& qp);
