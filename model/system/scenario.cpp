@@ -164,6 +164,9 @@ Scenario load_scenario(const std::string& path) {
     p.allow({"name", "type", "cq_vector", "sq_depth", "rq_depth", "ops", "poll_ctx", "cq", "cq_entries"});
     QpPairSpec q;
     q.name = p.str("name", "pair" + std::to_string(sc.pairs.size()));
+    // Faults and reports name pairs: a name must say which one.
+    for (const QpPairSpec& other : sc.pairs)
+      if (other.name == q.name) p.fail("key 'name': two QP pairs are named '" + q.name + "'");
     q.cq_vector = int(p.i64("cq_vector", q.cq_vector, -1, 1023));
     q.sq_depth = p.u32("sq_depth", q.sq_depth, 1, 4096);
     q.rq_depth = p.u32("rq_depth", q.rq_depth, 1, 4096);

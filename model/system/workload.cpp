@@ -170,7 +170,12 @@ bool Workload::setup() {
       auto cq = q->own_cq ? ib_alloc_cq(&dev_, nullptr, int(q->nr_cqe), unsigned(std::max(pair.cq_vector, 0)), ctx)
                           : ib_cq_pool_get(&dev_, q->nr_cqe, pair.cq_vector, ctx);
       if (cq.is_err()) {
-        sb_.record("setup", false, pair.name + ": allocating a CQ failed, errno " + std::to_string(-cq.err()));
+        sb_.record("setup", false,
+                   pair.name + ": allocating a CQ of " + std::to_string(q->nr_cqe) + " entries (" +
+                       (pair.cq_entries ? "cq_entries" : "sq_depth + rq_depth") + ") on vector " +
+                       std::to_string(pair.cq_vector) + " failed, errno " + std::to_string(-cq.err()) +
+                       "; the device caps CQs at config.device.max_cqe = " +
+                       std::to_string(sim_.config().device.max_cqe));
         return false;
       }
       q->cq = cq.get();

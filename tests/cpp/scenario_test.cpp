@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <iterator>
+#include <random>
+#include <vector>
 #include <fstream>
 #include <string>
 
@@ -177,6 +181,10 @@ TEST(Scenario, StructuralErrors) {
   EXPECT_NE(error_of("qp_pairs:\n  - name: p\n").find("'name' is required"), std::string::npos);
   EXPECT_NE(error_of("name: t\n").find("at least one pair"), std::string::npos);
   EXPECT_NE(error_of("name: t\nqp_pairs: 3\n").find("must be a list"), std::string::npos);
+  EXPECT_NE(error_of("name: t\nqp_pairs:\n  - name: a\n  - name: a\n").find(":4:5: key 'name': two QP pairs are named 'a'"),
+            std::string::npos);
+  EXPECT_NE(error_of("name: t\nqp_pairs:\n  - name: pair1\n  - sq_depth: 8\n").find("named 'pair1'"),
+            std::string::npos) << "a default name collides too";
   EXPECT_NE(error_of("- a\n- b\n").find("must be a mapping"), std::string::npos);
   const std::string syntax = error_of("name: [unclosed\n");
   EXPECT_NE(syntax.find("YAML syntax error"), std::string::npos) << syntax;
@@ -190,6 +198,50 @@ TEST(Scenario, MissingFile) {
   } catch (const ScenarioError& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/x.yaml: cannot read"), std::string::npos);
   }
+}
+
+// Mutants of every shipped scenario: a value replaced by something hostile, a line dropped
+// or repeated. Each must load or fail with a ScenarioError naming the file; any other
+// exception (or a crash) is a bug in the loader.
+TEST(Scenario, MutantsOfTheShippedScenariosLoadOrFailNamingTheFile) {
+  static const char* const kHostile[] = {
+      "-1", "0", "1", "4294967296", "18446744073709551616", "-9223372036854775809", "1e30", "nan",
+      "1.5", "abc", "''", "~", "[]", "{}", "[1, [2]]", "{a: 1}", "!!binary aGk=", "*nope", "&a x",
+      "\"\\x00\"", "0x7fffffff", "yes"};
+  std::mt19937 rng(7);
+  size_t loaded = 0, refused = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(IRDMA_SIM_SOURCE_DIR "/scenarios")) {
+    std::ifstream in(entry.path());
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    for (int m = 0; m < 120; m++) {
+      std::vector<std::string> mutant = lines;
+      const size_t at = rng() % lines.size();
+      const size_t colon = mutant[at].find(": ");
+      switch (rng() % 4) {
+        case 0: mutant.erase(mutant.begin() + long(at)); break;
+        case 1: mutant.insert(mutant.begin() + long(at), mutant[at]); break;
+        default:
+          if (colon == std::string::npos) continue;
+          mutant[at] = mutant[at].substr(0, colon + 2) + kHostile[rng() % std::size(kHostile)];
+      }
+      std::string text;
+      for (const std::string& l : mutant) text += l + "\n";
+      const std::string path = write_temp("mutant.yaml", text);
+      try {
+        load_scenario(path);
+        loaded++;
+      } catch (const ScenarioError& e) {
+        refused++;
+        EXPECT_EQ(std::string(e.what()).rfind(path, 0), 0u) << e.what() << "\n" << text;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "not a ScenarioError: " << e.what() << "\n" << text;
+      }
+    }
+  }
+  std::printf("mutants: %zu loaded, %zu refused\n", loaded, refused);
+  EXPECT_GT(refused, 500u);
+  EXPECT_GT(loaded, 100u) << "some mutants are harmless: a fuzz that refuses all is too blunt";
 }
 
 }  // namespace

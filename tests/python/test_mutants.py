@@ -1,0 +1,54 @@
+"""Mutants of the shipped scenarios, run end to end: a value replaced by something hostile
+(sizes at and past their limits, wrong types), a line dropped or repeated. Each run must end
+in a report, passed or failed with every failure explained, or in a scenario error that
+names the file; never in a crash, a hang or silence."""
+
+import random
+import re
+
+import pytest
+
+import irdma_sim
+from conftest import SOURCE
+from irdma_sim.runner import RunFailed
+
+HOSTILE = ["-1", "0", "1", "2", "3", "7", "4095", "4096", "4097", "65535", "abc", "1.5", "~", "[]", "{}",
+           "4294967296", "18446744073709551616", "true"]
+SCENARIOS = ["smoke", "rdma_ops", "gen3", "ud", "opcodes", "opcodes_gen3", "errors_flush", "events",
+             "resize", "overflow", "teardown"]
+
+
+def mutants(source_dir, per_scenario=6, seed=11):
+    rng = random.Random(seed)
+    for name in SCENARIOS:
+        lines = (source_dir / "scenarios" / f"{name}.yaml").read_text().split("\n")
+        made = 0
+        while made < per_scenario:
+            mutant = list(lines)
+            at = rng.randrange(len(lines))
+            kind = rng.randrange(4)
+            if kind == 0:
+                del mutant[at]
+            elif kind == 1:
+                mutant.insert(at, mutant[at])
+            else:
+                colon = mutant[at].find(": ")
+                if colon < 0:
+                    continue
+                mutant[at] = mutant[at][:colon + 2] + rng.choice(HOSTILE)
+            made += 1
+            yield f"{name}_{made}", "\n".join(mutant)
+
+
+@pytest.mark.parametrize("label,text", list(mutants(SOURCE)))
+def test_mutant_ends_in_a_report_or_a_named_error(label, text, tmp_path):
+    path = tmp_path / f"{label}.yaml"
+    path.write_text(text)
+    try:
+        report = irdma_sim.run(str(path), tmp_path / "out", trace=False, timeout=120)
+    except RunFailed as e:
+        assert e.returncode == 2, f"exit status {e.returncode}: {e.stderr}"
+        assert re.search(re.escape(str(path)) + r":\d+:\d+: ", e.stderr), e.stderr
+        return
+    for check in report["checks"]:
+        assert check["passed"] or check["detail"], f"{check['name']} failed without saying why"
