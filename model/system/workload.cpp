@@ -746,7 +746,7 @@ void Workload::teardown() {
   for (ib_cq* cq : cqs_) left += uint64_t(ib_process_cq_direct(cq, -1));  // what a stall left
   sb_.record("no_completion_left_in_rings", left == 0,
              left ? std::to_string(left) + " completion(s) were still in the rings" : "all rings drained");
-  uint64_t corrupt = 0;
+  uint64_t& corrupt = counters_.corrupt_cqes;
   for (ib_cq* cq : cqs_) {
     corrupt += static_cast<irdma::irdma_cq*>(cq)->sc_cq.corrupt_cqes;
     counters_.retired_ring_completions += static_cast<irdma::irdma_cq*>(cq)->retired_polled;

@@ -21,7 +21,8 @@ def cmd_run(args):
         print(f"irdma-sim: {e}", file=sys.stderr)
         return 2
     print(summary(report))
-    print(f"outputs    {out}/report.json, trace.jsonl, completions.jsonl")
+    files = ["report.json"] + (["trace.jsonl"] if not args.no_trace else []) + ["completions.jsonl"]
+    print(f"outputs    {out}/{', '.join(files)}")
     return 0 if report["passed"] else 1
 
 

@@ -12,7 +12,8 @@ class RunFailed(RuntimeError):
     """A scenario could not run: malformed file, or the simulation itself failed."""
 
     def __init__(self, scenario, returncode, stderr):
-        super().__init__(f"{scenario}: {stderr.strip() or f'exit status {returncode}'}")
+        # A scenario error already names the file (and the line).
+        super().__init__(stderr.strip() or f"{scenario}: exit status {returncode}")
         self.scenario = scenario
         self.returncode = returncode
         self.stderr = stderr

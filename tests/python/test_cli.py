@@ -35,6 +35,8 @@ def test_outputs_follow_the_contract(scenario, tmp_path):
     report = irdma_sim.run(scenario("smoke.yaml"), tmp_path)
     for key in ("scenario", "seed", "sim_time_ps", "wall_time_s", "counts", "checks"):
         assert key in report
+    for key in ("corrupt_cqes", "ud_dropped", "ceqes_dropped"):
+        assert report["counts"][key] == 0
     times = []
     with open(tmp_path / "trace.jsonl") as f:
         for line in f:
@@ -140,6 +142,7 @@ def test_malformed_scenario_is_named_with_its_line_and_key(tmp_path):
     proc = cli("run", str(bad), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2
     assert f"{bad}:4:" in proc.stderr and "qp_pairs[0].sq_dept" in proc.stderr
+    assert proc.stderr.count(str(bad)) == 1, "the file is named once: " + proc.stderr
     assert not (tmp_path / "out" / "report.json").exists()
     with pytest.raises(irdma_sim.RunFailed, match="sq_dept"):
         irdma_sim.run(bad, tmp_path / "out2")
@@ -177,6 +180,8 @@ def test_no_trace_skips_only_the_trace(scenario, tmp_path):
     assert report["passed"]
     assert not (tmp_path / "trace.jsonl").exists()
     assert (tmp_path / "completions.jsonl").stat().st_size > 0
+    proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path / "cli"), "--no-trace")
+    assert proc.returncode == 0 and "report.json, completions.jsonl" in proc.stdout, proc.stdout
 
 
 def test_every_shipped_scenario_is_valid(source_dir):
