@@ -1,7 +1,8 @@
 // The device engine's notion of time: cycles on its clock, accumulated ahead of the
 // SystemC kernel (TLM-2.0 temporal decoupling) and synchronised where it matters.
-//  - accurate: the engine catches up with the kernel before every DMA read, so it reads
-//    host memory at the right simulated time; its posted writes are timed by the link.
+//  - accurate: the engine catches up with the kernel before every DMA read (when anything
+//    else could run meanwhile), so it reads host memory at the right simulated time; its
+//    posted writes are timed by the link.
 //  - loose: the engine syncs only when it is a quantum ahead.
 #pragma once
 
@@ -32,9 +33,17 @@ class EngineTime {
     qk_.set(t);
     if (!accurate_ && qk_.need_sync()) qk_.sync();
   }
-  // Before the engine observes host memory or lets the host observe its state.
+  // Before the engine observes host memory or lets the host observe its state. The wait is
+  // skipped when no other process can run before the engine's local time (nothing runnable
+  // now, nothing scheduled until after it): the world the engine would wake to is the one
+  // it sees now, so what it reads and shows is the same, at the cost of no context switch.
   void catch_up() {
-    if (accurate_) qk_.sync();
+    if (!accurate_) return;
+    const sc_core::sc_time& ahead = qk_.get_local_time();
+    if (ahead == sc_core::SC_ZERO_TIME) return;
+    if (!sc_core::sc_pending_activity_at_current_time() && sc_core::sc_time_to_pending_activity() > ahead)
+      return;
+    qk_.sync();
   }
   void sync() { qk_.sync(); }
   // Sleeps until `ev` or the absolute time `until_ps` (0: no limit) without catching up
