@@ -34,16 +34,12 @@ class EngineTime {
     if (!accurate_ && qk_.need_sync()) qk_.sync();
   }
   // Before the engine observes host memory or lets the host observe its state. The wait is
-  // skipped when no other process can run before the engine's local time (nothing runnable
-  // now, nothing scheduled until after it): the world the engine would wake to is the one
-  // it sees now, so what it reads and shows is the same, at the cost of no context switch.
+  // skipped when the engine is alone until its local time: the world it would wake to is
+  // the one it sees now, so what it reads and shows is the same, without a context switch.
   void catch_up() {
     if (!accurate_) return;
     const sc_core::sc_time& ahead = qk_.get_local_time();
-    if (ahead == sc_core::SC_ZERO_TIME) return;
-    if (!sc_core::sc_pending_activity_at_current_time() && sc_core::sc_time_to_pending_activity() > ahead)
-      return;
-    qk_.sync();
+    if (ahead != sc_core::SC_ZERO_TIME && !alone_for(ahead)) qk_.sync();
   }
   void sync() { qk_.sync(); }
   // Sleeps until `ev` or the absolute time `until_ps` (0: no limit) without catching up
@@ -58,6 +54,11 @@ class EngineTime {
       sc_core::wait(ev);
     const uint64_t woke = sc_core::sc_time_stamp().value();
     qk_.set(sc_core::sc_time::from_value(at > woke ? at - woke : 0));
+  }
+  // No other process can run within `d` of the kernel's time: none is runnable now and
+  // nothing is scheduled until after it.
+  static bool alone_for(const sc_core::sc_time& d) {
+    return !sc_core::sc_pending_activity_at_current_time() && sc_core::sc_time_to_pending_activity() > d;
   }
   uint64_t now_ps() const { return (sc_core::sc_time_stamp() + qk_.get_local_time()).value(); }
   const sc_core::sc_time& period() const { return period_; }

@@ -111,7 +111,7 @@ void IrdmaDevice::write_reg(uint64_t off, uint32_t value, uint64_t due_ps) {
     case PBLE_BASE_LO: pble_base_ = (pble_base_ & ~0xFFFFFFFFull) | value; return;
     case PBLE_BASE_HI: pble_base_ = (pble_base_ & 0xFFFFFFFFull) | uint64_t(value) << 32; return;
     case PBLE_COUNT: qp_.set_pble_pool(pble_base_, value); return;
-    case WQEALLOC: queue(WorkKind::sq_doorbell, value & 0x3FFFF, due_ps); return;
+    case WQEALLOC: queue_sq(WorkKind::sq_doorbell, value & 0x3FFFF, due_ps); return;
     case CQARM:
       counters_.cq_arms++;
       control(WorkKind::cq_arm, value, due_ps);
@@ -148,6 +148,13 @@ void IrdmaDevice::queue(WorkKind kind, uint64_t arg, uint64_t due_ps) {
 
 void IrdmaDevice::schedule_msix(unsigned vector) {
   queue(WorkKind::msix, vector, sc_core::sc_time_stamp().value());
+}
+
+// A QP's SQ is queued for service once per kind: a doorbell finds every WQE posted by the
+// time it runs, and an SQ waiting out an RNR has one retry timer. Queuing each doorbell
+// and each stalled run separately would let retries pile up faster than they run.
+void IrdmaDevice::queue_sq(WorkKind kind, uint64_t qp_id, uint64_t due_ps) {
+  if (sq_queued_.insert({qp_id, kind}).second) queue(kind, qp_id, due_ps);
 }
 
 void IrdmaDevice::raise_msix(unsigned vector) {
@@ -201,13 +208,15 @@ void IrdmaDevice::run(const Work& w) {
     case WorkKind::cqp_stop: cqp_.stop(); break;
     case WorkKind::cqp_doorbell: cqp_.doorbell(uint32_t(w.arg)); break;
     case WorkKind::sq_retry:
+      sq_queued_.erase({w.arg, w.kind});
       // The device's own retry after RNR: the QP may have been destroyed meanwhile.
       if (!qp_.exists(uint32_t(w.arg))) break;
       [[fallthrough]];
     case WorkKind::sq_doorbell:
+      if (w.kind == WorkKind::sq_doorbell) sq_queued_.erase({w.arg, w.kind});
       if (qp_.process_sq(uint32_t(w.arg)) == QpEngine::Result::rnr)
-        queue(WorkKind::sq_retry, w.arg,
-              time_.now_ps() + (time_.period() * double(cfg_.rnr_retry_cycles)).value());
+        queue_sq(WorkKind::sq_retry, w.arg,
+                 time_.now_ps() + (time_.period() * double(cfg_.rnr_retry_cycles)).value());
       break;
     case WorkKind::msix: raise_msix(unsigned(w.arg)); break;
     case WorkKind::cq_arm:

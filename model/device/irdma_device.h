@@ -7,6 +7,8 @@
 #include <memory>
 #include <deque>
 #include <queue>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include <systemc>
@@ -92,6 +94,7 @@ class IrdmaDevice : public sc_core::sc_module {
   uint32_t read_reg(uint64_t offset);
   void write_reg(uint64_t offset, uint32_t value, uint64_t due_ps);
   void queue(WorkKind kind, uint64_t arg, uint64_t due_ps);
+  void queue_sq(WorkKind kind, uint64_t qp_id, uint64_t due_ps);
   // Arms, acknowledgements and interrupt enables: served in arrival order as soon as they
   // are due, between the SQ engine's WQEs too, as a block of their own would.
   void control(WorkKind kind, uint64_t arg, uint64_t due_ps);
@@ -113,6 +116,7 @@ class IrdmaDevice : public sc_core::sc_module {
   CqpEngine cqp_;
   std::priority_queue<Work, std::vector<Work>, std::greater<Work>> work_;
   std::deque<Work> control_;
+  std::set<std::pair<uint64_t, WorkKind>> sq_queued_;  // (QP, sq_doorbell or sq_retry) in work_
   uint64_t work_seq_ = 0;
   sc_core::sc_event work_ev_;
   uint32_t ccqp_high_ = 0;

@@ -59,6 +59,12 @@ const HostMemory::Region* HostMemory::find(uint64_t iova, size_t len) {
   return last_;
 }
 
+void HostMemory::wait_for_write(const sc_core::sc_time& timeout) {
+  watchers_++;
+  sc_core::wait(timeout, written_);
+  watchers_--;
+}
+
 uint8_t* HostMemory::cpu_ptr(uint64_t iova, size_t len) {
   const Region* r = find(iova, len);
   return r ? r->cpu + (iova - r->iova) : nullptr;
@@ -90,7 +96,7 @@ void HostMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&)
     access_errors_++;
     return;
   }
-  if (trans.is_write()) written_.notify(sc_core::SC_ZERO_TIME);
+  if (trans.is_write() && watchers_) written_.notify(sc_core::SC_ZERO_TIME);
   trans.set_dmi_allowed(true);
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }

@@ -32,9 +32,11 @@ class HostMemory : public sc_core::sc_module {
   // The CPU pointer for [iova, iova + len), or null if that range is not mapped.
   uint8_t* cpu_ptr(uint64_t iova, size_t len);
 
-  // Notified (in the next delta) whenever the device writes host memory: what a CPU
-  // spinning on memory can notice.
-  const sc_core::sc_event& written() const { return written_; }
+  // Sleeps the calling thread until the device next writes host memory (woken in the delta
+  // after the write: what a CPU spinning on memory can notice) or `timeout` passes. Writes
+  // notify only while a thread sleeps here: an event nobody waits for still costs the
+  // scheduler a delta cycle.
+  void wait_for_write(const sc_core::sc_time& timeout);
   uint64_t mapped_bytes() const { return mapped_bytes_; }
   uint64_t access_errors() const { return access_errors_; }
 
@@ -45,6 +47,7 @@ class HostMemory : public sc_core::sc_module {
   const Region* find(uint64_t iova, size_t len);
 
   sc_core::sc_event written_;
+  unsigned watchers_ = 0;
   std::map<uint64_t, Region> regions_;
   const Region* last_ = nullptr;  // DMA tends to hit one region many times in a row
   std::map<uint64_t, std::unique_ptr<uint8_t[]>> storage_;

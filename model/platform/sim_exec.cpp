@@ -8,14 +8,20 @@ using sc_core::SC_NS;
 
 namespace {
 
+// Both notify only when a thread waits: a notification nobody waits for still costs the
+// scheduler a delta cycle (and keeps the device from running ahead, see EngineTime).
 class SimEvent final : public hal::Event {
  public:
   void signal() override {
     pending_ = true;
-    ev_.notify(sc_core::SC_ZERO_TIME);
+    if (waiters_) ev_.notify(sc_core::SC_ZERO_TIME);
   }
   void wait() override {
-    while (!pending_) sc_core::wait(ev_);
+    while (!pending_) {
+      waiters_++;
+      sc_core::wait(ev_);
+      waiters_--;
+    }
     pending_ = false;
   }
   bool wait_for(uint64_t timeout_ns) override {
@@ -23,7 +29,9 @@ class SimEvent final : public hal::Event {
     while (!pending_) {
       const sc_time now = sc_core::sc_time_stamp();
       if (now >= deadline) return false;
+      waiters_++;
       sc_core::wait(deadline - now, ev_);
+      waiters_--;
     }
     pending_ = false;
     return true;
@@ -32,6 +40,7 @@ class SimEvent final : public hal::Event {
  private:
   sc_core::sc_event ev_;
   bool pending_ = false;
+  unsigned waiters_ = 0;
 };
 
 // Threads of one simulated host interleave only where they wait, so the lock only has to
@@ -39,17 +48,22 @@ class SimEvent final : public hal::Event {
 class SimLock final : public hal::Lock {
  public:
   void lock() override {
-    while (held_) sc_core::wait(released_);
+    while (held_) {
+      waiters_++;
+      sc_core::wait(released_);
+      waiters_--;
+    }
     held_ = true;
   }
   void unlock() override {
     held_ = false;
-    released_.notify(sc_core::SC_ZERO_TIME);
+    if (waiters_) released_.notify(sc_core::SC_ZERO_TIME);
   }
 
  private:
   sc_core::sc_event released_;
   bool held_ = false;
+  unsigned waiters_ = 0;
 };
 
 }  // namespace
@@ -57,7 +71,7 @@ class SimLock final : public hal::Lock {
 uint64_t SimExec::now_ns() { return uint64_t(sc_core::sc_time_stamp().to_seconds() * 1e9); }
 
 void SimExec::cpu_relax() {
-  sc_core::wait(sc_time(cfg_.relax_timeout_ns, SC_NS), memory_written_);
+  memory_.wait_for_write(sc_time(cfg_.relax_timeout_ns, SC_NS));
 }
 
 void SimExec::delay_ns(uint64_t ns) { sc_core::wait(sc_time(double(ns), SC_NS)); }

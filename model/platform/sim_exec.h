@@ -12,6 +12,7 @@
 #include <systemc>
 
 #include "driver/hal/exec.h"
+#include "model/platform/host_memory.h"
 
 namespace irdma_sim::platform {
 
@@ -23,8 +24,7 @@ struct HostConfig {
 
 class SimExec final : public hal::Exec {
  public:
-  SimExec(const HostConfig& cfg, const sc_core::sc_event& memory_written)
-      : cfg_(cfg), memory_written_(memory_written) {}
+  SimExec(const HostConfig& cfg, HostMemory& memory) : cfg_(cfg), memory_(memory) {}
 
   uint64_t now_ns() override;
   void cpu_relax() override;
@@ -36,7 +36,7 @@ class SimExec final : public hal::Exec {
 
  private:
   HostConfig cfg_;
-  const sc_core::sc_event& memory_written_;
+  HostMemory& memory_;
 };
 
 }  // namespace irdma_sim::platform

@@ -88,7 +88,7 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
   device_ = std::make_unique<device::IrdmaDevice>("irdma", cfg.device, quantum, trace_,
                                                   make_formatter(cfg.device.formatter));
   mmio_ = std::make_unique<platform::SimMmio>("host_mmio");
-  exec_ = std::make_unique<platform::SimExec>(cfg.host, memory_->written());
+  exec_ = std::make_unique<platform::SimExec>(cfg.host, *memory_);
   dma_ = std::make_unique<platform::SimDma>(*memory_);
   irq_ = std::make_unique<platform::SimInterrupts>("host_irq", *mmio_, device::regs::MSIX_TABLE,
                                                    cfg.device.msix_vectors());

@@ -86,6 +86,24 @@ TEST(System, SendWithoutAReceiveWaitsForOne) {
   EXPECT_EQ(s.poll(cq, 4).size(), 2u);
 }
 
+// Every post rings the doorbell, and each doorbell that finds the peer's RQ empty stalls.
+// The SQ waits out the RNR with one retry timer: eight doorbells must not become eight
+// retry chains (they once did, and under moderated interrupts the retries outran the
+// device, holding interrupts back by half a millisecond).
+TEST(System, DoorbellsOnAnRnrStalledSqShareOneRetryTimer) {
+  PairSession p;
+  auto& [s, cq, a, b] = p;
+  for (int i = 0; i < 8; i++) s.post_send(a, "x", std::nullopt, true, false);
+  const uint64_t retry_ns = 2000 * 2;  // rnr_retry_cycles at 500 MHz
+  s.run_for_ns(100 * retry_ns);
+  const uint64_t stalls = s.counters().at("rnr_stalls");
+  EXPECT_GE(stalls, 60u);  // each retry also spends time reading the RQ and the SQ
+  EXPECT_LE(stalls, 110u) << "one retry every " << retry_ns << " ns, whatever the doorbells";
+  for (int i = 0; i < 8; i++) s.post_recv(b);
+  s.run_for_ns(20 * retry_ns);
+  EXPECT_EQ(s.poll(cq, 32).size(), 16u);
+}
+
 // GEN_2: one flush CQE per queue, expanded by the driver (GEN_3 is covered by pytest: one
 // elaboration per process).
 TEST(System, InjectedFaultFlushesBothQueuesThroughTheDriver) {
