@@ -33,7 +33,8 @@ bool HostMemory::free(uint64_t iova) {
   auto it = regions_.find(iova);
   if (it == regions_.end()) return false;
   const Region r = it->second;
-  if (last_ == &it->second) last_ = nullptr;
+  for (const Region*& r : by_page_)
+    if (r == &it->second) r = nullptr;
   regions_.erase(it);
   storage_.erase(iova);
   mapped_bytes_ -= r.size;
@@ -50,13 +51,14 @@ bool covers(const HostMemory::Region& r, uint64_t iova, size_t len) {
 }  // namespace
 
 const HostMemory::Region* HostMemory::find(uint64_t iova, size_t len) {
-  if (last_ && covers(*last_, iova, len)) return last_;
+  const Region*& slot = by_page_[(iova / kPage) % by_page_.size()];
+  if (slot && covers(*slot, iova, len)) return slot;
   auto it = regions_.upper_bound(iova);
   if (it == regions_.begin()) return nullptr;
   --it;
   if (!covers(it->second, iova, len)) return nullptr;
-  last_ = &it->second;
-  return last_;
+  slot = &it->second;
+  return slot;
 }
 
 void HostMemory::wait_for_write(const sc_core::sc_time& timeout) {

@@ -3,6 +3,7 @@
 // error instead of touching anything, so a device bug shows up as an error, not a crash.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -49,7 +50,9 @@ class HostMemory : public sc_core::sc_module {
   sc_core::sc_event written_;
   unsigned watchers_ = 0;
   std::map<uint64_t, Region> regions_;
-  const Region* last_ = nullptr;  // DMA tends to hit one region many times in a row
+  // The region last found in each of 256 page slots: a message touches several regions
+  // (WQE rings, buffers, CQ and CEQ rings) over and over, each found here in a few loads.
+  std::array<const Region*, 256> by_page_{};
   std::map<uint64_t, std::unique_ptr<uint8_t[]>> storage_;
   uint64_t next_iova_ = 0x1'0000'0000ull;
   uint64_t mapped_bytes_ = 0;

@@ -1,8 +1,9 @@
 // Figures that elaborate SystemC, one elaboration per process:
-//   irdma-sim-bench e2e approximate|loose [SENDS_PER_QP] [MAX_BYTES]
+//   irdma-sim-bench e2e approximate|loose [SENDS_PER_QP] [MAX_BYTES] [CEQ_ITR_US]
 //     the smoke scenario's topology with tracing off: completions per wall-clock second
 //     (device writes, driver polls, scoreboard checks, payloads compared). Messages are
-//     1..MAX_BYTES (default 64): the figure is about completions, not bytes.
+//     1..MAX_BYTES (default 64): the figure is about completions, not bytes. CEQ_ITR_US
+//     (default 0) moderates interrupts, as a NIC under steady load is run.
 //   irdma-sim-bench model approximate|loose [CQES]
 //     the device's CQ engine alone writing CQEs (a quarter extended) into host memory
 //     through the PCIe link: CQEs per wall-clock second.
@@ -36,12 +37,13 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-int e2e(bool loose, uint32_t sends, uint32_t max_bytes) {
+int e2e(bool loose, uint32_t sends, uint32_t max_bytes, uint32_t itr_us) {
   system::Scenario sc = system::load_scenario(IRDMA_SIM_SOURCE_DIR "/scenarios/smoke.yaml");
   sc.config.sync = loose ? system::SyncMode::loose : system::SyncMode::approximate;
   sc.traffic.sends_per_qp = sends;
   sc.traffic.max_bytes = max_bytes;
   sc.traffic.min_bytes = std::min(sc.traffic.min_bytes, max_bytes);
+  sc.config.device.ceq_itr_us = itr_us;
 
   system::Simulation sim(sc.config);
   system::CompletionLog no_log;
@@ -56,10 +58,10 @@ int e2e(bool loose, uint32_t sends, uint32_t max_bytes) {
   // Completions arrive by interrupt: how many, and how many completions each brought.
   const uint64_t irqs = sim.driver().event_counters().interrupts;
   const double sim_s = sim.now_ps() / 1e12;
-  std::printf("e2e %-11s completions=%llu wall_s=%.3f completions_per_second=%.0f sim_us=%.1f "
+  std::printf("e2e %-11s itr_us=%u completions=%llu wall_s=%.3f completions_per_second=%.0f sim_us=%.1f "
               "interrupts=%llu interrupts_per_sim_second=%.0f interrupts_per_wall_second=%.0f "
               "completions_per_interrupt=%.2f idle_waits=%llu doorbells=%llu checks=%s\n",
-              loose ? "loose" : "approximate", (unsigned long long)n, wall, double(n) / wall,
+              loose ? "loose" : "approximate", itr_us, (unsigned long long)n, wall, double(n) / wall,
               sim.now_ps() / 1e6, (unsigned long long)irqs, double(irqs) / sim_s, double(irqs) / wall,
               irqs ? double(n) / double(irqs) : 0.0, (unsigned long long)wl.counters().idle_polls,
               (unsigned long long)wl.counters().doorbells, passed ? "passed" : "FAILED");
@@ -140,13 +142,13 @@ int sc_main(int argc, char** argv) {
   const bool model_mode = argc >= 3 && std::strcmp(argv[1], "model") == 0;
   if (!e2e_mode && !model_mode) {
     std::fprintf(stderr,
-                 "usage: irdma-sim-bench e2e approximate|loose [SENDS_PER_QP] [MAX_BYTES]\n"
+                 "usage: irdma-sim-bench e2e approximate|loose [SENDS_PER_QP] [MAX_BYTES] [CEQ_ITR_US]\n"
                  "       irdma-sim-bench model approximate|loose [CQES]\n");
     return 2;
   }
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
   const bool loose = std::strcmp(argv[2], "loose") == 0;
   const auto arg = [&](int i, uint64_t def) { return argc > i ? std::strtoull(argv[i], nullptr, 0) : def; };
-  if (e2e_mode) return e2e(loose, uint32_t(arg(3, 200000)), uint32_t(arg(4, 64)));
+  if (e2e_mode) return e2e(loose, uint32_t(arg(3, 200000)), uint32_t(arg(4, 64)), uint32_t(arg(5, 0)));
   return model(loose, arg(3, 4'000'000));
 }
