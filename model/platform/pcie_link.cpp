@@ -28,6 +28,9 @@ PcieLink::PcieLink(sc_core::sc_module_name name, const LinkConfig& cfg, bool def
       mmio_latency_(cfg.mmio_latency_ns * 1000, SC_PS),
       dma_latency_(cfg.dma_latency_ns * 1000, SC_PS),
       byte_ps_(1000.0 / cfg.bandwidth_gbytes) {
+  read_request_ = serialisation(0, cfg.max_read_request_bytes);
+  for (uint32_t bytes = 0; bytes < payload_times_.size(); bytes++)
+    payload_times_[bytes] = serialisation(bytes, cfg.max_payload_bytes);
   host_mmio.register_b_transport(this, &PcieLink::mmio_b_transport);
   dev_dma.register_b_transport(this, &PcieLink::dma_b_transport);
   dev_dma.register_get_direct_mem_ptr(this, &PcieLink::dma_get_dmi);
@@ -35,6 +38,10 @@ PcieLink::PcieLink(sc_core::sc_module_name name, const LinkConfig& cfg, bool def
   SC_METHOD(apply_due_writes);
   sensitive << posted_due_;
   dont_initialize();
+}
+
+sc_time PcieLink::payload_time(uint32_t bytes) const {
+  return bytes < payload_times_.size() ? payload_times_[bytes] : serialisation(bytes, cfg_.max_payload_bytes);
 }
 
 sc_time PcieLink::serialisation(uint32_t bytes, uint32_t max_tlp) const {
@@ -49,7 +56,7 @@ void PcieLink::mmio_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay)
   if (trans.is_write()) {
     std::memcpy(&value, trans.get_data_ptr(), std::min<uint32_t>(len, 8));
     // Posted: the CPU pays the request's serialisation; the device sees it a latency later.
-    delay += serialisation(len, cfg_.max_payload_bytes);
+    delay += payload_time(len);
     sc_time arrival = delay + mmio_latency_;
     dev_bar->b_transport(trans, arrival);
     trace_.event(ps(sc_core::sc_time_stamp() + delay + mmio_latency_), "mmio_write")
@@ -57,14 +64,14 @@ void PcieLink::mmio_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay)
         .num("len", len)
         .addr("value", value);
   } else {
-    sc_time at_device = delay + serialisation(0, cfg_.max_payload_bytes) + mmio_latency_;
+    sc_time at_device = delay + payload_time(0) + mmio_latency_;
     dev_bar->b_transport(trans, at_device);
     std::memcpy(&value, trans.get_data_ptr(), std::min<uint32_t>(len, 8));
     trace_.event(ps(sc_core::sc_time_stamp() + at_device), "mmio_read")
         .addr("off", trans.get_address())
         .num("len", len)
         .addr("value", value);
-    delay = at_device + serialisation(len, cfg_.max_payload_bytes) + mmio_latency_;
+    delay = at_device + payload_time(len) + mmio_latency_;
   }
   if (!trans.is_response_ok()) mmio_errors_++;
 }
@@ -73,7 +80,7 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
   const uint64_t addr = trans.get_address();
   const uint32_t len = trans.get_data_length();
   if (trans.is_write()) {
-    delay += serialisation(len, cfg_.max_payload_bytes);
+    delay += payload_time(len);
     const sc_time arrival = sc_core::sc_time_stamp() + delay + dma_latency_;
     if (addr >= kMsiBase && addr < kMsiBase + kMsiSize && len == 4) {
       uint32_t data;
@@ -103,7 +110,7 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
   // Non-posted read: request out, completions back in max-payload TLPs. It may not pass
   // the device's earlier posted writes to the same bytes.
   apply_writes_overlapping(addr, len);
-  const sc_time at_host = delay + serialisation(0, cfg_.max_read_request_bytes) + dma_latency_;
+  const sc_time at_host = delay + read_request_ + dma_latency_;
   sc_time mem_delay = at_host;
   host_mem->b_transport(trans, mem_delay);
   const uint64_t t = ps(sc_core::sc_time_stamp() + at_host);
@@ -113,7 +120,7 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
     dma_errors_++;
     trace_.event(t, "dma_error").str("op", "read").addr("addr", addr).num("len", len);
   }
-  delay = at_host + serialisation(len, cfg_.max_payload_bytes) + dma_latency_;
+  delay = at_host + payload_time(len) + dma_latency_;
 }
 
 void PcieLink::apply_write(uint64_t addr, const uint8_t* data, uint32_t len, uint64_t t_ps) {

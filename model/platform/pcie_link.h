@@ -4,6 +4,7 @@
 // per-TLP overhead, and logs every transaction it carries.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -56,6 +57,8 @@ class PcieLink : public sc_core::sc_module {
   uint64_t mmio_errors() const { return mmio_errors_; }
 
  private:
+  // serialisation() of a payload in max-payload TLPs, from a table for the usual sizes.
+  sc_core::sc_time payload_time(uint32_t bytes) const;
   void mmio_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   void dma_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   bool dma_get_dmi(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi);
@@ -70,6 +73,8 @@ class PcieLink : public sc_core::sc_module {
   trace::TraceLog& trace_;
   sc_core::sc_time mmio_latency_, dma_latency_;
   double byte_ps_;  // link time of one byte, in the kernel's 1 ps resolution
+  sc_core::sc_time read_request_;  // a read request TLP (no payload)
+  std::array<sc_core::sc_time, 4097> payload_times_;
   struct PostedWrite {
     sc_core::sc_time arrival;
     uint64_t addr;
