@@ -23,6 +23,7 @@ struct RtlCqeFormatter::Model {
   VerilatedContext context;
   Vcqe_formatter top{&context};
   std::unique_ptr<VerilatedVcdC> vcd;
+  uint64_t half_period_ps = 1;
   uint64_t cycles = 0;
   uint64_t last_latency = 0;
 
@@ -53,7 +54,7 @@ struct RtlCqeFormatter::Model {
     top.eval();
     if (vcd) {
       vcd->dump(context.time());
-      context.timeInc(1);
+      context.timeInc(half_period_ps);
     }
   }
 
@@ -165,14 +166,24 @@ uint64_t RtlCqeFormatter::cycles() const { return model_->cycles; }
 
 uint64_t RtlCqeFormatter::last_latency_cycles() const { return model_->last_latency; }
 
-void RtlCqeFormatter::enable_vcd(const std::string& path) {
+void RtlCqeFormatter::enable_vcd(const std::string& path, uint64_t period_ps) {
   Model& m = *model_;
   // A model attaches to one trace file for its lifetime.
   if (m.vcd) throw std::logic_error("RtlCqeFormatter: VCD already enabled");
   m.context.traceEverOn(true);
-  m.vcd = std::make_unique<VerilatedVcdC>();
-  m.top.trace(m.vcd.get(), 99);
-  m.vcd->open(path.c_str());
+  m.context.timeunit(-12);  // ps: timestamps are simulated time
+  m.context.timeprecision(-12);
+  auto vcd = std::make_unique<VerilatedVcdC>();
+  m.top.trace(vcd.get(), 99);
+  vcd->open(path.c_str());
+  if (!vcd->isOpen()) throw std::runtime_error("device.rtl_vcd: cannot write " + path);
+  m.vcd = std::move(vcd);
+  m.half_period_ps = period_ps > 1 ? period_ps / 2 : 1;
+}
+
+void RtlCqeFormatter::at_time_ps(uint64_t t_ps) {
+  Model& m = *model_;
+  if (m.vcd && t_ps > m.context.time()) m.context.time(t_ps);
 }
 
 }  // namespace irdma_sim::rtl

@@ -48,9 +48,12 @@ class RtlCqeFormatter final : public device::CqeFormatter {
   // Cycles the last call took: 2 for format_main/format_ext, the whole stream for a batch.
   uint64_t last_latency_cycles() const;
 
-  // Dumps every following clock edge to a VCD file at `path` (closed on destruction).
-  // At most once per formatter.
-  void enable_vcd(const std::string& path);
+  // Dumps every following clock edge to a VCD file at `path` (closed on destruction), in
+  // picoseconds, a clock period being `period_ps`. At most once per formatter; throws
+  // std::runtime_error when the file cannot be written.
+  void enable_vcd(const std::string& path, uint64_t period_ps);
+  // Requests from now on start no earlier than `t_ps` in the waveform.
+  void at_time_ps(uint64_t t_ps) override;
 
  private:
   struct Model;

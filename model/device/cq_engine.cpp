@@ -132,6 +132,7 @@ bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
   time_.cycles(cfg_.cycles.cqe_format);
   if (cq.check_overflow && !room(cq, fields.extended && !cq.cqe_64byte ? 2 : 1, fields)) return true;
   const uint32_t slot = cq.tail;
+  formatter_->at_time_ps(time_.now_ps());
   const CqeHalf main = formatter_->format_main(fields, cq.polarity);
   CqeHalf ext{};
   if (fields.extended) {

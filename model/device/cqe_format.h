@@ -43,6 +43,9 @@ using CqeHalf = std::array<uint64_t, 4>;
 class CqeFormatter {
  public:
   virtual ~CqeFormatter() = default;
+  // The engine's simulated time before it formats a CQE: a clocked formatter's waveform
+  // lines up with the trace. The TLM formatter has no clock.
+  virtual void at_time_ps(uint64_t) {}
   virtual CqeHalf format_main(const CqeFields& f, bool polarity) = 0;
   virtual CqeHalf format_ext(const CqeFields& f, bool polarity) = 0;
 };

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace irdma_sim::device {
 
@@ -37,6 +38,9 @@ struct DeviceConfig {
   uint16_t ud_vlan_tci = 0;
   bool ud_ipv4 = true;
   FormatterKind formatter = FormatterKind::tlm;
+  // A VCD file of the RTL formatter's pins, in simulated time ("": none). A scenario run
+  // puts a relative path in its output directory.
+  std::string rtl_vcd;
 };
 
 }  // namespace irdma_sim::device

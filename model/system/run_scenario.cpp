@@ -163,6 +163,8 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   if (seed) sc.seed = *seed;
   std::filesystem::create_directories(out_dir);
   const std::filesystem::path out(out_dir);
+  std::string& vcd = sc.config.device.rtl_vcd;
+  if (!vcd.empty() && std::filesystem::path(vcd).is_relative()) vcd = (out / vcd).string();
 
   Simulation sim(sc.config, trace ? (out / "trace.jsonl").string() : "");
   CompletionLog completions;

@@ -45,10 +45,12 @@ namespace {
 
 bool g_elaborated = false;
 
-std::unique_ptr<device::CqeFormatter> make_formatter(device::FormatterKind kind) {
-  if (kind == device::FormatterKind::tlm) return std::make_unique<device::TlmCqeFormatter>();
+std::unique_ptr<device::CqeFormatter> make_formatter(const device::DeviceConfig& d) {
+  if (d.formatter == device::FormatterKind::tlm) return std::make_unique<device::TlmCqeFormatter>();
 #ifdef IRDMA_SIM_HAVE_RTL
-  return std::make_unique<rtl::RtlCqeFormatter>();
+  auto rtl = std::make_unique<rtl::RtlCqeFormatter>();
+  if (!d.rtl_vcd.empty()) rtl->enable_vcd(d.rtl_vcd, uint64_t(1e6 / d.clock_mhz + 0.5));
+  return rtl;
 #else
   throw std::invalid_argument("device.formatter: rtl needs a build with IRDMA_SIM_RTL=ON");
 #endif
@@ -86,7 +88,7 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
   memory_ = std::make_unique<platform::HostMemory>("host_memory");
   link_ = std::make_unique<platform::PcieLink>("pcie_link", cfg.link, approximate, trace_);
   device_ = std::make_unique<device::IrdmaDevice>("irdma", cfg.device, quantum, trace_,
-                                                  make_formatter(cfg.device.formatter));
+                                                  make_formatter(cfg.device));
   mmio_ = std::make_unique<platform::SimMmio>("host_mmio");
   exec_ = std::make_unique<platform::SimExec>(cfg.host, *memory_);
   dma_ = std::make_unique<platform::SimDma>(*memory_);

@@ -178,21 +178,34 @@ TEST(RtlCqeFormatter, BackpressureLosesAndReordersNothing) {
   EXPECT_EQ(rtl.last_latency_cycles(), 2u);
 }
 
-TEST(RtlCqeFormatter, VcdTraceRecordsThePorts) {
+TEST(RtlCqeFormatter, VcdTraceRecordsThePortsInSimulatedTime) {
   const std::string path = ::testing::TempDir() + "rtl_cqe_formatter_test.vcd";
   const Request r = random_requests(1, 5).front();
   {
     RtlCqeFormatter rtl;
-    rtl.enable_vcd(path);
+    rtl.enable_vcd(path, 2000);  // a 500 MHz clock
+    rtl.at_time_ps(1'000'000);
     EXPECT_EQ(rtl.format_main(r.fields, r.polarity),
               TlmCqeFormatter().format_main(r.fields, r.polarity));
+    rtl.at_time_ps(5'000);  // time never runs backwards in the waveform
+    EXPECT_EQ(rtl.format_ext(r.fields, r.polarity), TlmCqeFormatter().format_ext(r.fields, r.polarity));
   }
   std::ifstream vcd(path);
   const std::string text((std::istreambuf_iterator<char>(vcd)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("$enddefinitions"), std::string::npos);
   EXPECT_NE(text.find(" out_valid "), std::string::npos);
-  EXPECT_NE(text.find("#3"), std::string::npos);  // both cycles were dumped
+  EXPECT_NE(text.find("1ps"), std::string::npos) << "timescale";
+  // Two cycles of 2000 ps from the engine's time, half a period per dump, then the
+  // second request straight after the first.
+  for (const char* t : {"\n#1000000\n", "\n#1003000\n", "\n#1004000\n", "\n#1007000\n"})
+    EXPECT_NE(text.find(t), std::string::npos) << t;
+  EXPECT_EQ(text.find("\n#5000\n"), std::string::npos);
   std::remove(path.c_str());
+}
+
+TEST(RtlCqeFormatter, VcdToAnUnwritablePathIsAnError) {
+  RtlCqeFormatter rtl;
+  EXPECT_THROW(rtl.enable_vcd("/nonexistent/dir/x.vcd", 2000), std::runtime_error);
 }
 
 // Golden vectors packed by hand from irdma spec C.3/C.4, checked on both formatters.

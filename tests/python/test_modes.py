@@ -1,8 +1,10 @@
 """The smoke scenario under other configurations: loosely-timed sync, the RTL CQE
 formatter inside the CQ engine, 64-byte CQEs, unsignaled sends."""
 
+import bisect
 import json
 
+import pytest
 import yaml
 
 import irdma_sim
@@ -28,11 +30,28 @@ def test_loosely_timed_mode_passes_every_check(scenario, tmp_path):
 
 def test_rtl_formatter_writes_the_same_bytes_as_the_tlm_one(scenario, tmp_path):
     tlm = irdma_sim.run(scenario("smoke.yaml"), tmp_path / "tlm")
-    rtl_path = variant(scenario, tmp_path, "rtl", device={"formatter": "rtl"})
+    rtl_path = variant(scenario, tmp_path, "rtl", device={"formatter": "rtl", "rtl_vcd": "formatter.vcd"})
     rtl = irdma_sim.run(rtl_path, tmp_path / "rtl")
     assert tlm["passed"] and rtl["passed"]
     for name in ("trace.jsonl", "completions.jsonl"):
         assert (tmp_path / "tlm" / name).read_bytes() == (tmp_path / "rtl" / name).read_bytes(), name
+
+    # The waveform is in simulated time: every CQE the trace shows was formatted, its
+    # clock edges dumped, in the few nanoseconds before the engine logged it.
+    vcd = (tmp_path / "rtl" / "formatter.vcd").read_text()
+    assert "1ps" in vcd.split("$enddefinitions")[0]
+    stamps = sorted(int(line[1:]) for line in vcd.splitlines() if line.startswith("#"))
+    cqes = [json.loads(line)["t_ps"] for line in open(tmp_path / "rtl" / "trace.jsonl") if '"ev":"cqe"' in line]
+    assert len(cqes) > 10000 and stamps == sorted(set(stamps))
+    for t in cqes:
+        i = bisect.bisect_right(stamps, t)
+        assert i and t - stamps[i - 1] <= 20_000, f"no clock edge in the 20 ns before the CQE at {t} ps"
+
+
+def test_a_waveform_needs_the_rtl_formatter(scenario, tmp_path):
+    path = variant(scenario, tmp_path, "vcd", device={"rtl_vcd": "x.vcd"})
+    with pytest.raises(irdma_sim.RunFailed, match="device.formatter: rtl"):
+        irdma_sim.run(path, tmp_path / "out")
 
 
 def test_64_byte_cqes_hold_the_extended_half_in_the_same_slot(scenario, tmp_path):
