@@ -38,8 +38,8 @@ class EngineTime {
   // the one it sees now, so what it reads and shows is the same, without a context switch.
   void catch_up() {
     if (!accurate_) return;
-    const sc_core::sc_time& ahead = qk_.get_local_time();
-    if (ahead != sc_core::SC_ZERO_TIME && !alone_for(ahead)) qk_.sync();
+    // Even with no lead, a sync yields to processes runnable now.
+    if (!alone_for(qk_.get_local_time())) qk_.sync();
   }
   void sync() { qk_.sync(); }
   // Sleeps until `ev` or the absolute time `until_ps` (0: no limit) without catching up

@@ -109,7 +109,7 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
   }
   // Non-posted read: request out, completions back in max-payload TLPs. It may not pass
   // the device's earlier posted writes to the same bytes.
-  apply_writes_overlapping(addr, len);
+  apply_writes_overlapping(addr, len, delay);
   const sc_time at_host = delay + read_request_ + dma_latency_;
   sc_time mem_delay = at_host;
   host_mem->b_transport(trans, mem_delay);
@@ -141,11 +141,17 @@ void PcieLink::apply_write(uint64_t addr, const uint8_t* data, uint32_t len, uin
   }
 }
 
-void PcieLink::apply_writes_overlapping(uint64_t addr, uint32_t len) {
+void PcieLink::apply_writes_overlapping(uint64_t addr, uint32_t len, sc_time& delay) {
   size_t last = 0;  // one past the last queued write that overlaps
   for (size_t i = 0; i < posted_.size(); i++) {
     const PostedWrite& w = posted_[i];
     if (w.addr < addr + len && addr < w.addr + w.data.size()) last = i + 1;
+  }
+  // Landed writes are visible to the host at once (a spinning CPU wakes): an initiator
+  // that runs ahead catches up first, so none lands before its sender's time.
+  if (last && delay != sc_core::SC_ZERO_TIME) {
+    sc_core::wait(delay);
+    delay = sc_core::SC_ZERO_TIME;
   }
   for (; last > 0; last--) {
     PostedWrite& w = posted_.front();

@@ -65,8 +65,9 @@ class PcieLink : public sc_core::sc_module {
   void dma_invalidate_dmi(sc_dt::uint64 start, sc_dt::uint64 end);
   void apply_write(uint64_t addr, const uint8_t* data, uint32_t len, uint64_t t_ps);
   void apply_due_writes();
-  // Lands, in order, every queued write up to the last one touching [addr, addr + len).
-  void apply_writes_overlapping(uint64_t addr, uint32_t len);
+  // Lands, in order, every queued write up to the last one touching [addr, addr + len),
+  // first waiting out the initiator's `delay` (then zero) if there are any.
+  void apply_writes_overlapping(uint64_t addr, uint32_t len, sc_core::sc_time& delay);
 
   LinkConfig cfg_;
   bool defer_;

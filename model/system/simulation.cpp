@@ -21,6 +21,9 @@ struct Simulation::HostJob : sc_core::sc_module {
   bool done = true;
   bool queued = false;  // checked, not only waited for: the first job precedes sc_start
   sc_core::sc_event start;
+  // Pending activity while paused: the host's next job comes at this very time, so the
+  // device must not run ahead of it (EngineTime::alone_for).
+  sc_core::sc_event next_job;
 
   explicit HostJob(sc_core::sc_module_name name, size_t stack) : sc_module(name) {
     SC_THREAD(run);
@@ -36,6 +39,7 @@ struct Simulation::HostJob : sc_core::sc_module {
         error = std::current_exception();
       }
       done = true;
+      next_job.notify(sc_core::SC_ZERO_TIME);
       sc_core::sc_pause();
     }
   }

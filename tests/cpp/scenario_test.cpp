@@ -2,6 +2,7 @@
 // the key.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iterator>
@@ -210,8 +211,12 @@ TEST(Scenario, MutantsOfTheShippedScenariosLoadOrFailNamingTheFile) {
       "\"\\x00\"", "0x7fffffff", "yes"};
   std::mt19937 rng(7);
   size_t loaded = 0, refused = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(IRDMA_SIM_SOURCE_DIR "/scenarios")) {
-    std::ifstream in(entry.path());
+  std::vector<std::filesystem::path> files;  // sorted: the same mutants on every machine
+  for (const auto& entry : std::filesystem::directory_iterator(IRDMA_SIM_SOURCE_DIR "/scenarios"))
+    files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    std::ifstream in(file);
     std::vector<std::string> lines;
     for (std::string l; std::getline(in, l);) lines.push_back(l);
     for (int m = 0; m < 120; m++) {

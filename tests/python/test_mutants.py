@@ -18,14 +18,29 @@ SCENARIOS = ["smoke", "rdma_ops", "gen3", "ud", "opcodes", "opcodes_gen3", "erro
              "resize", "overflow", "teardown"]
 
 
+def value_lines(lines):
+    """Indices of the lines that set something (not comments, blanks or the description)."""
+    in_text = False
+    for i, line in enumerate(lines):
+        if line.startswith("description:"):
+            in_text = True
+            continue
+        if in_text and line.startswith(" "):
+            continue
+        in_text = False
+        if line.strip() and not line.lstrip().startswith("#"):
+            yield i
+
+
 def mutants(source_dir, per_scenario=6, seed=11):
     rng = random.Random(seed)
     for name in SCENARIOS:
         lines = (source_dir / "scenarios" / f"{name}.yaml").read_text().split("\n")
+        targets = list(value_lines(lines))
         made = 0
         while made < per_scenario:
             mutant = list(lines)
-            at = rng.randrange(len(lines))
+            at = rng.choice(targets)
             kind = rng.randrange(4)
             if kind == 0:
                 del mutant[at]
@@ -52,3 +67,13 @@ def test_mutant_ends_in_a_report_or_a_named_error(label, text, tmp_path):
         return
     for check in report["checks"]:
         assert check["passed"] or check["detail"], f"{check['name']} failed without saying why"
+
+
+def test_a_scenario_the_device_cannot_hold_fails_saying_why(source_dir, tmp_path):
+    text = (source_dir / "scenarios" / "smoke.yaml").read_text().replace("max_cqe: 300", "max_cqe: 8")
+    path = tmp_path / "tiny.yaml"
+    path.write_text(text)
+    report = irdma_sim.run(str(path), tmp_path / "out", trace=False)
+    failed = [c for c in report["checks"] if not c["passed"]]
+    assert not report["passed"] and failed
+    assert failed[0]["name"] == "setup" and "max_cqe = 8" in failed[0]["detail"], failed
