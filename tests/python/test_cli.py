@@ -201,3 +201,38 @@ def test_rdma_operations_scenario_passes_with_every_opcode(scenario, tmp_path):
     for line in open(tmp_path / "completions.jsonl"):
         flags.add(json.loads(line)["wc_flags"])
     assert {2, 4} <= flags  # WITH_IMM and WITH_INVALIDATE both seen
+
+
+def test_sweep_runs_every_seed_and_says_which_could_not_run(scenario, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nqp_pairs:\n  - name: p\n    sq_dept: 8\n")
+    proc = cli("sweep", scenario("smoke.yaml"), str(bad), "--seeds", "4-5", "--out", str(tmp_path / "sw"), "--jobs", "2")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[:2] == [l for l in lines if l.startswith("PASS  smoke seed")] and len(lines[:2]) == 2
+    assert sum(l.startswith("ERROR bad seed") and "sq_dept" in l for l in lines) == 2
+    assert "2 of 4 runs passed, 0 failed, 2 could not run" in lines[-1]
+    assert json.loads((tmp_path / "sw" / "smoke" / "seed5" / "report.json").read_text())["seed"] == 5
+    assert not (tmp_path / "sw" / "smoke" / "seed5" / "trace.jsonl").exists(), "sweeps skip the trace"
+    assert cli("sweep", scenario("smoke.yaml"), "--seeds", "3-1").returncode == 2
+
+
+def test_seed_lists():
+    from irdma_sim.sweep import parse_seeds
+    assert parse_seeds("1-3,7,0x10") == [1, 2, 3, 7, 16]
+    for bad in ("3-1", "x", "-2", ""):
+        with pytest.raises(ValueError):
+            parse_seeds(bad)
+
+
+def test_diff_names_where_two_runs_part(scenario, tmp_path):
+    for name, seed in (("a", 1), ("b", 1), ("c", 2)):
+        assert irdma_sim.run(scenario("smoke.yaml"), tmp_path / name, seed=seed)["passed"]
+    same = cli("diff", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert same.returncode == 0 and "identical" in same.stdout
+    other = cli("diff", str(tmp_path / "a"), str(tmp_path / "c"))
+    assert other.returncode == 1
+    assert "seed: 1 -> 2" in other.stdout
+    assert "completions.jsonl: first difference at line 1" in other.stdout
+    assert "fields: byte_len" in other.stdout and "trace.jsonl: first difference" in other.stdout
+    assert cli("diff", str(tmp_path / "a"), str(tmp_path / "nothing")).returncode == 2

@@ -1,0 +1,79 @@
+"""Where two runs' outputs part: the first completion, the first trace event and the
+counts that differ. Runs are deterministic, so any difference is a change in behaviour
+(of the driver, the model or the scenario), and the first one is where to look."""
+
+import json
+from collections import deque
+from itertools import zip_longest
+from pathlib import Path
+
+# report.json entries that differ between identical runs.
+VOLATILE = {"wall_time_s", "file"}
+
+
+def first_difference(path_a, path_b, context=3):
+    """The first differing line of two JSON-lines files: (index, a, b, previous lines) with
+    a or b None past the end of one file; None when the files are equal."""
+    previous = deque(maxlen=context)  # raw lines: only the ones shown are parsed
+    with open(path_a, encoding="utf-8") as fa, open(path_b, encoding="utf-8") as fb:
+        for index, (a, b) in enumerate(zip_longest(fa, fb)):
+            if a != b:
+                return index, parsed(a), parsed(b), [json.loads(p) for p in previous]
+            previous.append(a)
+    return None
+
+
+def parsed(line):
+    return json.loads(line) if line is not None else None
+
+
+def fields_that_differ(a, b):
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+
+def count_differences(report_a, report_b):
+    counts_a, counts_b = report_a["counts"], report_b["counts"]
+    diffs = [f"counts.{k}: {counts_a.get(k)} -> {counts_b.get(k)}"
+             for k in sorted(set(counts_a) | set(counts_b)) if counts_a.get(k) != counts_b.get(k)]
+    diffs += [f"{k}: {report_a.get(k)} -> {report_b.get(k)}"
+              for k in sorted(set(report_a) | set(report_b))
+              if k not in VOLATILE | {"counts", "checks"} and report_a.get(k) != report_b.get(k)]
+    checks_a = {c["name"]: c["passed"] for c in report_a["checks"]}
+    checks_b = {c["name"]: c["passed"] for c in report_b["checks"]}
+    diffs += [f"check {k}: {'passed' if checks_a.get(k) else 'failed'} -> "
+              f"{'passed' if checks_b.get(k) else 'failed'}"
+              for k in sorted(set(checks_a) | set(checks_b)) if checks_a.get(k) != checks_b.get(k)]
+    return diffs
+
+
+def describe(name, found):
+    index, a, b, previous = found
+    lines = [f"{name}: first difference at line {index + 1}"]
+    lines += [f"    {json.dumps(p)}" for p in previous]
+    if a is None or b is None:
+        lines.append(f"  only in {'B' if a is None else 'A'}: {json.dumps(b if a is None else a)}")
+    else:
+        lines.append(f"  A: {json.dumps(a)}")
+        lines.append(f"  B: {json.dumps(b)}")
+        lines.append(f"  fields: {', '.join(fields_that_differ(a, b))}")
+    return lines
+
+
+def diff_runs(dir_a, dir_b):
+    """Returns the lines of a report on where two output directories differ (empty when
+    they do not); raises FileNotFoundError when either lacks report.json."""
+    dir_a, dir_b = Path(dir_a), Path(dir_b)
+    report_a = json.loads((dir_a / "report.json").read_text())
+    report_b = json.loads((dir_b / "report.json").read_text())
+    lines = [f"  {d}" for d in count_differences(report_a, report_b)]
+    if lines:
+        lines.insert(0, "report.json:")
+    for name in ("completions.jsonl", "trace.jsonl"):
+        a, b = dir_a / name, dir_b / name
+        if a.exists() and b.exists():
+            found = first_difference(a, b)
+            if found:
+                lines += describe(name, found)
+        elif a.exists() != b.exists():
+            lines.append(f"{name}: only in {'A' if a.exists() else 'B'}")
+    return lines
