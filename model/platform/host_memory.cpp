@@ -9,14 +9,15 @@ constexpr uint64_t kPage = 4096;
 
 }  // namespace
 
-HostMemory::HostMemory(sc_core::sc_module_name name) : sc_module(name), socket("socket") {
+HostMemory::HostMemory(sc_core::sc_module_name name, uint64_t capacity)
+    : sc_module(name), socket("socket"), capacity_(capacity) {
   socket.register_b_transport(this, &HostMemory::b_transport);
   socket.register_get_direct_mem_ptr(this, &HostMemory::get_direct_mem_ptr);
   socket.register_transport_dbg(this, &HostMemory::transport_dbg);
 }
 
 HostMemory::Region HostMemory::alloc(size_t size, size_t align) {
-  if (size == 0 || align == 0 || (align & (align - 1))) return {};
+  if (size == 0 || align == 0 || (align & (align - 1)) || size > capacity_ - mapped_bytes_) return {};
   const uint64_t a = align < kPage ? kPage : align;
   const uint64_t iova = (next_iova_ + a - 1) & ~(a - 1);
   // A one-page hole after every region turns overruns into address errors.

@@ -18,7 +18,8 @@ class HostMemory : public sc_core::sc_module {
  public:
   tlm_utils::simple_target_socket<HostMemory> socket;
 
-  explicit HostMemory(sc_core::sc_module_name name);
+  // `capacity`: the most bytes mapped at once (the DMA memory the host can give).
+  HostMemory(sc_core::sc_module_name name, uint64_t capacity);
 
   struct Region {
     uint64_t iova;
@@ -26,7 +27,8 @@ class HostMemory : public sc_core::sc_module {
     size_t size;
   };
   // Zeroed memory at a fresh address (never reused, so stale device addresses fault).
-  // Returns an empty region if `size` is 0 or `align` is not a power of two.
+  // Returns an empty region if `size` is 0, `align` is not a power of two, or the memory
+  // would pass the capacity (what dma_alloc_coherent's -ENOMEM stands for).
   Region alloc(size_t size, size_t align);
   // Unmaps the region at `iova`; returns false if there is none.
   bool free(uint64_t iova);
@@ -56,6 +58,7 @@ class HostMemory : public sc_core::sc_module {
   std::map<uint64_t, std::unique_ptr<uint8_t[]>> storage_;
   uint64_t next_iova_ = 0x1'0000'0000ull;
   uint64_t mapped_bytes_ = 0;
+  uint64_t capacity_;
   uint64_t access_errors_ = 0;
 };
 

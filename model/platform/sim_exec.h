@@ -20,6 +20,7 @@ struct HostConfig {
   unsigned cpus = 1;
   double relax_timeout_ns = 1000;  // longest cpu_relax() with no memory write
   size_t thread_stack = 1 << 20; // driver code is not written for coroutine-sized stacks
+  uint64_t memory_mb = 1024;     // DMA memory the host can give the driver, in MiB
 };
 
 class SimExec final : public hal::Exec {

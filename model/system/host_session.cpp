@@ -33,7 +33,8 @@ HostSession::Qp& HostSession::qp(uint32_t qp_num) {
 
 ib_cq* HostSession::cq(uint32_t cq_num) {
   auto it = cqs_.find(cq_num);
-  if (it == cqs_.end()) throw VerbsError("no pool CQ " + std::to_string(cq_num) + " taken", EINVAL);
+  if (it == cqs_.end())
+    throw VerbsError("no CQ " + std::to_string(cq_num) + " (taken from the pool or allocated) in this session", EINVAL);
   return it->second;
 }
 

@@ -122,9 +122,10 @@ void read_config(const YamlMap& m, SimConfig& cfg) {
   read_device(m.map("device"), cfg.device);
   read_link(m.map("link"), cfg.link);
   const YamlMap h = m.map("host");
-  h.allow({"cpus", "relax_timeout_ns"});
+  h.allow({"cpus", "relax_timeout_ns", "memory_mb"});
   cfg.host.cpus = h.u32("cpus", cfg.host.cpus, 1, 256);
   cfg.host.relax_timeout_ns = h.f64("relax_timeout_ns", cfg.host.relax_timeout_ns, 1, 1e9);
+  cfg.host.memory_mb = h.u64("memory_mb", cfg.host.memory_mb, 1, 1u << 20);
   const YamlMap s = m.map("sync");
   s.allow({"mode", "quantum_ns"});
   cfg.sync = SyncMode(s.choice("mode", size_t(cfg.sync), {"approximate", "loose"}));

@@ -89,7 +89,7 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
   const bool approximate = cfg.sync == SyncMode::approximate;
   const sc_core::sc_time quantum =
       approximate ? sc_core::SC_ZERO_TIME : sc_core::sc_time(cfg.quantum_ns, sc_core::SC_NS);
-  memory_ = std::make_unique<platform::HostMemory>("host_memory");
+  memory_ = std::make_unique<platform::HostMemory>("host_memory", cfg.host.memory_mb << 20);
   link_ = std::make_unique<platform::PcieLink>("pcie_link", cfg.link, approximate, trace_);
   device_ = std::make_unique<device::IrdmaDevice>("irdma", cfg.device, quantum, trace_,
                                                   make_formatter(cfg.device));

@@ -117,7 +117,7 @@ struct CqeSource : sc_core::sc_module {
 int model(bool loose, uint64_t cqes) {
   platform::LinkConfig link_cfg;
   trace::TraceLog no_trace;
-  platform::HostMemory memory("host_memory");
+  platform::HostMemory memory("host_memory", 1ull << 30);
   platform::PcieLink link("pcie_link", link_cfg, !loose, no_trace);
   const auto ring = memory.alloc(8194 * 32, 256);
   const sc_core::sc_time quantum = loose ? sc_core::sc_time(1, sc_core::SC_US) : sc_core::SC_ZERO_TIME;

@@ -324,3 +324,80 @@ def test_own_cq_events_resize_and_overflow(run_python):
             assert e.errno == 95  # EOPNOTSUPP
         s.shutdown()
     """)
+
+
+def test_random_use_and_misuse_of_the_api_never_crashes(run_python):
+    """2000 random calls, many of them wrong (unknown ids, sizes out of range, buffers
+    larger than host memory, puts of CQs not taken, QPs destroyed twice): every call
+    returns or raises VerbsError (TypeError for a negative size), the simulation goes on,
+    and shutdown still tears everything down. It once ran the host out of memory."""
+    out = run_ok(run_python, """
+        import random
+        from irdma_sim import Session, VerbsError
+        rng = random.Random(3)
+        s = Session(config_yaml="device: {max_cqe: 512, generation: 3}")
+        cqs, qps, own = [], [], []
+        def any_id(ids):
+            return rng.choice(ids) if ids and rng.random() < 0.7 else rng.choice([0, 7, 999, 2**31, 2**32 - 1])
+        def size():
+            return rng.choice([0, 1, 2, 8, 64, 511, 512, 513, 4096, 2**20, 2**31 - 1, -1])
+        ops = {
+            "pool_get": lambda: cqs.append(s.pool_get(size(), rng.choice([-1, 0, 1, 5, 2**16]))),
+            "pool_put": lambda: s.pool_put(any_id(cqs), size()),
+            "alloc_cq": lambda: own.append(s.alloc_cq(size(), rng.choice([0, 1, 9]))),
+            "resize_cq": lambda: s.resize_cq(any_id(own + cqs), size()),
+            "notify": lambda: s.req_notify_cq(any_id(own + cqs), rng.random() < 0.5, rng.random() < 0.5),
+            "pair": lambda: qps.extend(s.create_qp_pair(any_id(cqs + own), any_id(cqs + own),
+                                                        rng.choice([1, 8, 64, 0, 5000]), rng.choice([1, 8, 0]),
+                                                        rng.choice([64, 256, 0, 2**20]))),
+            "destroy": lambda: s.destroy_qp(any_id(qps)),
+            "send": lambda: s.post_send(any_id(qps), bytes(rng.choice([0, 1, 64, 300, 5000])),
+                                        imm=rng.choice([None, 5]), signaled=rng.random() < 0.8),
+            "recv": lambda: s.post_recv(any_id(qps)),
+            "write": lambda: s.post_write(any_id(qps), b"w" * rng.choice([1, 64, 4096]), window_slot=size() % 100),
+            "read": lambda: s.post_read(any_id(qps), rng.choice([1, 16, 2**20]), window_slot=rng.choice([0, 3, 10**6])),
+            "atomic": lambda: s.post_fetch_add(any_id(qps), 3, window_slot=rng.choice([0, 2, 10**6])),
+            "window": lambda: s.window(any_id(qps), rng.choice([0, 5, 10**6]), rng.choice([0, 8, 2**20])),
+            "fault": lambda: s.inject_fault(any_id(qps), rng.choice([0, 3, 2**40]), rng.choice([1, 2, 99, 0])),
+            "poll": lambda: s.poll(any_id(cqs + own), rng.choice([1, 16, 0, -1])),
+            "run": lambda: s.run_for_ns(rng.choice([0, 100, 5000, 50000])),
+        }
+        names = list(ops)
+        outcomes = {"ok": 0, "refused": 0}
+        for step in range(2000):
+            try:
+                ops[rng.choice(names)]()
+                outcomes["ok"] += 1
+            except (VerbsError, TypeError) as e:  # TypeError: pybind11 refusing a negative size
+                outcomes["refused"] += 1
+        s.run_for_ns(100000)
+        for cq in cqs + own:
+            try:
+                s.poll(cq, 64)
+            except VerbsError:
+                pass
+        s.shutdown()
+        print("outcomes", outcomes["ok"], outcomes["refused"])
+    """)
+    ok, refused = map(int, out.split("outcomes")[1].split())
+    assert ok > 500 and refused > 300, out
+
+
+def test_buffers_past_host_memory_are_enomem_not_a_dead_host(run_python):
+    run_ok(run_python, """
+        import errno
+        from irdma_sim import Session, VerbsError
+        s = Session(config_yaml="host: {memory_mb: 4}")
+        cq = s.pool_get(64)
+        try:
+            s.create_qp_pair(cq, cq, sq_depth=64, rq_depth=64, max_msg_bytes=65536)
+        except VerbsError as e:
+            assert e.errno == errno.ENOMEM, e
+        else:
+            raise AssertionError("40 MiB of buffers in 4 MiB of host memory")
+        a, b = s.create_qp_pair(cq, cq, sq_depth=8, rq_depth=8, max_msg_bytes=256)  # nothing leaked
+        s.post_recv(b); s.post_send(a, b"still fine")
+        s.run_for_ns(20000)
+        assert [c["status"] for c in s.poll(cq)] == [0, 0]
+        s.shutdown()
+    """)
