@@ -191,7 +191,14 @@ bool Workload::setup() {
       q->recv_ctx.resize(pair.rq_depth);
       qps_.push_back(std::move(q));
       if (err) {
-        sb_.record("setup", false, pair.name + ": creating a QP failed, errno " + std::to_string(-err));
+        // Its buffers: a slot of max_bytes per SQ and RQ entry, three per SQ entry of window.
+        const uint64_t mib = (uint64_t(4 * pair.sq_depth + pair.rq_depth) * slot_bytes) >> 20;
+        sb_.record("setup", false,
+                   pair.name + ": creating a QP failed, errno " + std::to_string(-err) +
+                       (err == -ENOMEM ? " (its buffers take " + std::to_string(mib) +
+                                             " MiB; the host has config.host.memory_mb = " +
+                                             std::to_string(sim_.config().host.memory_mb) + ")"
+                                       : ""));
         return false;
       }
     }

@@ -77,3 +77,9 @@ def test_a_scenario_the_device_cannot_hold_fails_saying_why(source_dir, tmp_path
     failed = [c for c in report["checks"] if not c["passed"]]
     assert not report["passed"] and failed
     assert failed[0]["name"] == "setup" and "max_cqe = 8" in failed[0]["detail"], failed
+
+    text = (source_dir / "scenarios" / "smoke.yaml").read_text().replace("max_bytes: 2048", "max_bytes: 1048576")
+    path.write_text(text.replace("config:\n", "config:\n  host: {memory_mb: 16}\n", 1))
+    report = irdma_sim.run(str(path), tmp_path / "out2", trace=False)
+    failed = [c for c in report["checks"] if not c["passed"]]
+    assert failed and "memory_mb = 16" in failed[0]["detail"], failed
