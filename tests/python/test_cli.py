@@ -1,5 +1,6 @@
 """The CLI and the scenario runner, as a user drives them."""
 
+import bisect
 import json
 import subprocess
 import sys
@@ -236,3 +237,38 @@ def test_diff_names_where_two_runs_part(scenario, tmp_path):
     assert "completions.jsonl: first difference at line 1" in other.stdout
     assert "fields: byte_len" in other.stdout and "trace.jsonl: first difference" in other.stdout
     assert cli("diff", str(tmp_path / "a"), str(tmp_path / "nothing")).returncode == 2
+
+
+def test_a_cqe_half_lands_in_one_write_and_the_extended_half_first(scenario, tmp_path):
+    """H 17: a reader that sees a main half valid must find the rest of the CQE there. Each
+    32-byte half lands in one DMA write (its valid qword never before its other qwords),
+    and an extended CQE's second half lands before its first, across the ring wrap too."""
+    irdma_sim.run(scenario("smoke.yaml"), tmp_path)
+    events = [json.loads(line) for line in open(tmp_path / "trace.jsonl")]
+    writes = {}  # address -> [(arrival, length)], in time order
+    for ev in events:
+        if ev["ev"] == "dma_write":
+            writes.setdefault(int(ev["addr"], 16), []).append((ev["t_ps"], ev["len"]))
+
+    def landing(addr, logged):
+        """The write to `addr` that carried the CQE the engine logged at `logged`: the first
+        to arrive after the engine issued it (a slot is rewritten only a ring pass later)."""
+        times = writes.get(addr, [])
+        i = bisect.bisect_left(times, (logged - 1_000_000, 0))
+        return times[i] if i < len(times) and times[i][0] <= logged + 1_000_000 else None
+
+    extended = wrapped = 0
+    for ev in events:
+        if ev["ev"] != "cqe":
+            continue
+        main = int(ev["addr"], 16)
+        t_main, length = landing(main, ev["t_ps"])
+        assert length == 32, ev
+        if len(ev["bytes"]) == 128:  # 32-byte mode: the extended half in the next slot
+            ext = landing(main + 32, ev["t_ps"])
+            if ext is None:  # the main half sits in the ring's last slot
+                ext = landing(main - 32 * ev["slot"], ev["t_ps"])
+                wrapped += 1
+            assert ext[1] == 32 and ext[0] < t_main, ev
+            extended += 1
+    assert extended >= 1500 and wrapped >= 1, (extended, wrapped)
