@@ -401,3 +401,30 @@ def test_buffers_past_host_memory_are_enomem_not_a_dead_host(run_python):
         assert [c["status"] for c in s.poll(cq)] == [0, 0]
         s.shutdown()
     """)
+
+
+def test_software_completions_raise_an_event_only_on_an_armed_cq(run_python):
+    # H 27: work posted after the flush completes in software; the CQ's handler hears of
+    # it only if the CQ is armed, as a hardware CQE would have it.
+    run_ok(run_python, """
+        from irdma_sim import Session
+        s = Session()
+        cq = s.alloc_cq(64)  # IB_POLL_DIRECT: armed only when asked
+        a, b = s.create_qp_pair(cq, cq, sq_depth=8, rq_depth=8, max_msg_bytes=64)
+        s.post_recv(b)
+        s.inject_fault(a, 0, 2)
+        s.post_send(a, b"x")
+        s.run_for_ns(20000)
+        assert [c["status"] for c in s.poll(cq)] == [4], "the faulted send, LOC_PROT"
+        events = s.cq_events(cq)["completion_events"]
+        w = s.post_send(a, b"unarmed")
+        s.run_for_ns(21_000_000)
+        assert s.cq_events(cq)["completion_events"] == events, "no event for an unarmed CQ"
+        assert [(c["wr_id"], c["status"]) for c in s.poll(cq)] == [(w, 5)]
+        assert s.req_notify_cq(cq, report_missed=True) == 0
+        w = s.post_send(a, b"armed")
+        s.run_for_ns(21_000_000)
+        assert s.cq_events(cq)["completion_events"] == events + 1
+        assert [(c["wr_id"], c["status"]) for c in s.poll(cq)] == [(w, 5)]
+        s.shutdown()
+    """)
