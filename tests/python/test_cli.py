@@ -8,6 +8,7 @@ import sys
 import pytest
 
 import irdma_sim
+from conftest import SOURCE
 from irdma_sim.report import summary
 
 
@@ -272,3 +273,11 @@ def test_a_cqe_half_lands_in_one_write_and_the_extended_half_first(scenario, tmp
             assert ext[1] == 32 and ext[0] < t_main, ev
             extended += 1
     assert extended >= 1500 and wrapped >= 1, (extended, wrapped)
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (SOURCE / "scenarios").glob("*.yaml")))
+def test_every_shipped_scenario_is_deterministic(name, scenario, tmp_path):
+    from irdma_sim.diff import diff_runs
+    for out in ("a", "b"):
+        irdma_sim.run(scenario(f"{name}.yaml"), tmp_path / out)
+    assert diff_runs(tmp_path / "a", tmp_path / "b") == []
