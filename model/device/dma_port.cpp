@@ -2,7 +2,8 @@
 
 namespace irdma_sim::device {
 
-bool DmaPort::transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len) {
+bool DmaPort::transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len,
+                       sc_core::sc_time& delay) {
   trans_.set_command(cmd);
   trans_.set_address(addr);
   trans_.set_data_ptr(static_cast<unsigned char*>(data));
@@ -11,9 +12,7 @@ bool DmaPort::transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t
   trans_.set_byte_enable_ptr(nullptr);
   trans_.set_dmi_allowed(false);
   trans_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  sc_core::sc_time delay = time_.local();
   socket_->b_transport(trans_, delay);
-  time_.set_local(delay);
   if (!trans_.is_response_ok()) {
     errors_++;
     return false;
@@ -23,11 +22,22 @@ bool DmaPort::transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t
 
 bool DmaPort::read(uint64_t addr, void* dst, uint32_t len) {
   time_.catch_up();
-  return transact(tlm::TLM_READ_COMMAND, addr, dst, len);
+  sc_core::sc_time delay = time_.local();
+  const bool ok = transact(tlm::TLM_READ_COMMAND, addr, dst, len, delay);
+  time_.set_local(delay);
+  return ok;
 }
 
 bool DmaPort::write(uint64_t addr, const void* src, uint32_t len) {
-  return transact(tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(src), len);
+  sc_core::sc_time delay = time_.local();
+  const bool ok = transact(tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(src), len, delay);
+  time_.set_local(delay);
+  return ok;
+}
+
+bool DmaPort::write_now(uint64_t addr, const void* src, uint32_t len) {
+  sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+  return transact(tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(src), len, delay);
 }
 
 }  // namespace irdma_sim::device

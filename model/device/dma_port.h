@@ -18,10 +18,13 @@ class DmaPort {
   bool read(uint64_t addr, void* dst, uint32_t len);
   // Posted: false only when the link refused it outright.
   bool write(uint64_t addr, const void* src, uint32_t len);
+  // Posted at the kernel's time, not the engine's: for a block with a process of its own.
+  bool write_now(uint64_t addr, const void* src, uint32_t len);
   uint64_t errors() const { return errors_; }
 
  private:
-  bool transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len);
+  bool transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len,
+                sc_core::sc_time& delay);
 
   tlm::tlm_initiator_socket<>& socket_;
   EngineTime& time_;

@@ -27,12 +27,11 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
       dma_port_(dma, time_),
       vectors_(time_, cfg.msix_vectors(),
                [this](unsigned vector, uint64_t due_ps) {
-                 // Sent behind its CEQE or AEQE now, from whatever the engine is doing; a
-                 // moderated one waits its turn in the work queue.
+                 // Due by the engine's clock (which is past the CEQE's issue): right behind it.
                  if (due_ps <= time_.now_ps())
-                   raise_msix(vector);
+                   raise_msix(vector, true);
                  else
-                   queue(WorkKind::msix, vector, due_ps);
+                   msix_at(vector, due_ps);
                },
                [this](unsigned vector) { return ceq_.unacked(vector) || aeq_.unconsumed(vector); }),
       ceq_(cfg_, dma_port_, time_, trace, vectors_),
@@ -45,6 +44,9 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
   bar0.register_b_transport(this, &IrdmaDevice::bar0_b_transport);
   qp_.set_between_wqes([this] { run_due_control(); });
   SC_THREAD(engine_thread);
+  SC_METHOD(send_due_msix);
+  sensitive << msix_timer_;
+  dont_initialize();
 }
 
 void IrdmaDevice::bar0_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
@@ -146,10 +148,6 @@ void IrdmaDevice::queue(WorkKind kind, uint64_t arg, uint64_t due_ps) {
   work_ev_.notify(sc_core::SC_ZERO_TIME);
 }
 
-void IrdmaDevice::schedule_msix(unsigned vector) {
-  queue(WorkKind::msix, vector, sc_core::sc_time_stamp().value());
-}
-
 // A QP's SQ is queued for service once per kind: a doorbell finds every WQE posted by the
 // time it runs, and an SQ waiting out an RNR has one retry timer. Queuing each doorbell
 // and each stalled run separately would let retries pile up faster than they run.
@@ -157,13 +155,33 @@ void IrdmaDevice::queue_sq(WorkKind kind, uint64_t qp_id, uint64_t due_ps) {
   if (sq_queued_.insert({qp_id, kind}).second) queue(kind, qp_id, due_ps);
 }
 
-void IrdmaDevice::raise_msix(unsigned vector) {
+void IrdmaDevice::msix_at(unsigned vector, uint64_t due_ps) {
+  const uint64_t kernel = sc_core::sc_time_stamp().value();
+  if (msix_due_.empty() || due_ps < msix_due_.top().first)
+    msix_timer_.notify(sc_core::sc_time::from_value(due_ps > kernel ? due_ps - kernel : 0));
+  msix_due_.push({due_ps, vector});
+}
+
+void IrdmaDevice::send_due_msix() {
+  const uint64_t now = sc_core::sc_time_stamp().value();
+  while (!msix_due_.empty() && msix_due_.top().first <= now) {
+    const unsigned vector = msix_due_.top().second;
+    msix_due_.pop();
+    raise_msix(vector, false);
+  }
+  if (!msix_due_.empty()) msix_timer_.notify(sc_core::sc_time::from_value(msix_due_.top().first - now));
+}
+
+void IrdmaDevice::raise_msix(unsigned vector, bool from_engine) {
   if (vector >= msix_.size() || (msix_[vector].ctrl & 1) || msix_[vector].addr == 0) {
     counters_.msix_masked++;
     return;
   }
   counters_.msix_sent++;
-  dma_port_.write(msix_[vector].addr, &msix_[vector].data, 4);
+  if (from_engine)
+    dma_port_.write(msix_[vector].addr, &msix_[vector].data, 4);
+  else
+    dma_port_.write_now(msix_[vector].addr, &msix_[vector].data, 4);
 }
 
 void IrdmaDevice::control(WorkKind kind, uint64_t arg, uint64_t due_ps) {
@@ -218,7 +236,6 @@ void IrdmaDevice::run(const Work& w) {
         queue_sq(WorkKind::sq_retry, w.arg,
                  time_.now_ps() + (time_.period() * double(cfg_.rnr_retry_cycles)).value());
       break;
-    case WorkKind::msix: raise_msix(unsigned(w.arg)); break;
     case WorkKind::cq_arm:
       if (!cq_.arm(uint32_t(w.arg))) {
         counters_.bad_doorbells++;

@@ -50,9 +50,9 @@ class IrdmaDevice : public sc_core::sc_module {
   IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg, sc_core::sc_time quantum,
               trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter);
 
-  // Queues MSI-X `vector` for the engine, which sends it as its table entry says; a masked
-  // or unprogrammed vector is counted and not sent. The CEQ engine's interrupt output.
-  void schedule_msix(unsigned vector);
+  // Sends MSI-X `vector` now, as its table entry says; a masked or unprogrammed vector is
+  // counted and not sent.
+  void schedule_msix(unsigned vector) { msix_at(vector, sc_core::sc_time_stamp().value()); }
 
   // Error injection (see QpEngine::inject_fault).
   bool inject_fault(uint32_t qp_id, uint64_t nth_request, uint16_t flush_minor) {
@@ -72,8 +72,7 @@ class IrdmaDevice : public sc_core::sc_module {
  private:
   // Register writes that touch device state the engine owns run on it, in arrival order.
   enum class WorkKind {
-    cqp_start, cqp_stop, cqp_doorbell, sq_doorbell, sq_retry, msix, cq_arm, cq_ack, dyn_ctl,
-    aeq_alloc
+    cqp_start, cqp_stop, cqp_doorbell, sq_doorbell, sq_retry, cq_arm, cq_ack, dyn_ctl, aeq_alloc
   };
   struct Work {
     uint64_t due_ps;
@@ -101,7 +100,12 @@ class IrdmaDevice : public sc_core::sc_module {
   void run_due_control();
   void engine_thread();
   void run(const Work& w);
-  void raise_msix(unsigned vector);
+  // The interrupt block: an MSI-X due now goes out from the engine, right behind the CEQE
+  // or AEQE that caused it; one that moderation holds back goes out at its due time
+  // (msix_at) from a process of its own, whatever the engine is busy with.
+  void msix_at(unsigned vector, uint64_t due_ps);
+  void send_due_msix();
+  void raise_msix(unsigned vector, bool from_engine);
 
   DeviceConfig cfg_;
   trace::TraceLog& trace_;
@@ -119,6 +123,10 @@ class IrdmaDevice : public sc_core::sc_module {
   std::set<std::pair<uint64_t, WorkKind>> sq_queued_;  // (QP, sq_doorbell or sq_retry) in work_
   uint64_t work_seq_ = 0;
   sc_core::sc_event work_ev_;
+  std::priority_queue<std::pair<uint64_t, unsigned>, std::vector<std::pair<uint64_t, unsigned>>,
+                      std::greater<>>
+      msix_due_;  // (due time, vector), oldest first
+  sc_core::sc_event msix_timer_;
   uint32_t ccqp_high_ = 0;
   uint32_t ccqp_low_ = 0;
   uint64_t pble_base_ = 0;

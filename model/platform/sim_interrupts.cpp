@@ -38,19 +38,19 @@ void SimInterrupts::free_irq(unsigned vector) {
 }
 
 void SimInterrupts::deliver(uint32_t data, sc_core::sc_time at) {
-  pending_.emplace_back(at, data);
+  pending_.emplace(at, deliveries_++, data);
   arrived_.notify(sc_core::SC_ZERO_TIME);
 }
 
 void SimInterrupts::dispatch_thread() {
   for (;;) {
     while (pending_.empty()) sc_core::wait(arrived_);
-    const auto [at, vector] = pending_.front();
+    const auto [at, order, vector] = pending_.top();
     if (at > sc_core::sc_time_stamp()) {
-      sc_core::wait(at - sc_core::sc_time_stamp());
+      sc_core::wait(at - sc_core::sc_time_stamp(), arrived_);
       continue;
     }
-    pending_.pop_front();
+    pending_.pop();
     if (vector < handlers_.size() && handlers_[vector]) {
       delivered_++;
       handlers_[vector](vector);

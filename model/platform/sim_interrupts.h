@@ -1,10 +1,12 @@
 // hal::Interrupts on SystemC: the host's interrupt controller. request_irq programs the
 // device's MSI-X table entry (as the PCI core does); MSI writes the link delivers are
-// dispatched, at their arrival time, to the handler in the interrupt thread.
+// dispatched, in order of arrival time, to the handler in the interrupt thread.
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <functional>
+#include <queue>
+#include <tuple>
 #include <vector>
 
 #include <systemc>
@@ -37,7 +39,12 @@ class SimInterrupts final : public sc_core::sc_module, public hal::Interrupts {
   hal::Bar& bar0_;
   uint64_t table_;
   std::vector<Handler> handlers_;
-  std::deque<std::pair<sc_core::sc_time, uint32_t>> pending_;
+  // (arrival, order of delivery, data), earliest first: a message that arrives sooner is
+  // handled sooner, whatever the order the link handed them over in.
+  std::priority_queue<std::tuple<sc_core::sc_time, uint64_t, uint32_t>,
+                      std::vector<std::tuple<sc_core::sc_time, uint64_t, uint32_t>>, std::greater<>>
+      pending_;
+  uint64_t deliveries_ = 0;
   sc_core::sc_event arrived_;
   uint64_t delivered_ = 0;
   uint64_t spurious_ = 0;

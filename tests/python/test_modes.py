@@ -124,3 +124,30 @@ def test_gen3_device_reports_sq_opcodes_in_receives(scenario, tmp_path):
             if not qword3 >> 62 & 1:  # an RQ completion
                 rq_ops.add(qword3 >> 56 & 0x3F)
     assert rq_ops <= {0x00, 0x03, 0x04, 0x05, 0x06, 0x0D} and 0x00 in rq_ops
+
+
+@pytest.mark.parametrize("itr_us", [4, 20])
+def test_a_moderated_vector_fires_when_its_interval_ends(scenario, tmp_path, itr_us):
+    """Every CEQE's MSI-X arrives within the interval (plus the link's way) of the later
+    of the CEQE and the vector's last enable, even while the engine is busy with an SQ."""
+    path = variant(scenario, tmp_path, "moderated", device={"ceq_itr_us": itr_us})
+    report = irdma_sim.run(path, tmp_path / "out")
+    assert report["passed"], [c for c in report["checks"] if not c["passed"]]
+    assert report["counts"]["interrupts_moderated"] > 0
+    dyn_ctl = 0x160000
+    enabled_at, waiting_since, waits = {}, {}, []
+    with open(tmp_path / "out" / "trace.jsonl") as f:
+        for line in f:
+            ev = json.loads(line)
+            if ev["ev"] == "mmio_write" and dyn_ctl <= int(ev["off"], 16) < dyn_ctl + 0x100:
+                if int(ev["value"], 16) & 1:
+                    enabled_at[(int(ev["off"], 16) - dyn_ctl) // 4] = ev["t_ps"]
+            elif ev["ev"] == "ceqe":
+                waiting_since.setdefault(ev["ceq"], ev["t_ps"])  # CEQ k raises vector k
+            elif ev["ev"] == "msix" and ev["data"] in waiting_since:
+                since = max(waiting_since.pop(ev["data"]), enabled_at.get(ev["data"], 0))
+                waits.append(ev["t_ps"] - since)
+    assert not waiting_since, "a CEQE never got its MSI-X"
+    assert len(waits) == report["counts"]["interrupts_raised"]
+    link_ps = 1_000_000  # the MSI write's serialisation and latency, with room to spare
+    assert max(waits) <= itr_us * 1_000_000 + link_ps, f"an MSI-X waited {max(waits) / 1e6} us"
