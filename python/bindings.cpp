@@ -120,6 +120,15 @@ PYBIND11_MODULE(_irdma_sim, m) {
            })
       .def("create_qp_pair", &HostSession::create_qp_pair, py::arg("cq_a"), py::arg("cq_b"),
            py::arg("sq_depth") = 64, py::arg("rq_depth") = 64, py::arg("max_msg_bytes") = 4096)
+      .def("qp_cap",
+           [](HostSession& s, uint32_t qp) {
+             const ibcore::ib_qp_cap cap = s.qp_cap(qp);
+             py::dict d;
+             d["max_send_wr"] = cap.max_send_wr;
+             d["max_recv_wr"] = cap.max_recv_wr;
+             return d;
+           },
+           py::arg("qp"))
       .def("destroy_qp", &HostSession::destroy_qp)
       .def("post_send", &HostSession::post_send, py::arg("qp"), py::arg("data"),
            py::arg("imm") = py::none(), py::arg("signaled") = true, py::arg("solicited") = false,

@@ -120,13 +120,19 @@ struct ib_recv_wr {
   ib_recv_wr() : wr_id(0) {}
 };
 
-struct ib_qp_init_attr {
-  ib_cq* send_cq = nullptr;
-  ib_cq* recv_cq = nullptr;
+// What a QP holds: asked for at create_qp, and rewritten with what the driver made (the
+// queues may hold more, never less).
+struct ib_qp_cap {
   uint32_t max_send_wr = 0;
   uint32_t max_recv_wr = 0;
   uint32_t max_send_sge = 1;
   uint32_t max_recv_sge = 1;
+};
+
+struct ib_qp_init_attr {
+  ib_cq* send_cq = nullptr;
+  ib_cq* recv_cq = nullptr;
+  ib_qp_cap cap;
   ib_qp_type qp_type = IB_QPT_RC;
 };
 

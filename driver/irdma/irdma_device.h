@@ -121,7 +121,7 @@ class irdma_device final : public ibcore::ib_device {
   int req_notify_cq(ibcore::ib_cq* cq, unsigned flags) override;
   int resize_cq(ibcore::ib_cq* cq, int cqe) override;
 
-  ibcore::ErrPtr<irdma_qp> create_qp(const ibcore::ib_qp_init_attr& attr);
+  ibcore::ErrPtr<irdma_qp> create_qp(ibcore::ib_qp_init_attr& attr);
   // Moves a QP to RTS (MODIFY_QP through the CQP): an RC QP connected to `dest_qp_num`, a
   // UD QP accepting datagrams that carry `qkey`.
   int connect_qp(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey = 0);

@@ -191,6 +191,10 @@ int irdma_uk_qp_init(irdma_qp_uk* qp, uint32_t qp_id, uint32_t sq_wrs, uint32_t 
                      uint32_t max_sq_frags, uint32_t max_rq_frags);
 uint32_t irdma_uk_sq_depth_quanta(uint32_t sq_wrs, uint32_t max_sq_frags);
 uint32_t irdma_uk_rq_depth_wqes(uint32_t rq_wrs, uint32_t max_rq_frags, uint8_t* rq_shift);
+// What the queues hold, as irdma reports it in ib_qp_cap: work requests of the largest
+// size the QP was made for, beyond the reserve.
+uint32_t irdma_uk_sq_max_wrs(const irdma_qp_uk& qp);
+uint32_t irdma_uk_rq_max_wrs(const irdma_qp_uk& qp);
 
 // Write SQ WQEs: -ENOMEM when the SQ is full, -EINVAL for too many fragments. The three
 // share the GEN_2 layout and differ in qword2 (the remote address of RDMA operations) and

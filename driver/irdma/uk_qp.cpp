@@ -93,6 +93,14 @@ uint32_t irdma_uk_rq_depth_wqes(uint32_t rq_wrs, uint32_t max_rq_frags, uint8_t*
   return quanta >> *rq_shift;
 }
 
+uint32_t irdma_uk_sq_max_wrs(const irdma_qp_uk& qp) {
+  return (qp.sq_ring.size - IRDMA_SQ_RSVD) >> wqe_shift(qp.max_sq_frag_cnt + 1);
+}
+
+uint32_t irdma_uk_rq_max_wrs(const irdma_qp_uk& qp) {
+  return ((qp.rq_ring.size << qp.rq_shift) - IRDMA_RQ_RSVD) >> qp.rq_shift;
+}
+
 int irdma_uk_qp_init(irdma_qp_uk* qp, uint32_t qp_id, uint32_t sq_wrs, uint32_t rq_wrs,
                      uint32_t max_sq_frags, uint32_t max_rq_frags) {
   if (sq_wrs == 0 || rq_wrs == 0 || sq_wrs > 32768 || rq_wrs > 32768 || max_sq_frags == 0 ||

@@ -45,7 +45,7 @@ void irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qke
   ctx[IRDMAQPC_QPCOMPCTX_QWORD] = q.compl_ctx;
 }
 
-ErrPtr<irdma_qp> irdma_device::create_qp(const ib_qp_init_attr& attr) {
+ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr) {
   if (!attr.send_cq || !attr.recv_cq || attr.send_cq->device != this ||
       attr.recv_cq->device != this)
     return ErrPtr<irdma_qp>::error(-EINVAL);
@@ -55,8 +55,8 @@ ErrPtr<irdma_qp> irdma_device::create_qp(const ib_qp_init_attr& attr) {
   irdma_qp_uk& q = qp->qp_uk;
   const int64_t qp_num = alloc_id(qp_used_, next_qp_, 2);
   if (qp_num < 0) return ErrPtr<irdma_qp>::error(int(qp_num));
-  if (int ret = irdma_uk_qp_init(&q, uint32_t(qp_num), attr.max_send_wr, attr.max_recv_wr,
-                                 attr.max_send_sge, attr.max_recv_sge)) {
+  if (int ret = irdma_uk_qp_init(&q, uint32_t(qp_num), attr.cap.max_send_wr, attr.cap.max_recv_wr,
+                                 attr.cap.max_send_sge, attr.cap.max_recv_sge)) {
     qp_used_[qp_num] = false;
     return ErrPtr<irdma_qp>::error(ret);
   }
@@ -101,6 +101,8 @@ ErrPtr<irdma_qp> irdma_device::create_qp(const ib_qp_init_attr& attr) {
   qp_table_[qp_num] = &q;
   qp->send_cq->usecnt++;
   qp->recv_cq->usecnt++;
+  attr.cap.max_send_wr = irdma_uk_sq_max_wrs(q);
+  attr.cap.max_recv_wr = irdma_uk_rq_max_wrs(q);
   return qp.release();
 }
 

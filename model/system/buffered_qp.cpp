@@ -7,22 +7,12 @@ namespace irdma_sim::system {
 
 BufferedQp* BufferedQp::create(irdma::irdma_device& dev, ibcore::ib_cq* cq, uint32_t sq_depth,
                                uint32_t rq_depth, uint32_t slot_bytes, int& err,
-                               ibcore::ib_qp_type type) {
+                               ibcore::ib_qp_type type, Slots slots) {
   std::unique_ptr<BufferedQp> b(new BufferedQp(dev, cq));
-  b->sq_depth_ = sq_depth;
-  b->rq_depth_ = rq_depth;
-  b->slot_bytes_ = slot_bytes;
-  b->send_buf_ = dev.hw().dma.alloc_coherent(uint64_t(sq_depth) * slot_bytes, 64);
-  b->recv_buf_ = dev.hw().dma.alloc_coherent(uint64_t(rq_depth) * slot_bytes, 64);
-  b->window_buf_ = dev.hw().dma.alloc_coherent(uint64_t(b->window_slots()) * slot_bytes, 64);
-  if (!b->send_buf_ || !b->recv_buf_ || !b->window_buf_) {
-    err = -ENOMEM;
-    return nullptr;
-  }
   ibcore::ib_qp_init_attr attr;
   attr.send_cq = attr.recv_cq = cq;
-  attr.max_send_wr = sq_depth;
-  attr.max_recv_wr = rq_depth;
+  attr.cap.max_send_wr = sq_depth;
+  attr.cap.max_recv_wr = rq_depth;
   attr.qp_type = type;
   auto qp = dev.create_qp(attr);
   if (qp.is_err()) {
@@ -30,6 +20,17 @@ BufferedQp* BufferedQp::create(irdma::irdma_device& dev, ibcore::ib_cq* cq, uint
     return nullptr;
   }
   b->qp_ = qp.get();
+  b->cap_ = attr.cap;
+  b->sq_depth_ = slots == Slots::capacity ? attr.cap.max_send_wr : sq_depth;
+  b->rq_depth_ = slots == Slots::capacity ? attr.cap.max_recv_wr : rq_depth;
+  b->slot_bytes_ = slot_bytes;
+  b->send_buf_ = dev.hw().dma.alloc_coherent(uint64_t(b->sq_depth_) * slot_bytes, 64);
+  b->recv_buf_ = dev.hw().dma.alloc_coherent(uint64_t(b->rq_depth_) * slot_bytes, 64);
+  b->window_buf_ = dev.hw().dma.alloc_coherent(uint64_t(b->window_slots()) * slot_bytes, 64);
+  if (!b->send_buf_ || !b->recv_buf_ || !b->window_buf_) {
+    err = b->destroy() ? -EIO : -ENOMEM;
+    return nullptr;
+  }
   err = 0;
   return b.release();
 }

@@ -1,7 +1,7 @@
-// A loopback QP together with its message buffers: one DMA slot per SQ entry and per RQ
-// entry, so a work request's data stays put until it completes, and a window of one slot
-// of three slots per SQ entry: where the peer's RDMA WRITEs land, where its READs read
-// from, and where its atomics operate.
+// A loopback QP together with its message buffers: one DMA slot per send and per receive
+// it may have outstanding, so a work request's data stays put until it completes, and a
+// window of three slots per send slot: where the peer's RDMA WRITEs land, where its READs
+// read from, and where its atomics operate.
 #pragma once
 
 #include <cstdint>
@@ -13,11 +13,18 @@ namespace irdma_sim::system {
 
 class BufferedQp {
  public:
-  // Creates the QP on `cq` (send and receive) and its buffers; returns a negative errno
-  // through `err` on failure, leaving nothing allocated.
+  // How many slots the buffers have.
+  enum class Slots {
+    requested,  // as many as the work requests asked for (a ULP that keeps to its depths)
+    capacity,   // as many as the queues hold (ib_qp_cap as the driver rewrote it)
+  };
+  // Creates the QP on `cq` (send and receive) for `sq_depth` sends and `rq_depth`
+  // receives, and its buffers; returns a negative errno through `err` on failure, leaving
+  // nothing allocated.
   static BufferedQp* create(irdma::irdma_device& dev, ibcore::ib_cq* cq, uint32_t sq_depth,
                             uint32_t rq_depth, uint32_t slot_bytes, int& err,
-                            ibcore::ib_qp_type type = ibcore::IB_QPT_RC);
+                            ibcore::ib_qp_type type = ibcore::IB_QPT_RC,
+                            Slots slots = Slots::requested);
   // Destroys the QP through the CQP and frees the buffers; returns the destroy's errno.
   int destroy();
   ~BufferedQp();
@@ -25,8 +32,10 @@ class BufferedQp {
   irdma::irdma_qp* qp() const { return qp_; }
   ibcore::ib_cq* cq() const { return cq_; }
   uint32_t qp_num() const { return qp_->qp_num; }
+  // Slots for sends and for receives.
   uint32_t sq_depth() const { return sq_depth_; }
   uint32_t rq_depth() const { return rq_depth_; }
+  const ibcore::ib_qp_cap& cap() const { return cap_; }
   uint32_t slot_bytes() const { return slot_bytes_; }
 
   uint8_t* send_slot(uint32_t slot) const;
@@ -43,6 +52,7 @@ class BufferedQp {
   ibcore::ib_cq* cq_;
   irdma::irdma_qp* qp_ = nullptr;
   uint32_t sq_depth_ = 0, rq_depth_ = 0, slot_bytes_ = 0;
+  ibcore::ib_qp_cap cap_;
   hal::DmaBuffer send_buf_, recv_buf_, window_buf_;
 };
 

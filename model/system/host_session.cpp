@@ -101,7 +101,8 @@ std::pair<uint32_t, uint32_t> HostSession::create_qp_pair(uint32_t cq_a, uint32_
   const uint32_t slot = std::max(64u, (max_msg_bytes + 63) & ~63u);
   sim_->run_on_host([&] {
     for (int i = 0; i < 2 && !err; i++)
-      made[i].reset(BufferedQp::create(sim_->driver(), cqs[i], sq_depth, rq_depth, slot, err));
+      made[i].reset(BufferedQp::create(sim_->driver(), cqs[i], sq_depth, rq_depth, slot, err,
+                                       IB_QPT_RC, BufferedQp::Slots::capacity));
     if (!err) err = sim_->driver().connect_qp(made[0]->qp(), made[1]->qp_num());
     if (!err) err = sim_->driver().connect_qp(made[1]->qp(), made[0]->qp_num());
     if (err)
@@ -110,11 +111,37 @@ std::pair<uint32_t, uint32_t> HostSession::create_qp_pair(uint32_t cq_a, uint32_
   });
   check(err, "creating a QP pair");
   const std::pair<uint32_t, uint32_t> nums{made[0]->qp_num(), made[1]->qp_num()};
-  qps_[nums.first].bq = std::move(made[0]);
-  qps_[nums.first].peer = nums.second;
-  qps_[nums.second].bq = std::move(made[1]);
-  qps_[nums.second].peer = nums.first;
+  for (int i = 0; i < 2; i++) {
+    Qp& q = qps_[i ? nums.second : nums.first];
+    q.peer = i ? nums.first : nums.second;
+    // Slots are taken lowest first.
+    for (uint32_t s = made[i]->sq_depth(); s-- > 0;) q.sq.free.push_back(s);
+    for (uint32_t s = made[i]->rq_depth(); s-- > 0;) q.rq.free.push_back(s);
+    q.bq = std::move(made[i]);
+  }
   return nums;
+}
+
+ib_qp_cap HostSession::qp_cap(uint32_t qp_num) { return qp(qp_num).bq->cap(); }
+
+uint32_t HostSession::Queue::take(uint32_t qp_num, const char* queue) {
+  if (free.empty())
+    throw VerbsError("QP " + std::to_string(qp_num) + "'s " + queue + " queue is full: " +
+                         std::to_string(posted.size()) + " work requests outstanding, as many as it holds " +
+                         "(poll their completions first)",
+                     ENOMEM);
+  const uint32_t slot = free.back();
+  free.pop_back();
+  return slot;
+}
+
+std::optional<HostSession::Posted> HostSession::Queue::retire(uint64_t wr_id) {
+  const auto it = std::find_if(posted.begin(), posted.end(), [&](const Posted& p) { return p.wr_id == wr_id; });
+  if (it == posted.end()) return std::nullopt;
+  const Posted done = *it;
+  for (auto p = posted.begin(); p != std::next(it); ++p) free.push_back(p->slot);
+  posted.erase(posted.begin(), std::next(it));
+  return done;
 }
 
 void HostSession::destroy_qp(uint32_t qp_num) {
@@ -130,7 +157,7 @@ uint64_t HostSession::post(Qp& q, ib_send_wr& wr, const std::string& data, uint3
   if (length > bq.slot_bytes())
     throw VerbsError("message of " + std::to_string(length) + " bytes exceeds the QP's " +
                          std::to_string(bq.slot_bytes()) + "-byte buffers", EINVAL);
-  const uint32_t slot = uint32_t(q.sends++ % bq.sq_depth());
+  const uint32_t slot = q.sq.take(bq.qp_num(), "send");
   std::memcpy(bq.send_slot(slot), data.data(), data.size());
   const ib_sge sge = bq.send_sge(slot, length);
   wr.wr_id = next_wr_id_++;
@@ -138,11 +165,12 @@ uint64_t HostSession::post(Qp& q, ib_send_wr& wr, const std::string& data, uint3
   wr.num_sge = 1;
   int ret = 0;
   sim_->run_on_host([&] { ret = sim_->driver().post_send(bq.qp(), &wr, nullptr); });
+  if (ret) q.sq.free.push_back(slot);
   check(ret, "post_send");
   // READs and atomics bring bytes back into the slot: the completion will carry them.
-  if (wr.opcode == IB_WR_RDMA_READ || wr.opcode == IB_WR_ATOMIC_FETCH_AND_ADD ||
-      wr.opcode == IB_WR_ATOMIC_CMP_AND_SWP)
-    q.read_into[wr.wr_id] = {slot, length};
+  const bool fetches = wr.opcode == IB_WR_RDMA_READ || wr.opcode == IB_WR_ATOMIC_FETCH_AND_ADD ||
+                       wr.opcode == IB_WR_ATOMIC_CMP_AND_SWP;
+  q.sq.posted.push_back({wr.wr_id, slot, fetches ? length : 0});
   return wr.wr_id;
 }
 
@@ -226,7 +254,7 @@ void HostSession::set_window(uint32_t qp_num, uint32_t window_slot, const std::s
 
 uint64_t HostSession::post_recv(uint32_t qp_num) {
   Qp& q = qp(qp_num);
-  const uint32_t slot = uint32_t(q.recvs++ % q.bq->rq_depth());
+  const uint32_t slot = q.rq.take(qp_num, "receive");
   const ib_sge sge = q.bq->recv_sge(slot);
   ib_recv_wr wr;
   wr.wr_id = next_wr_id_++;
@@ -234,8 +262,9 @@ uint64_t HostSession::post_recv(uint32_t qp_num) {
   wr.num_sge = 1;
   int ret = 0;
   sim_->run_on_host([&] { ret = sim_->driver().post_recv(q.bq->qp(), &wr, nullptr); });
+  if (ret) q.rq.free.push_back(slot);
   check(ret, "post_recv");
-  q.recv_slot_of[wr.wr_id] = slot;
+  q.rq.posted.push_back({wr.wr_id, slot});
   return wr.wr_id;
 }
 
@@ -247,24 +276,19 @@ std::vector<PolledCompletion> HostSession::poll(uint32_t cq_num, int max_entries
   check(n, "ib_poll_cq");
   std::vector<PolledCompletion> out;
   for (int i = 0; i < n; i++) {
-    PolledCompletion pc{wcs[i].wr_id, cq_num, wcs[i].qp ? wcs[i].qp->qp_num : 0, wcs[i], {}};
-    if (!(wcs[i].opcode & IB_WC_RECV)) {
-      Qp& q = qp(pc.qp_num);
-      auto read = q.read_into.find(pc.wr_id);
-      if (read != q.read_into.end()) {
-        if (wcs[i].status == IB_WC_SUCCESS)
-          pc.data.assign(reinterpret_cast<const char*>(q.bq->send_slot(read->second.first)),
-                         read->second.second);
-        q.read_into.erase(read);
-      }
-    } else if (wcs[i].opcode & IB_WC_RECV) {
-      Qp& q = qp(pc.qp_num);
-      auto slot = q.recv_slot_of.find(pc.wr_id);
-      if (slot != q.recv_slot_of.end()) {
-        if (wcs[i].status == IB_WC_SUCCESS)
-          pc.data.assign(reinterpret_cast<const char*>(q.bq->recv_slot(slot->second)),
-                         std::min(wcs[i].byte_len, q.bq->slot_bytes()));
-        q.recv_slot_of.erase(slot);
+    const ib_wc& wc = wcs[i];
+    PolledCompletion pc{wc.wr_id, cq_num, wc.qp ? wc.qp->qp_num : 0, wc, {}};
+    // A successful completion carries the bytes its slot received; either way the slot, and
+    // those of the unsignaled sends it retires, are free again.
+    auto it = qps_.find(pc.qp_num);
+    if (it != qps_.end()) {
+      Qp& q = it->second;
+      const bool recv = wc.opcode & IB_WC_RECV;
+      const std::optional<Posted> done = (recv ? q.rq : q.sq).retire(wc.wr_id);
+      if (done && wc.status == IB_WC_SUCCESS && (recv || done->fetched)) {
+        const uint8_t* at = recv ? q.bq->recv_slot(done->slot) : q.bq->send_slot(done->slot);
+        pc.data.assign(reinterpret_cast<const char*>(at),
+                       recv ? std::min(wc.byte_len, q.bq->slot_bytes()) : done->fetched);
       }
     }
     out.push_back(std::move(pc));

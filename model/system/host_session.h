@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -52,9 +53,13 @@ class HostSession {
   // What reached the CQ's handlers: completion events, and IB_EVENT_CQ_ERR.
   std::map<std::string, uint64_t> cq_events(uint32_t cq);
   void set_pool_policy(ibcore::cq_pool_policy policy);
-  // Two connected RC QPs on CQs `cq_a` and `cq_b`; returns their QP numbers.
+  // Two connected RC QPs on CQs `cq_a` and `cq_b`; returns their QP numbers. Each holds
+  // at least `sq_depth` sends and `rq_depth` receives (qp_cap says how many): a post past
+  // that fails with ENOMEM and writes nothing.
   std::pair<uint32_t, uint32_t> create_qp_pair(uint32_t cq_a, uint32_t cq_b, uint32_t sq_depth,
                                                uint32_t rq_depth, uint32_t max_msg_bytes);
+  // What the driver made of a QP's depths (ib_qp_cap): max_send_wr, max_recv_wr.
+  ibcore::ib_qp_cap qp_cap(uint32_t qp);
   void destroy_qp(uint32_t qp);
   // Returns the work request's id.
   // `invalidate`: a SEND_WITH_INV carrying this rkey (not with `imm`).
@@ -85,15 +90,28 @@ class HostSession {
   void shutdown();
 
  private:
+  // A work request outstanding on a queue, in posting order, and the buffer slot it holds
+  // until its completion (or a later send's, for an unsignaled one) is polled.
+  struct Posted {
+    uint64_t wr_id;
+    uint32_t slot;
+    uint32_t fetched = 0;  // bytes a READ or an atomic brings back into the slot
+  };
+  struct Queue {
+    std::deque<Posted> posted;
+    std::vector<uint32_t> free;  // slots
+    // Takes a free slot; throws VerbsError(ENOMEM) when none is left.
+    uint32_t take(uint32_t qp_num, const char* queue);
+    // Retires everything posted up to and including `wr_id`; the retired entry, if any.
+    std::optional<Posted> retire(uint64_t wr_id);
+  };
   struct Qp {
     std::unique_ptr<BufferedQp> bq;
     uint32_t peer = 0;
-    uint64_t sends = 0, recvs = 0;
-    std::map<uint64_t, uint32_t> recv_slot_of;  // wr_id -> slot
-    std::map<uint64_t, std::pair<uint32_t, uint32_t>> read_into;  // wr_id -> (slot, length)
+    Queue sq, rq;
   };
   Qp& qp(uint32_t qp_num);
-  // Posts `wr` on `q`, its data in the next send slot; returns the wr_id.
+  // Posts `wr` on `q`, its data in a free send slot; returns the wr_id.
   uint64_t post(Qp& q, ibcore::ib_send_wr& wr, const std::string& data, uint32_t length);
   BufferedQp& window_owner(uint32_t qp_num, uint32_t window_slot, uint64_t length);
   ibcore::ib_cq* cq(uint32_t cq_num);

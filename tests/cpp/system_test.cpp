@@ -149,7 +149,7 @@ TEST(System, DmaToUnmappedMemoryIsReportedNotFatal) {
     auto cq = ibcore::ib_alloc_cq(&dev, nullptr, 16, 0, ibcore::IB_POLL_DIRECT);  // polled here
     ibcore::ib_qp_init_attr attr;
     attr.send_cq = attr.recv_cq = cq.get();
-    attr.max_send_wr = attr.max_recv_wr = 4;
+    attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
     auto a = dev.create_qp(attr);
     auto b = dev.create_qp(attr);
     dev.connect_qp(a.get(), b->qp_num);
@@ -194,7 +194,7 @@ TEST(System, ASendTooLargeForItsReceiveFailsBothSides) {
     auto cq = ibcore::ib_alloc_cq(&dev, nullptr, 16, 0, ibcore::IB_POLL_DIRECT);
     ibcore::ib_qp_init_attr attr;
     attr.send_cq = attr.recv_cq = cq.get();
-    attr.max_send_wr = attr.max_recv_wr = 4;
+    attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
     auto a = dev.create_qp(attr);
     auto b = dev.create_qp(attr);
     dev.connect_qp(a.get(), b->qp_num);
@@ -293,3 +293,59 @@ TEST(System, OnlyOneSimulationPerProcess) {
 }
 
 }  // namespace
+
+// ib_qp_cap comes back with what the queues hold; the driver refuses a post past its ring
+// with -ENOMEM, names it in bad_wr, writes no WQE and rings no doorbell for it.
+TEST(System, APostPastTheRingIsEnomemAndWritesNothing) {
+  Simulation sim(SimConfig{});
+  auto& dev = sim.driver();
+  sim.run_on_host([&] {
+    auto cq = ibcore::ib_alloc_cq(&dev, nullptr, 1024, 0, ibcore::IB_POLL_DIRECT);
+    ibcore::ib_qp_init_attr attr;
+    attr.send_cq = attr.recv_cq = cq.get();
+    attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
+    auto qp = dev.create_qp(attr);
+    ASSERT_FALSE(qp.is_err());
+    // irdma's sizing: (512 quanta - 258 reserved) >> 1 and 8 WQEs - 1.
+    EXPECT_EQ(attr.cap.max_send_wr, 127u);
+    EXPECT_EQ(attr.cap.max_recv_wr, 7u);
+    hal::DmaBuffer buf = dev.hw().dma.alloc_coherent(4096, 64);
+    ibcore::ib_sge sge{buf.iova, 8, 0};
+    ibcore::ib_recv_wr rwr;
+    rwr.sg_list = &sge;
+    rwr.num_sge = 1;
+    for (uint32_t i = 0; i < attr.cap.max_recv_wr; i++) ASSERT_EQ(dev.post_recv(qp.get(), &rwr, nullptr), 0);
+    const irdma::irdma_qp_uk& uk = qp->qp_uk;
+    const uint32_t rq_head = uk.rq_ring.head;
+    const ibcore::ib_recv_wr* bad_recv = nullptr;
+    EXPECT_EQ(dev.post_recv(qp.get(), &rwr, &bad_recv), -ENOMEM);
+    EXPECT_EQ(bad_recv, &rwr);
+    EXPECT_EQ(uk.rq_ring.head, rq_head);
+
+    // A chain of sends no peer takes: the ring fills, the WR that does not fit is the bad
+    // one, and only the doorbell for what fitted was rung.
+    std::vector<ibcore::ib_send_wr> chain(300);
+    for (size_t i = 0; i < chain.size(); i++) {
+      chain[i].sg_list = &sge;
+      chain[i].num_sge = 1;
+      chain[i].next = i + 1 < chain.size() ? &chain[i + 1] : nullptr;
+    }
+    const uint64_t writes = sim.device().counters().mmio_writes;
+    const ibcore::ib_send_wr* bad = nullptr;
+    EXPECT_EQ(dev.post_send(qp.get(), chain.data(), &bad), -ENOMEM);
+    ASSERT_NE(bad, nullptr);
+    const size_t fitted = size_t(bad - chain.data());
+    EXPECT_GE(fitted, attr.cap.max_send_wr);
+    const uint32_t sq_head = uk.sq_ring.head;
+    dev.hw().exec.delay_ns(2000);
+    EXPECT_EQ(sim.device().counters().mmio_writes, writes + 1) << "one doorbell, for the WRs that fitted";
+    EXPECT_EQ(dev.post_send(qp.get(), chain.data() + fitted, &bad), -ENOMEM);
+    EXPECT_EQ(bad, chain.data() + fitted);
+    EXPECT_EQ(uk.sq_ring.head, sq_head) << "nothing written";
+    dev.hw().exec.delay_ns(2000);
+    EXPECT_EQ(sim.device().counters().mmio_writes, writes + 1) << "no doorbell for nothing";
+    EXPECT_EQ(dev.destroy_qp(qp.get()), 0);
+    dev.hw().dma.free_coherent(buf);
+    EXPECT_EQ(ibcore::ib_free_cq(cq.get()), 0);
+  });
+}

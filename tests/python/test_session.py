@@ -428,3 +428,66 @@ def test_software_completions_raise_an_event_only_on_an_armed_cq(run_python):
         assert [(c["wr_id"], c["status"]) for c in s.poll(cq)] == [(w, 5)]
         s.shutdown()
     """)
+
+
+def test_a_post_past_the_queue_fails_with_enomem_and_writes_nothing(run_python):
+    """An RC pair of depth 4: the driver rounds the queues up (qp_cap says how far); a send
+    or a receive past what a queue holds is refused with ENOMEM and reaches nothing, and
+    every message posted gets through once, with its own bytes, however many are sent."""
+    run_ok(run_python, """
+        import errno
+        from irdma_sim import Session, VerbsError
+        s = Session(config_yaml="device: {max_cqe: 1000}")
+        cq = s.pool_get(600)
+        a, b = s.create_qp_pair(cq, cq, sq_depth=4, rq_depth=4, max_msg_bytes=64)
+        cap = s.qp_cap(a)
+        assert cap["max_send_wr"] >= 4 and cap["max_recv_wr"] >= 4, cap
+
+        def refused(post):
+            try:
+                post()
+            except VerbsError as e:
+                assert e.errno == errno.ENOMEM, e
+                return True
+            return False
+
+        def drain():
+            got = []
+            for _ in range(100):
+                s.run_for_ns(20000)
+                batch = s.poll(cq, 64)
+                got += batch
+                if not batch and got:
+                    return got
+            return got
+
+        # The receive queue: full at max_recv_wr; the refused post writes nothing.
+        recvs = [s.post_recv(b) for _ in range(cap["max_recv_wr"])]
+        assert refused(lambda: s.post_recv(b))
+        before = s.counters()
+        sends = [s.post_send(a, b"m%03d" % i) for i in range(cap["max_recv_wr"])]
+        got = drain()
+        assert [c["wr_id"] for c in got if c["opcode"] == 128] == recvs
+        assert [c["data"] for c in got if c["opcode"] == 128] == [b"m%03d" % i for i in range(len(sends))]
+        assert [c["wr_id"] for c in got if c["opcode"] == 0] == sends
+        assert all(c["status"] == 0 for c in got)
+        assert s.counters()["messages"] - before["messages"] == len(sends)
+
+        # The send queue: full at max_send_wr while the peer has no receive posted.
+        sends = [s.post_send(a, b"s%03d" % i) for i in range(cap["max_send_wr"])]
+        assert refused(lambda: s.post_send(a, b"one too many"))
+        assert refused(lambda: s.post_write(a, b"nor this", window_slot=1))
+        assert refused(lambda: s.post_read(a, 8, window_slot=1))
+        # Receives let the sends through, a queue's worth at a time; each message once.
+        received = []
+        while len(received) < len(sends):
+            for _ in range(min(cap["max_recv_wr"], len(sends) - len(received))):
+                s.post_recv(b)
+            received += [c["data"] for c in drain() if c["opcode"] == 128]
+        assert received == [b"s%03d" % i for i in range(len(sends))]
+        # Completions freed the queue: a post fits again.
+        s.post_recv(b)
+        s.post_send(a, b"after")
+        assert [c["data"] for c in drain() if c["opcode"] == 128] == [b"after"]
+        s.shutdown()
+    """)
