@@ -213,8 +213,8 @@ std::vector<Check> Scoreboard::checks() const {
                            const std::string& leftover_what) {
     auto it = failures_.find(name);
     if (it != failures_.end()) {
-      out.push_back({name, false, std::to_string(it->second.count) + " failure(s); first: " +
-                                      it->second.first});
+      out.push_back({name, false, std::to_string(it->second.count) + " of " + std::to_string(checked_) +
+                                      " completions failed it; first: " + it->second.first});
     } else if (leftover) {
       out.push_back({name, false, std::to_string(leftover) + " " + leftover_what});
     } else {

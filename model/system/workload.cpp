@@ -110,6 +110,11 @@ struct Workload::Qp {
   uint32_t nr_cqe = 0;
   std::vector<WrCtx> send_ctx, recv_ctx;
   std::deque<Incoming> incoming;
+  // Of those, the WRITE_WITH_IMMs (their numbers at the sender): their bytes are checked in
+  // this QP's window when their receive completes, so the sender writes no other message
+  // over them until then.
+  std::deque<uint64_t> writes_to_check;
+  bool rq_error = false;  // a receive completed in error: nothing on its way arrives any more
   std::vector<uint64_t> atomic_values;  // of the peer's atomic slots, as this QP leaves them
   uint64_t sends_total = 0, sends_posted = 0, sends_done = 0;
   uint64_t recvs_total = 0, recvs_posted = 0, recvs_done = 0;
@@ -437,17 +442,29 @@ void Workload::forget_region(Qp& q) {
   q.rkey = 0;
 }
 
+// How many more work requests `q` may post now: its SQ slots hold what is not yet retired,
+// and a message goes into window slot seq % sq_depth only once the peer checked the
+// WRITE_WITH_IMM that landed there sq_depth messages before.
+uint64_t Workload::room(const Qp& q) const {
+  const uint64_t depth = q.bq->sq_depth();
+  const uint64_t free = depth - (q.sends_posted - q.sends_done);
+  const auto& unchecked = q.peer->writes_to_check;
+  return unchecked.empty() ? free : std::min(free, unchecked.front() + depth - q.sends_posted);
+}
+
+// A doorbell carries a whole batch: a QP posts once that much of it fits, unless fewer
+// sends than that are left.
+bool Workload::batch_fits(const Qp& q) const {
+  const uint64_t left = q.sends_total - q.sends_posted;
+  return left && room(q) >= std::min<uint64_t>({sc_.traffic.batch, q.bq->sq_depth(), left});
+}
+
 int Workload::post_sends(Qp& q) {
   const TrafficSpec& t = sc_.traffic;
   const BufferedQp& bq = *q.bq;
-  // A doorbell carries a whole batch: wait until that much of the SQ is free, unless
-  // fewer sends than that are left.
-  const uint64_t free = bq.sq_depth() - (q.sends_posted - q.sends_done);
-  const uint64_t want = std::min<uint64_t>({t.batch, bq.sq_depth(), q.sends_total - q.sends_posted});
-  if (want == 0 || free < want || dev_.hw().exec.now_ns() < q.idle_until_ns) return 0;
+  if (!batch_fits(q) || dev_.hw().exec.now_ns() < q.idle_until_ns) return 0;
   int posted = 0;
-  while (uint32_t(posted) < t.batch && q.sends_posted < q.sends_total &&
-         q.sends_posted - q.sends_done < bq.sq_depth()) {
+  while (uint32_t(posted) < t.batch && q.sends_posted < q.sends_total && room(q)) {
     const TrafficOp op = (*q.ops)[q.sends_posted % q.ops->size()];
     // A datagram with no receive posted for it is dropped: a UD sender waits for credit.
     const Qp& to = *q.peer;
@@ -476,7 +493,10 @@ int Workload::post_sends(Qp& q) {
       if (t.solicited_every && seq % t.solicited_every == t.solicited_every - 1)
         wr.send_flags |= IB_SEND_SOLICITED;
       sb_.expect_message(q.peer->index, msg);
-      q.peer->incoming.push_back({seq, op, len});
+      if (!q.peer->rq_error) {
+        q.peer->incoming.push_back({seq, op, len});
+        if (op == TrafficOp::write_imm) q.peer->writes_to_check.push_back(seq);
+      }
     }
     done.seq = seq;
     done.signaled = signaled;
@@ -558,12 +578,8 @@ void Workload::on_send_done(ib_cq* cq, ib_wc* wc) {
 // wake is a context switch of the simulator's.
 void Workload::wake_poster(const Qp& q) {
   const TrafficSpec& t = sc_.traffic;
-  const uint64_t left = q.sends_total - q.sends_posted;
-  const bool batch_fits = left && q.bq &&
-                          q.bq->sq_depth() - (q.sends_posted - q.sends_done) >=
-                              std::min<uint64_t>({t.batch, q.bq->sq_depth(), left});
   const bool resize_due = q.own_cq && t.resize_every && q.completions - q.resized_at >= t.resize_every;
-  if (batch_fits || resize_due || q.broken || q.cq_error || q.ud || q.peer->ud || finished())
+  if ((q.bq && batch_fits(q)) || resize_due || q.broken || q.cq_error || q.ud || q.peer->ud || finished())
     completed_->signal();
 }
 
@@ -608,11 +624,14 @@ void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {
   q.recvs_done++;
   bool payload_ok = true;
   if (wc->status != IB_WC_SUCCESS) {
-    q.incoming.clear();  // the RQ is in error: nothing on its way arrives any more
+    q.rq_error = true;
+    q.incoming.clear();
+    q.writes_to_check.clear();
   } else if (!q.incoming.empty()) {
     // A SEND's bytes are in the receive buffer, a WRITE's in this QP's window.
     const Incoming msg = q.incoming.front();
     q.incoming.pop_front();
+    if (msg.op == TrafficOp::write_imm) q.writes_to_check.pop_front();
     const uint8_t* at = msg.op == TrafficOp::send
                             ? q.bq->recv_slot(ctx.slot)
                             : q.bq->window_slot(uint32_t(msg.seq % q.peer->bq->sq_depth()));
@@ -622,6 +641,7 @@ void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {
   wl.sb_.check_recv(q.index, copy, payload_ok);
   if (q.recvs_posted < q.recvs_total && !q.torn_down) wl.post_recv(q);
   wl.wake_poster(q);
+  if (q.peer->bq) wl.wake_poster(*q.peer);  // a window slot it waits for may be free
 }
 
 // Under traffic: a QP with a CQ of its own resizes it after every traffic.resize_every of

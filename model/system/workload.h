@@ -69,6 +69,8 @@ class Workload {
   void wake_poster(const Qp& q);
   void traffic();
   void teardown();
+  uint64_t room(const Qp& q) const;
+  bool batch_fits(const Qp& q) const;
   int post_sends(Qp& qp);
   void describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ibcore::ib_send_wr& wr,
                 ibcore::ib_sge& sge, ExpectedCompletion& done, ExpectedCompletion& msg);

@@ -151,3 +151,23 @@ def test_a_moderated_vector_fires_when_its_interval_ends(scenario, tmp_path, itr
     assert len(waits) == report["counts"]["interrupts_raised"]
     link_ps = 1_000_000  # the MSI write's serialisation and latency, with room to spare
     assert max(waits) <= itr_us * 1_000_000 + link_ps, f"an MSI-X waited {max(waits) / 1e6} us"
+
+
+@pytest.mark.parametrize("generation", [2, 3])
+def test_writes_never_land_on_a_write_with_immediate_not_yet_checked(tmp_path, generation):
+    """WRITE_WITH_IMMs are checked in the receiver's window when their receive completes;
+    with its interrupts moderated that comes well after the sender's own completion, and a
+    sender reusing the window slot then overwrote the bytes before the check (a false
+    payload_integrity failure on every seed)."""
+    path = tmp_path / "writes.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "writes",
+        "config": {"device": {"num_ceqs": 2, "ceq_itr_us": 100, "generation": generation}, "host": {"cpus": 2}},
+        "qp_pairs": [{"name": "p", "sq_depth": 16, "rq_depth": 16}],
+        "traffic": {"ops": ["write", "write_imm"], "signal_every": 4, "sends_per_qp": 600},
+    }))
+    for seed in (1, 2):
+        report = irdma_sim.run(path, tmp_path / f"out{seed}", seed=seed, trace=False)
+        assert report["passed"], [c for c in report["checks"] if not c["passed"]]
+        assert report["counts"]["completions_delivered"] > 600
+
