@@ -78,17 +78,31 @@ PYBIND11_MODULE(_irdma_sim, m) {
       },
       py::arg("path"), "Loads a scenario and returns its summary; raises ScenarioError.");
 
+  m.attr("__version__") = IRDMA_SIM_VERSION;
+
   m.def("run_scenario",
-        [](const std::string& path, const std::string& out, std::optional<uint64_t> seed, bool trace) {
+        [](const std::string& path, const std::string& out, std::optional<uint64_t> seed, bool trace,
+           std::optional<py::function> progress) {
+          RunOptions options;
+          options.seed = seed;
+          options.trace = trace;
+          if (progress)
+            options.progress = [progress](const RunProgress& p) {
+              py::gil_scoped_acquire locked;
+              (*progress)(p.line());
+            };
           RunResult r;
           {
             py::gil_scoped_release unlocked;
-            r = run_scenario(path, out, seed, trace);
+            r = run_scenario(path, out, options);
           }
-          return py::make_tuple(r.passed, r.report_path);
+          return py::make_tuple(r.passed, r.interrupted_by, r.report_path);
         },
         py::arg("path"), py::arg("out"), py::arg("seed") = py::none(), py::arg("trace") = true,
-        "Runs a scenario in this process (once per process: SystemC elaborates once).");
+        py::arg("progress") = py::none(),
+        "Runs a scenario in this process (once per process: SystemC elaborates once); returns "
+        "(passed, the signal that interrupted it or 0, the report's path). `progress` is called "
+        "with a line of text about twice a second while the traffic runs.");
 
   py::class_<HostSession>(m, "Session")
       .def(py::init([](const std::string& config_yaml, const std::string& trace_path) {

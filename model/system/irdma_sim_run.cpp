@@ -1,49 +1,76 @@
 // irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace]
-// Runs one scenario in this process and writes its outputs; exit status 0 when every check
-// passed, 1 when one failed, 2 for bad usage or a malformed scenario.
+// Runs one scenario in this process and writes its outputs. Exit status: 0 every check
+// passed, 1 a check failed, 2 bad usage or a malformed scenario, 3 the simulation failed,
+// 128 + the signal when SIGINT or SIGTERM cut the run short (its outputs are whole).
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
-#include <optional>
 #include <string>
 
-#include <systemc>  // declares sc_main, which libsystemc's main() calls
+#include <systemc>
 
 #include "model/system/run_scenario.h"
 #include "model/system/yaml_reader.h"
 
+namespace {
+
+constexpr const char* kUsage = "usage: irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--version]";
+
+int usage_error(const std::string& what) {
+  std::cerr << "irdma-sim-run: " << what << "\n" << kUsage << "\n";
+  return 2;
+}
+
+}  // namespace
+
+// libsystemc prints its banner before sc_main unless told not to: this main tells it.
+int main(int argc, char** argv) {
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+  return sc_core::sc_elab_and_sim(argc, argv);
+}
+
 int sc_main(int argc, char** argv) {
   std::string scenario, out;
-  std::optional<uint64_t> seed;
-  bool trace = true;
+  irdma_sim::system::RunOptions options;
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
-    if (a == "--out" && i + 1 < argc) {
+    const bool has_value = i + 1 < argc;
+    if (a == "--version") {
+      std::cout << "irdma-sim-run " IRDMA_SIM_VERSION "\n";
+      return 0;
+    } else if (a == "--out") {
+      if (!has_value) return usage_error("--out needs a directory");
       out = argv[++i];
-    } else if (a == "--seed" && i + 1 < argc) {
+    } else if (a == "--seed") {
+      if (!has_value) return usage_error("--seed needs a number");
+      const char* s = argv[++i];
       char* end = nullptr;
-      seed = std::strtoull(argv[++i], &end, 0);
-      if (*end) {
-        std::cerr << "irdma-sim-run: --seed needs a number\n";
-        return 2;
-      }
+      errno = 0;
+      const unsigned long long seed = std::strtoull(s, &end, 0);
+      if (!*s || *end || *s == '-' || errno)
+        return usage_error(std::string("--seed must be a number in [0, 2^64), got '") + s + "'");
+      options.seed = seed;
     } else if (a == "--no-trace") {
-      trace = false;
-    } else if (scenario.empty() && a[0] != '-') {
+      options.trace = false;
+    } else if (scenario.empty() && !a.empty() && a[0] != '-') {
       scenario = a;
     } else {
-      std::cerr << "usage: irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace]\n";
-      return 2;
+      return usage_error("unexpected argument '" + a + "'");
     }
   }
-  if (scenario.empty() || out.empty()) {
-    std::cerr << "usage: irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace]\n";
-    return 2;
-  }
+  if (scenario.empty()) return usage_error("no scenario given");
+  if (out.empty()) return usage_error("no output directory given (--out DIR)");
+  const bool tty = isatty(STDERR_FILENO);
+  if (tty)
+    options.progress = [](const irdma_sim::system::RunProgress& p) { std::cerr << "\r\033[K" << p.line() << std::flush; };
   try {
-    const auto r = irdma_sim::system::run_scenario(scenario, out, seed, trace);
-    std::cout << (r.passed ? "PASSED " : "FAILED ") << r.report_path << "\n";
-    return r.passed ? 0 : 1;
+    const auto r = irdma_sim::system::run_scenario(scenario, out, options);
+    if (tty) std::cerr << "\r\033[K" << std::flush;
+    std::cout << (r.interrupted_by ? "INTERRUPTED " : r.passed ? "PASSED " : "FAILED ") << r.report_path << "\n";
+    return r.interrupted_by ? 128 + r.interrupted_by : r.passed ? 0 : 1;
   } catch (const irdma_sim::system::ScenarioError& e) {
     std::cerr << "irdma-sim-run: " << e.what() << "\n";
     return 2;

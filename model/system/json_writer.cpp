@@ -87,6 +87,12 @@ JsonWriter& JsonWriter::boolean(const char* key, bool v) {
   return *this;
 }
 
+JsonWriter& JsonWriter::null(const char* key) {
+  prefix(key);
+  out_ += "null";
+  return *this;
+}
+
 JsonWriter& JsonWriter::str(const char* key, const std::string& v) {
   prefix(key);
   out_ += '"';

@@ -19,6 +19,7 @@ class JsonWriter {
   JsonWriter& inum(const char* key, int64_t v);
   JsonWriter& real(const char* key, double v);
   JsonWriter& boolean(const char* key, bool v);
+  JsonWriter& null(const char* key);
   JsonWriter& str(const char* key, const std::string& v);
   const std::string& text() const { return out_; }
 

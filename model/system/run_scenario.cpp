@@ -1,6 +1,7 @@
 #include "model/system/run_scenario.h"
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -71,8 +72,42 @@ void system_checks(Simulation& sim, const WorkloadCounters& wl, Scoreboard& sb) 
                 std::to_string(cqp_errors) + " failed");
 }
 
+const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
+
+// SIGINT and SIGTERM, caught for the length of a run: the first is noted, and the run
+// stops cleanly. A second SIGINT (Ctrl-C again) takes its default action; SIGTERM may come
+// more than once (a parent's death signal comes as each of its threads exits).
+class StopSignals {
+ public:
+  StopSignals() {
+    caught_ = 0;
+    struct sigaction sa {};
+    sa.sa_handler = [](int sig) {
+      if (!caught_) caught_ = sig;
+    };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, &old_term_);
+    sa.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &sa, &old_int_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  int caught() const { return caught_; }
+
+ private:
+  static volatile std::sig_atomic_t caught_;
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+volatile std::sig_atomic_t StopSignals::caught_ = 0;
+
 std::string report_json(const Scenario& sc, Simulation& sim, const WorkloadCounters& wl,
-                        const std::vector<Check>& checks, bool passed, double wall_s) {
+                        const std::vector<Check>& checks, bool passed, int interrupted_by,
+                        uint64_t interrupted_at_ps, double wall_s) {
   const auto& dev = sim.device();
   const auto& cq = dev.cq_engine().counters();
   const auto& qp = dev.qp_engine().counters();
@@ -86,6 +121,10 @@ std::string report_json(const Scenario& sc, Simulation& sim, const WorkloadCount
       .boolean("passed", passed)
       .num("sim_time_ps", sim.now_ps())
       .real("wall_time_s", wall_s);
+  if (interrupted_by)
+    j.begin_object("interrupted").str("signal", signal_name(interrupted_by)).num("sim_time_ps", interrupted_at_ps).end_object();
+  else
+    j.null("interrupted");
   j.begin_object("counts")
       .num("cqes_written", cq.cqes_written - cq.ccq_cqes)
       .num("extended_cqes", cq.extended_cqes)
@@ -157,34 +196,53 @@ std::string report_json(const Scenario& sc, Simulation& sim, const WorkloadCount
 }  // namespace
 
 RunResult run_scenario(const std::string& scenario_path, const std::string& out_dir,
-                       std::optional<uint64_t> seed, bool trace) {
+                       const RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   Scenario sc = load_scenario(scenario_path);
-  if (seed) sc.seed = *seed;
+  if (options.seed) sc.seed = *options.seed;
   std::filesystem::create_directories(out_dir);
   const std::filesystem::path out(out_dir);
   std::string& vcd = sc.config.device.rtl_vcd;
   if (!vcd.empty() && std::filesystem::path(vcd).is_relative()) vcd = (out / vcd).string();
+  // Outputs an earlier run left in this directory would pass for this run's.
+  std::filesystem::remove(out / "report.json");
+  if (!options.trace) std::filesystem::remove(out / "trace.jsonl");
 
-  Simulation sim(sc.config, trace ? (out / "trace.jsonl").string() : "");
+  Simulation sim(sc.config, options.trace ? (out / "trace.jsonl").string() : "");
   CompletionLog completions;
   completions.open((out / "completions.jsonl").string());
   Scoreboard sb(2 * sc.pairs.size());
   Workload wl(sim, sc, sb, completions);
+  const StopSignals signals;
+  wl.set_control({[&] { return signals.caught() != 0; }, options.progress});
   sim.run_on_host([&] { wl.run(); });
+  const int interrupted_by = wl.interrupted() ? signals.caught() : 0;
   system_checks(sim, wl.counters(), sb);
   completions.close();
   sim.close_trace();
+  if (sim.trace().late_events())
+    sb.record("trace_in_time_order", false,
+              std::to_string(sim.trace().late_events()) + " event(s) were logged after later ones were written");
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (interrupted_by)
+    sb.record("interrupted", false,
+              std::string("stopped by ") + signal_name(interrupted_by) + " after " +
+                  std::to_string(wl.interrupted_at_ps() / 1000) +
+                  " ns of simulated time; the traffic was cut short and torn down");
 
   const std::vector<Check> checks = sb.checks();
   bool passed = true;
   for (const Check& c : checks) passed = passed && c.passed;
-  const double wall =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  RunResult result{passed, (out / "report.json").string()};
-  std::ofstream report(result.report_path);
-  report << report_json(sc, sim, wl.counters(), checks, passed, wall);
-  if (!report) throw std::runtime_error("cannot write " + result.report_path);
+  RunResult result{passed, interrupted_by, (out / "report.json").string()};
+  // Written whole or not at all: a reader never finds half a report.
+  const std::string tmp = result.report_path + ".tmp";
+  {
+    std::ofstream report(tmp);
+    report << report_json(sc, sim, wl.counters(), checks, passed, interrupted_by, wl.interrupted_at_ps(), wall);
+    if (!report.flush()) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, result.report_path);
   return result;
 }
 

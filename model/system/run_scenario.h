@@ -1,21 +1,35 @@
 // One scenario run, start to finish: load, simulate, check, and write the run's outputs
-// (report.json, trace.jsonl, completions.jsonl) to a directory.
+// (report.json, trace.jsonl, completions.jsonl) to a directory, as the run goes.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
+#include "model/system/run_progress.h"
+
 namespace irdma_sim::system {
+
+struct RunOptions {
+  std::optional<uint64_t> seed;  // overrides the scenario's
+  bool trace = true;             // write trace.jsonl
+  // Called about twice a second of wall time while the traffic runs.
+  std::function<void(const RunProgress&)> progress;
+};
 
 struct RunResult {
   bool passed = false;
+  int interrupted_by = 0;  // the signal that cut the traffic short, or 0
   std::string report_path;
 };
 
 // Throws ScenarioError for a malformed scenario and std::runtime_error when the outputs
 // cannot be written or the simulation cannot run; check failures are in the report.
+// SIGINT and SIGTERM during the run stop the traffic: everything is torn down, the
+// outputs are completed and the report says the run was interrupted (a second SIGINT
+// kills the process as usual).
 RunResult run_scenario(const std::string& scenario_path, const std::string& out_dir,
-                       std::optional<uint64_t> seed = std::nullopt, bool trace = true);
+                       const RunOptions& options = {});
 
 }  // namespace irdma_sim::system

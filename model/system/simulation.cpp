@@ -84,7 +84,7 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
                                           sc_core::SC_DO_NOTHING);
-  if (!trace_path.empty()) trace_.open(trace_path);
+  if (!trace_path.empty()) trace_.open(trace_path, [] { return sc_core::sc_time_stamp().value(); });
 
   const bool approximate = cfg.sync == SyncMode::approximate;
   const sc_core::sc_time quantum =
@@ -124,7 +124,7 @@ void Simulation::run_on_host(const std::function<void()>& job) {
   job_->queued = true;
   job_->start.notify(sc_core::SC_ZERO_TIME);
   sc_core::sc_start();
-  trace_.flush_before(now_ps());
+  trace_.flush();
   if (!job_->done)
     throw std::runtime_error("simulation ran out of events while the host job was still waiting");
   if (job_->error) std::rethrow_exception(job_->error);

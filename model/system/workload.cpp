@@ -707,17 +707,44 @@ bool Workload::finished() const {
 // The posting side: completions arrive through interrupts, on the pool CQs' poll context
 // (softirq or workqueue workers), which call the workload's done callbacks; this thread
 // posts what fits and sleeps until a completion wakes it.
+void Workload::stop_traffic() {
+  for (auto& q : qps_) {
+    sb_.abandon(q->index);
+    q->torn_down = true;
+  }
+  stopped_early_ = true;
+}
+
+void Workload::report_progress() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_progress_ < std::chrono::milliseconds(500)) return;
+  last_progress_ = now;
+  RunProgress p;
+  p.sim_time_ps = sim_.now_ps();
+  p.completions = counters_.completions;
+  for (const auto& q : qps_) {
+    p.sends_posted += q->sends_posted;
+    p.sends_total += q->sends_total;
+  }
+  p.wall_s = std::chrono::duration<double>(now - started_).count();
+  control_.progress(p);
+}
+
 void Workload::traffic() {
   const uint64_t start = dev_.hw().exec.now_ns();
   const uint64_t stop = sc_.traffic.stop_after_ns;
   uint64_t last_progress = start, seen_completions = 0;
+  started_ = last_progress_ = std::chrono::steady_clock::now();
   while (!finished()) {
+    if (control_.stop && control_.stop()) {
+      interrupted_ = true;
+      interrupted_at_ps_ = sim_.now_ps();
+      stop_traffic();
+      return;
+    }
+    if (control_.progress) report_progress();
     if (stop && dev_.hw().exec.now_ns() - start >= stop) {
-      for (auto& q : qps_) {
-        sb_.abandon(q->index);
-        q->torn_down = true;
-      }
-      stopped_early_ = true;
+      stop_traffic();
       sb_.record("no_stall", true, "stopped after " + std::to_string(stop) + " ns, as the scenario asks");
       return;
     }

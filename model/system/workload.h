@@ -3,7 +3,9 @@
 // replenished as they complete, polls, checks every completion, and tears down.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "driver/core/ib_qp.h"
 #include "driver/irdma/irdma_device.h"
 #include "model/system/completion_log.h"
+#include "model/system/run_progress.h"
 #include "model/system/scenario.h"
 #include "model/system/scoreboard.h"
 
@@ -49,9 +52,21 @@ class Workload {
   Workload(Simulation& sim, const Scenario& sc, Scoreboard& sb, CompletionLog& log);
   ~Workload();
 
+  // What runs the workload from outside the simulation: `stop` is asked between steps and,
+  // once it says so, the traffic stops as with traffic.stop_after_ns; `progress` hears how
+  // far the traffic has come about twice a second of wall time.
+  struct Control {
+    std::function<bool()> stop;
+    std::function<void(const RunProgress&)> progress;
+  };
+  void set_control(Control control) { control_ = std::move(control); }
+
   // The whole program; call on a host thread. Failures land in the scoreboard.
   void run();
   const WorkloadCounters& counters() const { return counters_; }
+  // The traffic was cut short by Control::stop, at this simulated time.
+  bool interrupted() const { return interrupted_; }
+  uint64_t interrupted_at_ps() const { return interrupted_at_ps_; }
 
  private:
   struct Qp;
@@ -68,6 +83,9 @@ class Workload {
   void cq_error(const ibcore::ib_event& ev);
   void wake_poster(const Qp& q);
   void traffic();
+  // Every QP to error and destroyed with work in flight; nothing more expected of them.
+  void stop_traffic();
+  void report_progress();
   void teardown();
   uint64_t room(const Qp& q) const;
   bool batch_fits(const Qp& q) const;
@@ -95,7 +113,11 @@ class Workload {
   std::vector<ibcore::ib_send_wr> wr_scratch_;  // one batch being posted
   std::vector<ibcore::ib_sge> sge_scratch_;
   std::unique_ptr<hal::Event> completed_;  // signalled by every completion
-  bool stopped_early_ = false;             // traffic.stop_after_ns ended the traffic
+  bool stopped_early_ = false;             // the traffic was stopped with work in flight
+  bool interrupted_ = false;               // by Control::stop
+  uint64_t interrupted_at_ps_ = 0;
+  Control control_;
+  std::chrono::steady_clock::time_point started_, last_progress_;
   WorkloadCounters counters_;
 };
 

@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 
 namespace irdma_sim::system {
 
@@ -17,12 +19,17 @@ std::string where(const std::string& file, const YAML::Mark& m) {
 }  // namespace
 
 YAML::Node load_yaml_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ScenarioError(path + ": is a directory, not a scenario file");
   try {
     return YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {
-    throw ScenarioError(path + ": cannot read the file");
+    throw ScenarioError(path + ": cannot read the file (" + std::strerror(errno) + ")");
   } catch (const YAML::ParserException& e) {
     throw ScenarioError(where(path, e.mark) + ": YAML syntax error: " + e.msg);
+  } catch (const std::exception& e) {
+    throw ScenarioError(path + ": cannot read the file: " + e.what());
   }
 }
 

@@ -8,10 +8,20 @@ namespace irdma_sim::trace {
 
 TraceLog::~TraceLog() { close(); }
 
-void TraceLog::open(const std::string& path) {
+namespace {
+
+// Events held before the window is looked at again: a bound on its size between looks,
+// and few enough looks that they cost nothing beside the events.
+constexpr size_t kLookEvery = 4096;
+
+}  // namespace
+
+void TraceLog::open(const std::string& path, std::function<uint64_t()> horizon) {
   close();
   out_ = std::fopen(path.c_str(), "w");
   if (!out_) throw std::runtime_error("cannot open trace file " + path);
+  horizon_ = std::move(horizon);
+  written_before_ = 0;
 }
 
 void TraceLog::Event::begin(const char* ev) {
@@ -25,7 +35,14 @@ void TraceLog::Event::begin(const char* ev) {
 
 void TraceLog::Event::commit() {
   json_ += '}';
-  log_->pending_.push_back({t_ps_, log_->seq_++, std::move(json_)});
+  TraceLog& log = *log_;
+  if (t_ps_ < log.written_before_) {
+    log.late_++;
+    log.write(json_);
+    return;
+  }
+  log.pending_.push({t_ps_, log.seq_++, std::move(json_)});
+  if (log.pending_.size() % kLookEvery == 0) log.flush();
 }
 
 void TraceLog::Event::put_num(const char* key, uint64_t value) {
@@ -60,29 +77,27 @@ void TraceLog::Event::put_hex(const char* key, const void* bytes, size_t len) {
   put_str(key, h.c_str());
 }
 
-void TraceLog::write_sorted(size_t count) {
-  for (size_t i = 0; i < count; i++) {
-    std::fputs(pending_[i].json.c_str(), out_);
-    std::fputc('\n', out_);
-  }
-  written_ += count;
-  pending_.erase(pending_.begin(), pending_.begin() + ptrdiff_t(count));
+void TraceLog::write(const std::string& json) {
+  std::fputs(json.c_str(), out_);
+  std::fputc('\n', out_);
+  written_++;
 }
 
-void TraceLog::flush_before(uint64_t t_ps) {
-  if (!out_ || pending_.empty()) return;
-  const auto by_time = [](const Entry& a, const Entry& b) {
-    return a.t_ps != b.t_ps ? a.t_ps < b.t_ps : a.seq < b.seq;
-  };
-  std::sort(pending_.begin(), pending_.end(), by_time);
-  const auto cut = std::lower_bound(pending_.begin(), pending_.end(), t_ps,
-                                    [](const Entry& e, uint64_t t) { return e.t_ps < t; });
-  write_sorted(size_t(cut - pending_.begin()));
+void TraceLog::write_before(uint64_t t_ps) {
+  while (!pending_.empty() && pending_.top().t_ps < t_ps) {
+    write(pending_.top().json);
+    pending_.pop();
+  }
+  written_before_ = std::max(written_before_, t_ps);
+}
+
+void TraceLog::flush() {
+  if (out_) write_before(horizon_());
 }
 
 void TraceLog::close() {
   if (!out_) return;
-  flush_before(UINT64_MAX);
+  write_before(UINT64_MAX);
   std::fclose(out_);
   out_ = nullptr;
 }

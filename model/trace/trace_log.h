@@ -1,11 +1,15 @@
 // The transaction log behind trace.jsonl: one JSON object per event, in simulated-time
-// order. Events may be logged slightly out of order (temporally decoupled initiators log
-// at their local time), so they are buffered and sorted before they are written; events
-// older than the global simulated time can no longer be overtaken and are flushed early.
+// order. Temporally decoupled initiators log at their local time, so events arrive
+// slightly out of order: they wait in a reorder window until the simulation's global time
+// has passed them (no initiator logs before the global time, so nothing can precede them
+// any more), and are written out then. The window holds events of the last instants of
+// simulated time, never the run.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
+#include <queue>
 #include <string>
 #include <vector>
 
@@ -20,7 +24,8 @@ class TraceLog {
   TraceLog& operator=(const TraceLog&) = delete;
 
   // Starts writing to `path`; throws std::runtime_error when it cannot be opened.
-  void open(const std::string& path);
+  // `horizon` gives the simulation's global time: no event is logged before it.
+  void open(const std::string& path, std::function<uint64_t()> horizon);
   bool enabled() const { return out_ != nullptr; }
 
   // Builds one event's fields; the event is stored when the builder goes out of scope.
@@ -66,24 +71,32 @@ class TraceLog {
   };
   Event event(uint64_t t_ps, const char* ev) { return Event(this, t_ps, ev); }
 
-  // Writes every buffered event older than `t_ps` (no later event can precede it).
-  void flush_before(uint64_t t_ps);
+  // Writes every held event older than the global time.
+  void flush();
   // Writes everything and closes the file.
   void close();
   uint64_t events_written() const { return written_; }
+  size_t events_held() const { return pending_.size(); }
+  // Events logged before one already written (a model bug): written at once, out of order.
+  uint64_t late_events() const { return late_; }
 
  private:
   struct Entry {
     uint64_t t_ps;
     uint64_t seq;
     std::string json;
+    bool operator>(const Entry& o) const { return t_ps != o.t_ps ? t_ps > o.t_ps : seq > o.seq; }
   };
-  void write_sorted(size_t count);
+  void write_before(uint64_t t_ps);
+  void write(const std::string& json);
 
   std::FILE* out_ = nullptr;
-  std::vector<Entry> pending_;
+  std::function<uint64_t()> horizon_;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> pending_;
   uint64_t seq_ = 0;
   uint64_t written_ = 0;
+  uint64_t written_before_ = 0;  // every event older than this is written
+  uint64_t late_ = 0;
 };
 
 }  // namespace irdma_sim::trace

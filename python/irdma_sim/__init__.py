@@ -14,7 +14,7 @@ Step-by-step driving, one Session per process:
     a, b = s.create_qp_pair(cq, cq)
 """
 
-from irdma_sim._irdma_sim import ScenarioError, Session, VerbsError, check_scenario
+from irdma_sim._irdma_sim import ScenarioError, Session, VerbsError, __version__, check_scenario
 from irdma_sim.runner import RunFailed, run, run_many
 
-__all__ = ["ScenarioError", "Session", "VerbsError", "check_scenario", "RunFailed", "run", "run_many"]
+__all__ = ["__version__", "ScenarioError", "Session", "VerbsError", "check_scenario", "RunFailed", "run", "run_many"]

@@ -1,23 +1,46 @@
 """Child process of irdma_sim.run: one scenario, one SystemC elaboration.
 
-Exit status: 0 all checks passed, 1 a check failed, 2 malformed scenario, 3 the run failed.
+  _worker SCENARIO OUT SEED|'' trace|no-trace progress|quiet PARENT_PID
+
+Exit status: 0 all checks passed, 1 a check failed, 2 malformed scenario, 3 the run failed,
+128 + the signal when SIGINT or SIGTERM cut the run short (its outputs are whole). It gets
+SIGTERM when its parent dies.
 """
 
+import ctypes
+import os
+import signal
 import sys
 
-from irdma_sim._irdma_sim import ScenarioError, run_scenario
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent_pid:  # it died before prctl took effect
+        sys.exit(128 + signal.SIGTERM)
 
 
 def main(argv):
-    scenario, out, seed, trace = argv
+    scenario, out, seed, trace, progress, parent = argv
+    die_with_parent(int(parent))
+    from irdma_sim._irdma_sim import ScenarioError, run_scenario
+
+    def report(line):
+        print("progress", line, flush=True)
+
     try:
-        passed, _ = run_scenario(scenario, out, int(seed, 0) if seed else None, trace == "trace")
+        passed, interrupted_by, _ = run_scenario(scenario, out, int(seed, 0) if seed else None, trace == "trace",
+                                                 report if progress == "progress" else None)
     except ScenarioError as e:
         print(e, file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - anything else is a failed run, reported as such
         print(f"{scenario}: {e}", file=sys.stderr)
         return 3
+    if interrupted_by:
+        return 128 + interrupted_by
     return 0 if passed else 1
 
 

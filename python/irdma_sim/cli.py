@@ -4,30 +4,103 @@
   irdma-sim check SCENARIO...
   irdma-sim sweep SCENARIO... --seeds 1-20 [--out DIR] [--jobs N] [--trace]
   irdma-sim diff OUT_A OUT_B
+  irdma-sim --version
+
+Exit statuses: 0 success, 1 a check failed (or, for diff, the runs differ), 2 bad
+arguments or a scenario that cannot run, 128 + the signal when SIGINT or SIGTERM
+interrupted a run (its outputs are complete).
 """
 
 import argparse
+import json
+import signal
 import sys
 from pathlib import Path
 
+from irdma_sim import __version__
 from irdma_sim._irdma_sim import ScenarioError, check_scenario
 from irdma_sim.diff import diff_runs
 from irdma_sim.report import summary
-from irdma_sim.runner import RunFailed, run
-from irdma_sim.sweep import parse_seeds, sweep, sweep_line
+from irdma_sim.runner import RunFailed, Terminated, install_sigterm, run, signal_of
+from irdma_sim.sweep import ERROR, FAIL, INTERRUPTED, PASS, parse_seeds, sweep, write_summary
+
+
+class Parser(argparse.ArgumentParser):
+    """Bad arguments are one line naming them, and exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def seed_value(text):
+    try:
+        seed = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not 0 <= seed < 2**64:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (0 to 2^64 - 1)")
+    return seed
+
+
+def jobs_value(text):
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"{text}: at least one run at a time")
+    return jobs
+
+
+class Progress:
+    """A run's progress on one terminal line, overwritten as it goes."""
+
+    def __init__(self, stream):
+        self.stream, self.shown = stream, False
+
+    def __call__(self, line):
+        self.stream.write(f"\r\033[K{line}")
+        self.stream.flush()
+        self.shown = True
+
+    def clear(self):
+        if self.shown:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
 
 
 def cmd_run(args):
     out = args.out or str(Path("out") / Path(args.scenario).stem)
+    progress = Progress(sys.stderr) if sys.stderr.isatty() else None
+    interruption = None
     try:
-        report = run(args.scenario, out, seed=args.seed, trace=not args.no_trace)
+        report = run(args.scenario, out, seed=args.seed, trace=not args.no_trace, progress=progress)
     except RunFailed as e:
         print(f"irdma-sim: {e}", file=sys.stderr)
         return 2
+    except (KeyboardInterrupt, Terminated) as e:  # the run stopped cleanly first
+        interruption = e
+        report = None
+    finally:
+        if progress:
+            progress.clear()
+    if report is None:
+        try:
+            report = run_report(out)
+        except (OSError, ValueError):
+            print(f"irdma-sim: interrupted; {out} holds no report", file=sys.stderr)
+            return 128 + signal_of(interruption)
     print(summary(report))
-    files = ["report.json"] + (["trace.jsonl"] if not args.no_trace else []) + ["completions.jsonl"]
+    files = ["report.json"] + ([] if args.no_trace else ["trace.jsonl"]) + ["completions.jsonl"]
     print(f"outputs    {out}/{', '.join(files)}")
+    if report.get("interrupted"):
+        return 128 + getattr(signal, report["interrupted"]["signal"])
     return 0 if report["passed"] else 1
+
+
+def run_report(out):
+    with open(Path(out) / "report.json", encoding="utf-8") as f:
+        return json.load(f)
 
 
 def cmd_check(args):
@@ -46,27 +119,33 @@ def cmd_sweep(args):
     try:
         seeds = parse_seeds(args.seeds)
     except ValueError as e:
-        print(f"irdma-sim: --seeds: {e}", file=sys.stderr)
+        print(f"irdma-sim sweep: --seeds: {e}", file=sys.stderr)
         return 2
-    passed = failed = errors = 0
-    for scenario, seed, report, error in sweep(args.scenarios, seeds, args.out, args.jobs, args.trace):
-        print(sweep_line(scenario, seed, report, error), flush=True)
-        if error:
-            errors += 1
-        elif report["passed"]:
-            passed += 1
-        else:
-            failed += 1
-    print(f"{passed} of {passed + failed + errors} runs passed, {failed} failed, {errors} could not run "
-          f"(outputs in {args.out}/<scenario>/seed<N>)")
-    return 2 if errors else 1 if failed else 0
+    outcomes, interruption = [], None
+    try:
+        for outcome in sweep(args.scenarios, seeds, args.out, args.jobs, args.trace):
+            print(outcome.line(), flush=True)
+            outcomes.append(outcome)
+    except (KeyboardInterrupt, Terminated) as e:
+        interruption = e
+    count = {s: sum(o.status == s for o in outcomes) for s in (PASS, FAIL, ERROR, INTERRUPTED)}
+    if interruption:
+        status = 128 + signal_of(interruption)
+    else:
+        status = 2 if count[ERROR] else 1 if count[FAIL] else 0
+    write_summary(args.out, outcomes, status)
+    line = (f"{count[PASS]} of {len(outcomes)} runs passed, {count[FAIL]} failed, {count[ERROR]} could not run")
+    if interruption:
+        line += f", {count[INTERRUPTED]} interrupted; the sweep was stopped"
+    print(f"{line} (outputs in {args.out}/<scenario>/seed<N>, summary in {args.out}/summary.json)")
+    return status
 
 
 def cmd_diff(args):
     try:
         lines = diff_runs(args.a, args.b)
-    except (FileNotFoundError, ValueError) as e:
-        print(f"irdma-sim: {e}", file=sys.stderr)
+    except (OSError, ValueError) as e:
+        print(f"irdma-sim diff: {e}", file=sys.stderr)
         return 2
     if not lines:
         print(f"identical: {args.a} and {args.b} (wall time aside)")
@@ -76,12 +155,13 @@ def cmd_diff(args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="irdma-sim", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="irdma-sim", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"irdma-sim {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     p = sub.add_parser("run", help="run one scenario in a fresh process")
     p.add_argument("scenario")
-    p.add_argument("--out", help="output directory (default: out/<scenario name>)")
-    p.add_argument("--seed", type=lambda s: int(s, 0), help="override the scenario's seed")
+    p.add_argument("--out", help="output directory (default: out/<scenario file's stem>)")
+    p.add_argument("--seed", type=seed_value, help="override the scenario's seed (0 to 2^64 - 1)")
     p.add_argument("--no-trace", action="store_true", help="skip trace.jsonl")
     p.set_defaults(func=cmd_run)
     c = sub.add_parser("check", help="validate scenario files without running them")
@@ -91,7 +171,7 @@ def main(argv=None):
     s.add_argument("scenarios", nargs="+")
     s.add_argument("--seeds", required=True, help="e.g. 1-20 or 1,5,9-12")
     s.add_argument("--out", default="out/sweep", help="output root (default: out/sweep)")
-    s.add_argument("--jobs", type=int, help="parallel runs (default: one per CPU)")
+    s.add_argument("--jobs", type=jobs_value, help="parallel runs (default: one per CPU)")
     s.add_argument("--trace", action="store_true", help="also write trace.jsonl")
     s.set_defaults(func=cmd_sweep)
     d = sub.add_parser("diff", help="where two runs' outputs first differ")
@@ -99,4 +179,5 @@ def main(argv=None):
     d.add_argument("b")
     d.set_defaults(func=cmd_diff)
     args = parser.parse_args(argv)
+    install_sigterm()
     return args.func(args)

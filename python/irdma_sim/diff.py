@@ -13,18 +13,33 @@ VOLATILE = {"wall_time_s", "file"}
 
 def first_difference(path_a, path_b, context=3):
     """The first differing line of two JSON-lines files: (index, a, b, previous lines) with
-    a or b None past the end of one file; None when the files are equal."""
+    a or b None past the end of one file; None when the files are equal. Raises ValueError
+    naming the file and line of a line that is not JSON (a run cut short)."""
     previous = deque(maxlen=context)  # raw lines: only the ones shown are parsed
     with open(path_a, encoding="utf-8") as fa, open(path_b, encoding="utf-8") as fb:
         for index, (a, b) in enumerate(zip_longest(fa, fb)):
             if a != b:
-                return index, parsed(a), parsed(b), [json.loads(p) for p in previous]
+                return (index, parsed(a, path_a, index), parsed(b, path_b, index),
+                        [parsed(p, path_a, index - len(previous) + i) for i, p in enumerate(previous)])
             previous.append(a)
     return None
 
 
-def parsed(line):
-    return json.loads(line) if line is not None else None
+def parsed(line, path, index):
+    if line is None:
+        return None
+    try:
+        return json.loads(line)
+    except ValueError:
+        raise ValueError(f"{path}:{index + 1}: not a JSON object (the file is cut short or corrupt)") from None
+
+
+def read_report(run_dir):
+    path = Path(run_dir) / "report.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError:
+        raise ValueError(f"{path}: not valid JSON (the run was cut short, or the file is corrupt)") from None
 
 
 def fields_that_differ(a, b):
@@ -61,10 +76,10 @@ def describe(name, found):
 
 def diff_runs(dir_a, dir_b):
     """Returns the lines of a report on where two output directories differ (empty when
-    they do not); raises FileNotFoundError when either lacks report.json."""
+    they do not); raises FileNotFoundError when either lacks report.json, ValueError (naming
+    the file and line) when an output is not valid JSON."""
     dir_a, dir_b = Path(dir_a), Path(dir_b)
-    report_a = json.loads((dir_a / "report.json").read_text())
-    report_b = json.loads((dir_b / "report.json").read_text())
+    report_a, report_b = read_report(dir_a), read_report(dir_b)
     lines = [f"  {d}" for d in count_differences(report_a, report_b)]
     if lines:
         lines.insert(0, "report.json:")

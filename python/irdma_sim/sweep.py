@@ -1,10 +1,19 @@
-"""Regression sweeps: scenarios times seeds, run in parallel processes, one line each."""
+"""Regression sweeps: scenarios times seeds, run in parallel processes, one line each.
 
-import concurrent.futures
+Outputs: DIR/<scenario>/seed<N>/ per run (<scenario> is the file's stem, or, where two
+files share one, its path below their common directory with '--' for '/'), DIR/runs.jsonl
+(one object per run, written as each ends) and DIR/summary.json (the totals, at the end).
+"""
+
+import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from irdma_sim.runner import RunFailed, run
+from irdma_sim.runner import RunFailed, Terminated, run, stop_runs
+
+# Statuses of a run, as lines and runs.jsonl give them.
+PASS, FAIL, ERROR, INTERRUPTED = "PASS", "FAIL", "ERROR", "INTERRUPTED"
 
 
 def parse_seeds(text):
@@ -12,36 +21,120 @@ def parse_seeds(text):
     seeds = []
     for part in text.split(","):
         lo, sep, hi = part.partition("-")
-        first, last = int(lo, 0), int(hi, 0) if sep else int(lo, 0)
-        if first < 0 or last < first:
-            raise ValueError(f"bad seed range '{part}'")
+        try:
+            first, last = int(lo, 0), int(hi, 0) if sep else int(lo, 0)
+        except ValueError:
+            raise ValueError(f"bad seed range '{part}' (seeds are like 1-20 or 1,5,9-12)") from None
+        if first < 0 or last < first or last >= 2**64:
+            raise ValueError(f"bad seed range '{part}' (seeds are like 1-20 or 1,5,9-12)")
         seeds.extend(range(first, last + 1))
     return seeds
 
 
+def output_names(scenarios):
+    """Each scenario file's directory name under the sweep's output: its stem, unless
+    another file has the same stem; then its path below the common directory of the files
+    of that stem, '--' for '/'."""
+    paths = [Path(s).resolve() for s in scenarios]
+    names = []
+    for path in paths:
+        namesakes = [p for p in paths if p.stem == path.stem]
+        if len(namesakes) == 1:
+            names.append(path.stem)
+        else:
+            common = Path(os.path.commonpath([p.parent for p in namesakes]))
+            names.append("--".join(path.relative_to(common).with_suffix("").parts))
+    return names
+
+
+class Outcome:
+    """One run of a sweep."""
+
+    def __init__(self, scenario, name, seed, out, report=None, error=None):
+        self.scenario, self.name, self.seed, self.out = scenario, name, seed, out
+        self.report, self.error = report, error
+
+    @property
+    def status(self):
+        if self.error:
+            return ERROR
+        if self.report.get("interrupted"):
+            return INTERRUPTED
+        return PASS if self.report["passed"] else FAIL
+
+    def failed_checks(self):
+        return [c["name"] for c in self.report["checks"] if not c["passed"]] if self.report else []
+
+    def record(self):
+        r = self.report or {}
+        return {"scenario": self.name, "file": str(self.scenario), "seed": self.seed, "out": str(self.out),
+                "status": self.status, "failed_checks": self.failed_checks(), "error": self.error,
+                "completions": r.get("counts", {}).get("completions_delivered"),
+                "sim_time_ps": r.get("sim_time_ps"), "wall_time_s": r.get("wall_time_s")}
+
+    def line(self):
+        name = f"{self.name} seed {self.seed}"
+        if self.status == ERROR:
+            return f"ERROR {name}: {self.error}"
+        if self.status == PASS:
+            return (f"PASS  {name}: {self.report['counts']['completions_delivered']} completions, "
+                    f"{self.report['sim_time_ps'] / 1e9:.3f} ms simulated")
+        if self.status == INTERRUPTED:
+            return f"INTERRUPTED {name}: by {self.report['interrupted']['signal']}"
+        return f"FAIL  {name}: {', '.join(self.failed_checks())}"
+
+
 def sweep(scenarios, seeds, out, workers=None, trace=False):
-    """Runs every (scenario, seed) into out/<scenario>/seed<N>; yields (scenario, seed,
-    report or None, error or None) in submission order."""
-    jobs = [(s, seed, Path(out) / Path(s).stem / f"seed{seed}") for s in scenarios for seed in seeds]
+    """Runs every (scenario, seed) into out/<name>/seed<N>; yields an Outcome per run, in
+    submission order, and appends it to out/runs.jsonl. On KeyboardInterrupt or Terminated
+    the runs under way stop cleanly (their outcomes still come), none starts, and the
+    interruption goes on."""
+    scenarios = list(dict.fromkeys(scenarios))  # a file named twice runs once
+    names = output_names(scenarios)
+    jobs = [(s, name, seed, Path(out) / name / f"seed{seed}") for s, name in zip(scenarios, names) for seed in seeds]
+    Path(out).mkdir(parents=True, exist_ok=True)
 
     def one(job):
-        scenario, seed, job_out = job
+        scenario, name, seed, job_out = job
         try:
-            return scenario, seed, run(scenario, job_out, seed=seed, trace=trace), None
+            return Outcome(scenario, name, seed, job_out, report=run(scenario, job_out, seed=seed, trace=trace))
         except RunFailed as e:
-            return scenario, seed, None, str(e)
+            return Outcome(scenario, name, seed, job_out, error=str(e))
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count()) as pool:
-        yield from pool.map(one, jobs)
+    pool = ThreadPoolExecutor(max_workers=workers or os.cpu_count())
+    futures = [pool.submit(one, job) for job in jobs]
+    interruption = None
+    with open(Path(out) / "runs.jsonl", "w", encoding="utf-8") as log:
+        for future in futures:
+            if interruption:
+                # Every run has ended: those cut short have their outcome, the rest none.
+                if future.cancelled() or future.exception():
+                    continue
+                outcome = future.result()
+            else:
+                try:
+                    outcome = future.result()
+                except (KeyboardInterrupt, Terminated) as e:
+                    interruption = e
+                    stop_runs(e, lambda: pool.shutdown(wait=True, cancel_futures=True))
+                    if future.cancelled() or future.exception():
+                        continue
+                    outcome = future.result()
+            log.write(json.dumps(outcome.record()) + "\n")
+            log.flush()
+            yield outcome
+    pool.shutdown(wait=True)
+    if interruption:
+        raise interruption
 
 
-def sweep_line(scenario, seed, report, error):
-    name = f"{Path(scenario).stem} seed {seed}"
-    if error:
-        return f"ERROR {name}: {error}"
-    counts = report["counts"]
-    if report["passed"]:
-        return (f"PASS  {name}: {counts['completions_delivered']} completions, "
-                f"{report['sim_time_ps'] / 1e9:.3f} ms simulated")
-    failed = [c["name"] for c in report["checks"] if not c["passed"]]
-    return f"FAIL  {name}: {', '.join(failed)}"
+def write_summary(out, outcomes, exit_status):
+    counts = {status: sum(o.status == status for o in outcomes) for status in (PASS, FAIL, ERROR, INTERRUPTED)}
+    summary = {"runs": len(outcomes), "passed": counts[PASS], "failed": counts[FAIL], "errors": counts[ERROR],
+               "interrupted": counts[INTERRUPTED], "exit_status": exit_status,
+               "failing": [f"{o.name} seed {o.seed}" for o in outcomes if o.status != PASS]}
+    path = Path(out) / "summary.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return summary

@@ -1,6 +1,7 @@
 """The CLI and the scenario runner, as a user drives them."""
 
 import bisect
+import os
 import json
 import subprocess
 import sys
@@ -281,3 +282,88 @@ def test_every_shipped_scenario_is_deterministic(name, scenario, tmp_path):
     for out in ("a", "b"):
         irdma_sim.run(scenario(f"{name}.yaml"), tmp_path / out)
     assert diff_runs(tmp_path / "a", tmp_path / "b") == []
+
+
+def test_sweep_keeps_scenarios_of_one_name_apart_and_writes_a_summary(scenario, tmp_path):
+    """Two files with one stem get their own output directories (they used to share one,
+    and both lines reported the second); runs.jsonl and summary.json say what ran."""
+    for sub, pairs in (("one", 1), ("two", 2)):
+        doc = {"name": f"same_{sub}", "qp_pairs": [{"name": f"p{i}", "sq_depth": 8, "rq_depth": 8} for i in range(pairs)],
+               "traffic": {"sends_per_qp": 50, "max_bytes": 64}}
+        (tmp_path / sub).mkdir()
+        (tmp_path / sub / "same.yaml").write_text(json.dumps(doc))
+    out = tmp_path / "sw"
+    files = [str(tmp_path / "one" / "same.yaml"), str(tmp_path / "two" / "same.yaml"), scenario("smoke.yaml")]
+    proc = cli("sweep", *files, files[0], "--seeds", "1", "--out", str(out), "--jobs", "2")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [l.split(":")[0] for l in proc.stdout.splitlines()[:3]] == [
+        "PASS  one--same seed 1", "PASS  two--same seed 1", "PASS  smoke seed 1"]
+    for sub, completions in (("one", 200), ("two", 400)):
+        report = json.loads((out / f"{sub}--same" / "seed1" / "report.json").read_text())
+        assert report["scenario"] == f"same_{sub}" and report["counts"]["completions_delivered"] == completions
+    runs = [json.loads(line) for line in open(out / "runs.jsonl")]
+    assert [(r["scenario"], r["seed"], r["status"]) for r in runs] == [
+        ("one--same", 1, "PASS"), ("two--same", 1, "PASS"), ("smoke", 1, "PASS")]
+    assert runs[1]["completions"] == 400 and runs[1]["out"] == str(out / "two--same" / "seed1")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary == {"runs": 3, "passed": 3, "failed": 0, "errors": 0, "interrupted": 0, "exit_status": 0,
+                       "failing": []}
+
+
+@pytest.mark.parametrize("args,names", [
+    (["run", "{smoke}", "--seed", "-1"], "--seed"),
+    (["run", "{smoke}", "--seed", "x"], "--seed"),
+    (["run", "{smoke}", "--seed", str(2**64)], "--seed"),
+    (["sweep", "{smoke}", "--seeds", "1", "--jobs", "-3"], "--jobs"),
+    (["sweep", "{smoke}", "--seeds", "1", "--jobs", "0"], "--jobs"),
+    (["sweep", "{smoke}", "--seeds", "2-x"], "--seeds"),
+    (["run"], "scenario"),
+    (["frobnicate"], "frobnicate"),
+    (["run", "{smoke}", "--colour"], "--colour"),
+])
+def test_a_bad_argument_is_one_line_naming_it_and_exit_2(scenario, tmp_path, args, names):
+    proc = cli(*[a.format(smoke=scenario("smoke.yaml")) for a in args])
+    assert proc.returncode == 2
+    assert proc.stdout == "" and len(proc.stderr.splitlines()) == 1 and names in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and "incompatible function arguments" not in proc.stderr
+
+
+def test_the_cpp_runner_refuses_a_negative_seed(scenario, tmp_path):
+    runner = os.path.join(os.environ["IRDMA_SIM_BIN"], "..", "model", "system", "irdma-sim-run")
+    proc = subprocess.run([runner, scenario("smoke.yaml"), "--out", str(tmp_path), "--seed", "-1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "--seed" in proc.stderr and "SystemC" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "report.json").exists()
+
+
+def test_check_and_run_say_what_is_wrong_with_a_path(tmp_path):
+    for target, words in ((tmp_path, "is a directory"), (tmp_path / "none.yaml", "No such file")):
+        proc = cli("check", str(target))
+        assert proc.returncode == 1 and words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+        proc = cli("run", str(target), "--out", str(tmp_path / "out"))
+        assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_version():
+    proc = cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"irdma-sim {irdma_sim.__version__}"
+
+
+def test_a_rerun_without_trace_leaves_no_old_trace_behind(scenario, tmp_path):
+    assert irdma_sim.run(scenario("smoke.yaml"), tmp_path, seed=1)["passed"]
+    assert (tmp_path / "trace.jsonl").exists()
+    assert irdma_sim.run(scenario("smoke.yaml"), tmp_path, seed=2, trace=False)["passed"]
+    assert not (tmp_path / "trace.jsonl").exists()
+
+
+def test_diff_names_a_file_cut_short(scenario, tmp_path):
+    for name in ("a", "b"):
+        irdma_sim.run(scenario("smoke.yaml"), tmp_path / name, seed=1)
+    completions = (tmp_path / "b" / "completions.jsonl").read_bytes()
+    (tmp_path / "b" / "completions.jsonl").write_bytes(completions[:len(completions) // 2])
+    proc = cli("diff", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert str(tmp_path / "b" / "completions.jsonl") in proc.stderr and "cut short" in proc.stderr, proc.stderr
+    (tmp_path / "b" / "report.json").write_text('{"scenario": ')
+    proc = cli("diff", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert proc.returncode == 2 and str(tmp_path / "b" / "report.json") in proc.stderr, proc.stderr
