@@ -4,6 +4,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "model/system/completion_log.h"
 #include "model/system/json_writer.h"
@@ -11,6 +12,7 @@
 #include "model/system/scoreboard.h"
 #include "model/system/simulation.h"
 #include "model/system/workload.h"
+#include "model/system/yaml_reader.h"
 
 namespace irdma_sim::system {
 
@@ -198,6 +200,8 @@ std::string report_json(const Scenario& sc, Simulation& sim, const WorkloadCount
 RunResult run_scenario(const std::string& scenario_path, const std::string& out_dir,
                        const RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  // From the start: a signal while the system is built stops the traffic before it begins.
+  const StopSignals signals;
   Scenario sc = load_scenario(scenario_path);
   if (options.seed) sc.seed = *options.seed;
   std::filesystem::create_directories(out_dir);
@@ -208,14 +212,20 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   std::filesystem::remove(out / "report.json");
   if (!options.trace) std::filesystem::remove(out / "trace.jsonl");
 
-  Simulation sim(sc.config, options.trace ? (out / "trace.jsonl").string() : "");
+  std::unique_ptr<Simulation> made;
+  try {
+    made = std::make_unique<Simulation>(sc.config, options.trace ? (out / "trace.jsonl").string() : "");
+  } catch (const ScenarioError& e) {
+    throw ScenarioError(sc.file + ": " + e.what());
+  }
+  Simulation& sim = *made;
   CompletionLog completions;
   completions.open((out / "completions.jsonl").string());
   Scoreboard sb(2 * sc.pairs.size());
   Workload wl(sim, sc, sb, completions);
-  const StopSignals signals;
   wl.set_control({[&] { return signals.caught() != 0; }, options.progress});
   sim.run_on_host([&] { wl.run(); });
+  if (!wl.limit_error().empty()) throw ScenarioError(sc.file + ": " + wl.limit_error());
   const int interrupted_by = wl.interrupted() ? signals.caught() : 0;
   system_checks(sim, wl.counters(), sb);
   completions.close();

@@ -71,6 +71,72 @@ void read_faults(const YamlMap& top, Scenario& sc) {
   }
 }
 
+// What the workload's message buffers take (BufferedQp): a slot of max_bytes per SQ and RQ
+// entry, three per SQ entry of RDMA window, for both QPs of each pair.
+uint64_t buffer_bytes(const Scenario& sc) {
+  const uint64_t slot = std::max<uint64_t>(64, (uint64_t(sc.traffic.max_bytes) + 63) & ~63ull);
+  uint64_t bytes = 0;
+  for (const QpPairSpec& p : sc.pairs) bytes += 2 * slot * (4ull * p.sq_depth + p.rq_depth);
+  return bytes;
+}
+
+// What the scenario asks of the configured device and host, checked before anything runs:
+// a limit setup would hit is a scenario error, naming the key, the limit and the ask.
+void check_limits(const YamlMap& top, const Scenario& sc) {
+  const device::DeviceConfig& d = sc.config.device;
+  const YamlMap device = top.map("config").map("device");
+  const auto pair_maps = top.list_of_maps("qp_pairs");
+  const auto setting = [&](const char* key, uint64_t value) {
+    return std::string("config.device.") + key + " = " + std::to_string(value) +
+           (device.has(key) ? "" : " (the default)");
+  };
+  // The driver keeps QP ids 0-1 and CQ ids 0-2; STag index 0 is the global key.
+  constexpr uint32_t kReservedQpIds = 2, kReservedCqIds = 3;
+  const uint64_t qp_ids = 2 * uint64_t(sc.pairs.size());
+  if (qp_ids + kReservedQpIds > d.max_qp)
+    top.fail_at("qp_pairs", "key 'qp_pairs': " + std::to_string(sc.pairs.size()) + " QP pairs take " + std::to_string(qp_ids) +
+                                " QP ids (two per pair, past the 2 the driver keeps); " + setting("max_qp", d.max_qp) +
+                                " holds " + std::to_string((std::max(d.max_qp, kReservedQpIds) - kReservedQpIds) / 2) +
+                                " pairs");
+  uint64_t own_cqs = 0, stags = 0;
+  bool pool = false;
+  for (size_t i = 0; i < sc.pairs.size(); i++) {
+    const QpPairSpec& p = sc.pairs[i];
+    const uint32_t entries = p.cq_entries ? p.cq_entries : p.sq_depth + p.rq_depth;
+    if (entries > d.max_cqe)
+      pair_maps[i].fail("key 'qp_pairs[" + std::to_string(i) + "]': pair " + p.name + "'s CQs need " + std::to_string(entries) + " entries (" +
+                        (p.cq_entries ? "cq_entries" : "sq_depth + rq_depth") + "); " + setting("max_cqe", d.max_cqe) +
+                        " caps a CQ");
+    own_cqs += p.own_cqs ? 2 : 0;
+    pool = pool || !p.own_cqs;
+    const auto& ops = sc.ops_of(i);
+    const auto uses = [&](TrafficOp op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); };
+    stags += 2 * (uint64_t(uses(TrafficOp::reg_mr)) + uses(TrafficOp::bind_mw));
+  }
+  const YamlMap traffic = top.map("traffic");
+  for (uint32_t n : sc.traffic.resize_cqes)
+    if (n > d.max_cqe)
+      traffic.fail_at("resize_cqes", "key 'traffic.resize_cqes': a resize to " + std::to_string(n) + " entries; " + setting("max_cqe", d.max_cqe) +
+                                         " caps a CQ");
+  // The pool's first growth takes one CQ per vector; it may take more as it runs.
+  const uint64_t cqs = own_cqs + (pool ? d.num_ceqs : 0);
+  if (cqs + kReservedCqIds > d.max_cq)
+    top.fail_at("qp_pairs", "key 'qp_pairs': the pairs take at least " + std::to_string(cqs) + " CQ ids (" + std::to_string(own_cqs) +
+                                " own CQs" + (pool ? ", one pool CQ per vector" : "") +
+                                ", past the 3 the driver keeps); " + setting("max_cq", d.max_cq));
+  if (stags + 1 > d.max_stags)
+    top.fail_at("qp_pairs", "key 'qp_pairs': the traffic's memory keys take " + std::to_string(stags) +
+                                " STags (a region for each QP whose ops hold reg_mr, a window for each with bind_mw, "
+                                "past index 0, the global key); " + setting("max_stags", d.max_stags));
+  const uint64_t buffers = buffer_bytes(sc);
+  const YamlMap host = top.map("config").map("host");
+  if (buffers > (sc.config.host.memory_mb << 20))
+    host.fail_at("memory_mb", "key 'config.host.memory_mb': the workload's message buffers take " + std::to_string((buffers + (1 << 20) - 1) >> 20) +
+                                  " MiB (a max_bytes slot per SQ and RQ entry and three per SQ entry of RDMA window, for "
+                                  "each QP), more than config.host.memory_mb = " + std::to_string(sc.config.host.memory_mb) +
+                                  (host.has("memory_mb") ? "" : " (the default)"));
+}
+
 void read_device(const YamlMap& m, device::DeviceConfig& d) {
   m.allow({"generation", "clock_mhz", "cycles", "max_cq", "max_qp", "num_ceqs", "max_cqe",
            "cqe_64byte", "rnr_retry_cycles", "formatter", "mac", "ud_vlan_tci", "ud_ipv4",
@@ -230,6 +296,7 @@ Scenario load_scenario(const std::string& path) {
   if (any_ud && tr.max_bytes > kUdMtu)
     t.fail("key 'traffic.max_bytes': a UD datagram is at most " + std::to_string(kUdMtu) + " bytes");
   read_faults(top, sc);
+  check_limits(top, sc);
   return sc;
 }
 

@@ -1,5 +1,6 @@
 #include "model/system/simulation.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <exception>
 #include <stdexcept>
@@ -7,6 +8,7 @@
 #include "model/device/cqe_format.h"
 #include "model/device/regs.h"
 #include "model/sc_compat.h"
+#include "model/system/yaml_reader.h"
 #ifdef IRDMA_SIM_HAVE_RTL
 #include "rtl_bridge/rtl_cqe_formatter.h"
 #endif
@@ -65,6 +67,7 @@ irdma::irdma_device_caps caps_of(const device::DeviceConfig& d) {
   caps.hw_rev = irdma::irdma_vers(d.generation);
   caps.max_cq = d.max_cq;
   caps.max_qp = d.max_qp;
+  caps.max_stags = d.max_stags;
   caps.num_ceqs = d.num_ceqs;
   caps.max_cqe = int(d.max_cqe);
   caps.cqe_64byte = d.cqe_64byte;
@@ -110,6 +113,9 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
   driver_ = std::make_unique<irdma::irdma_device>(*hal_, caps_of(cfg.device));
   int ret = 0;
   run_on_host([&] { ret = driver_->probe(); });
+  if (ret == -ENOMEM)
+    throw ScenarioError("config.host.memory_mb = " + std::to_string(cfg.host.memory_mb) +
+                        " is too small: the driver's probe (its control QP and event queues) failed with ENOMEM");
   if (ret) throw std::runtime_error("driver probe failed: errno " + std::to_string(-ret));
 }
 

@@ -24,7 +24,8 @@ namespace irdma_sim::system {
 class Simulation {
  public:
   // `trace_path` empty: no transaction log. Throws std::logic_error if a simulation was
-  // already elaborated in this process.
+  // already elaborated in this process, ScenarioError if the host's memory cannot hold
+  // what the driver needs to probe.
   explicit Simulation(const SimConfig& cfg, const std::string& trace_path = "");
   ~Simulation();
   Simulation(const Simulation&) = delete;

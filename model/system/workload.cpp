@@ -175,6 +175,9 @@ bool Workload::setup() {
       auto cq = q->own_cq ? ib_alloc_cq(&dev_, nullptr, int(q->nr_cqe), unsigned(std::max(pair.cq_vector, 0)), ctx)
                           : ib_cq_pool_get(&dev_, q->nr_cqe, pair.cq_vector, ctx);
       if (cq.is_err()) {
+        if (out_of(cq.err(), "config.device.max_cq", sim_.config().device.max_cq,
+                   pair.name + ": allocating its CQs"))
+          return false;
         sb_.record("setup", false,
                    pair.name + ": allocating a CQ of " + std::to_string(q->nr_cqe) + " entries (" +
                        (pair.cq_entries ? "cq_entries" : "sq_depth + rq_depth") + ") on vector " +
@@ -196,14 +199,8 @@ bool Workload::setup() {
       q->recv_ctx.resize(pair.rq_depth);
       qps_.push_back(std::move(q));
       if (err) {
-        // Its buffers: a slot of max_bytes per SQ and RQ entry, three per SQ entry of window.
-        const uint64_t mib = (uint64_t(4 * pair.sq_depth + pair.rq_depth) * slot_bytes) >> 20;
-        sb_.record("setup", false,
-                   pair.name + ": creating a QP failed, errno " + std::to_string(-err) +
-                       (err == -ENOMEM ? " (its buffers take " + std::to_string(mib) +
-                                             " MiB; the host has config.host.memory_mb = " +
-                                             std::to_string(sim_.config().host.memory_mb) + ")"
-                                       : ""));
+        if (!out_of(err, "config.device.max_qp", sim_.config().device.max_qp, pair.name + ": creating its QPs"))
+          sb_.record("setup", false, pair.name + ": creating a QP failed, errno " + std::to_string(-err));
         return false;
       }
     }
@@ -240,6 +237,19 @@ bool Workload::setup() {
   sb_.record("setup", true,
              std::to_string(qps_.size()) + " QPs on " + std::to_string(cqs_.size()) +
                  " pool CQ(s); the pool holds " + std::to_string(counters_.pool_cqs));
+  return true;
+}
+
+bool Workload::out_of(int err, const char* key, uint64_t limit, const std::string& what) {
+  if (err == -ENOSPC) {
+    limit_error_ = std::string(key) + " = " + std::to_string(limit) + " is used up: " + what +
+                   " failed with ENOSPC (every id the device has is taken)";
+  } else if (err == -ENOMEM) {
+    limit_error_ = "config.host.memory_mb = " + std::to_string(sim_.config().host.memory_mb) +
+                   " is used up: " + what + " failed with ENOMEM (the driver's rings and the workload's buffers need more)";
+  } else {
+    return false;
+  }
   return true;
 }
 
@@ -280,7 +290,8 @@ bool Workload::make_keys(Qp& q) {
     if (mw.is_err()) err = mw.err();
     else q.mw = mw.get();
   }
-  if (err < 0) sb_.record("setup", false, "allocating memory keys failed, errno " + std::to_string(-err));
+  if (err < 0 && !out_of(err, "config.device.max_stags", sim_.config().device.max_stags, "allocating memory keys"))
+    sb_.record("setup", false, "allocating memory keys failed, errno " + std::to_string(-err));
   return err >= 0;
 }
 

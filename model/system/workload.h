@@ -64,6 +64,10 @@ class Workload {
   // The whole program; call on a host thread. Failures land in the scoreboard.
   void run();
   const WorkloadCounters& counters() const { return counters_; }
+  // Setup ran into a limit of the configured device or host the scenario could not be
+  // checked against beforehand: what, naming the key (empty when none). Not a check
+  // failure: the scenario asks for more than the system it configures holds.
+  const std::string& limit_error() const { return limit_error_; }
   // The traffic was cut short by Control::stop, at this simulated time.
   bool interrupted() const { return interrupted_; }
   uint64_t interrupted_at_ps() const { return interrupted_at_ps_; }
@@ -76,6 +80,9 @@ class Workload {
   static void on_recv_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
 
   bool setup();
+  // For a resource error `err` (ENOSPC: `key`'s id space is used up; ENOMEM: host memory)
+  // while setup did `what`: notes the limit error and returns true.
+  bool out_of(int err, const char* key, uint64_t limit, const std::string& what);
   void inject_faults();
   int flush_peer(Qp& q);
   int maybe_resize(Qp& q);
@@ -114,6 +121,7 @@ class Workload {
   std::vector<ibcore::ib_sge> sge_scratch_;
   std::unique_ptr<hal::Event> completed_;  // signalled by every completion
   bool stopped_early_ = false;             // the traffic was stopped with work in flight
+  std::string limit_error_;
   bool interrupted_ = false;               // by Control::stop
   uint64_t interrupted_at_ps_ = 0;
   Control control_;

@@ -47,6 +47,10 @@ class YamlMap {
   std::vector<YamlMap> list_of_maps(const char* key) const;
 
   [[noreturn]] void fail(const YAML::Node& at, const std::string& what) const;
+  // An error about `key`, located at its value when the mapping has it, else at the mapping.
+  [[noreturn]] void fail_at(const char* key, const std::string& what) const {
+    fail(has(key) ? node_[key] : node_, what);
+  }
   // An error about this mapping as a whole, located at its start.
   [[noreturn]] void fail(const std::string& what) const { fail(node_, what); }
   const std::string& file() const { return file_; }

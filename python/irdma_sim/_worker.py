@@ -45,4 +45,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:  # before the run began: it catches its own signals
+        print(f"{sys.argv[1]}: interrupted before the run began", file=sys.stderr)
+        sys.exit(128 + signal.SIGINT)

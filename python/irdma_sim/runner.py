@@ -32,6 +32,10 @@ class RunFailed(RuntimeError):
         self.stderr = stderr
 
 
+class RunInterrupted(RunFailed):
+    """A run stopped by an interruption before it had made a report (it had not begun)."""
+
+
 class Terminated(BaseException):
     """SIGTERM reached this process (once install_sigterm() made it an exception)."""
 
@@ -74,6 +78,7 @@ class _Runs:
         with self.lock:
             self.stopping = sig
             for proc in self.live:
+                proc.stopped_by = sig
                 proc.send_signal(sig)
 
     def kill_all(self):
@@ -135,11 +140,16 @@ def run(scenario, out, seed=None, trace=True, timeout=None, progress=None):
             RUNS.done(proc)
         err.seek(0)
         stderr = err.read()
-    if proc.returncode not in (PASSED, FAILED) and proc.returncode not in INTERRUPTED:
+    report = Path(out) / "report.json"
+    stopped_by = getattr(proc, "stopped_by", None)
+    if stopped_by and not report.exists():
+        raise RunInterrupted(str(scenario), proc.returncode,
+                             f"{scenario}: {signal.Signals(stopped_by).name} came before the run began")
+    if proc.returncode not in (PASSED, FAILED, *INTERRUPTED) or not report.exists():
         if proc.returncode < 0:
             stderr += f"\n{scenario}: the run's process was killed by signal {-proc.returncode}"
         raise RunFailed(str(scenario), proc.returncode, stderr)
-    with open(Path(out) / "report.json", encoding="utf-8") as f:
+    with open(report, encoding="utf-8") as f:
         return json.load(f)
 
 

@@ -10,7 +10,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from irdma_sim.runner import RunFailed, Terminated, run, stop_runs
+from irdma_sim.runner import RunFailed, RunInterrupted, Terminated, run, stop_runs
 
 # Statuses of a run, as lines and runs.jsonl give them.
 PASS, FAIL, ERROR, INTERRUPTED = "PASS", "FAIL", "ERROR", "INTERRUPTED"
@@ -50,16 +50,17 @@ def output_names(scenarios):
 class Outcome:
     """One run of a sweep."""
 
-    def __init__(self, scenario, name, seed, out, report=None, error=None):
+    def __init__(self, scenario, name, seed, out, report=None, error=None, interrupted=False):
         self.scenario, self.name, self.seed, self.out = scenario, name, seed, out
         self.report, self.error = report, error
+        self.interrupted = interrupted or bool(report and report.get("interrupted"))
 
     @property
     def status(self):
+        if self.interrupted:
+            return INTERRUPTED
         if self.error:
             return ERROR
-        if self.report.get("interrupted"):
-            return INTERRUPTED
         return PASS if self.report["passed"] else FAIL
 
     def failed_checks(self):
@@ -80,7 +81,7 @@ class Outcome:
             return (f"PASS  {name}: {self.report['counts']['completions_delivered']} completions, "
                     f"{self.report['sim_time_ps'] / 1e9:.3f} ms simulated")
         if self.status == INTERRUPTED:
-            return f"INTERRUPTED {name}: by {self.report['interrupted']['signal']}"
+            return f"INTERRUPTED {name}: " + (f"by {self.report['interrupted']['signal']}" if self.report else self.error)
         return f"FAIL  {name}: {', '.join(self.failed_checks())}"
 
 
@@ -98,6 +99,8 @@ def sweep(scenarios, seeds, out, workers=None, trace=False):
         scenario, name, seed, job_out = job
         try:
             return Outcome(scenario, name, seed, job_out, report=run(scenario, job_out, seed=seed, trace=trace))
+        except RunInterrupted as e:
+            return Outcome(scenario, name, seed, job_out, error=str(e), interrupted=True)
         except RunFailed as e:
             return Outcome(scenario, name, seed, job_out, error=str(e))
 

@@ -249,4 +249,32 @@ TEST(Scenario, MutantsOfTheShippedScenariosLoadOrFailNamingTheFile) {
   EXPECT_GT(loaded, 100u) << "some mutants are harmless: a fuzz that refuses all is too blunt";
 }
 
+// What the configured device and host cannot hold is found before the run, naming the
+// key, the limit and what was asked.
+TEST(Scenario, WhatTheDeviceCannotHoldIsAScenarioError) {
+  std::string pairs = "name: t\nqp_pairs:\n";
+  for (int i = 0; i < 512; i++) pairs += "  - {name: p" + std::to_string(i) + ", sq_depth: 4, rq_depth: 4}\n";
+  std::string e = error_of(pairs);
+  EXPECT_NE(e.find("bad.yaml:3:"), std::string::npos) << e;
+  EXPECT_NE(e.find("512 QP pairs take 1024 QP ids"), std::string::npos) << e;
+  EXPECT_NE(e.find("config.device.max_qp = 1024 (the default) holds 511 pairs"), std::string::npos) << e;
+  EXPECT_EQ(error_of(pairs.substr(0, pairs.rfind("  - "))), "") << "511 pairs fit";
+
+  e = error_of("name: t\nconfig: {device: {max_cqe: 1}}\nqp_pairs:\n  - {name: p}\n");
+  EXPECT_NE(e.find("bad.yaml:4:"), std::string::npos) << e;
+  EXPECT_NE(e.find("128 entries (sq_depth + rq_depth); config.device.max_cqe = 1 caps a CQ"), std::string::npos) << e;
+  e = error_of("name: t\nconfig: {device: {max_cqe: 500}}\nqp_pairs:\n  - {name: p, cq: own}\n"
+               "traffic: {resize_every: 5, resize_cqes: [200, 600]}\n");
+  EXPECT_NE(e.find("'traffic.resize_cqes': a resize to 600 entries"), std::string::npos) << e;
+  e = error_of("name: t\nconfig: {device: {max_cq: 6}}\nqp_pairs:\n  - {name: p, cq: own}\n  - {name: q, cq: own}\n");
+  EXPECT_NE(e.find("take at least 4 CQ ids (4 own CQs, past the 3 the driver keeps); config.device.max_cq = 6"),
+            std::string::npos) << e;
+  e = error_of("name: t\nconfig: {device: {max_stags: 2}}\nqp_pairs:\n  - {name: p, ops: [reg_mr, local_inv]}\n");
+  EXPECT_NE(e.find("memory keys take 2 STags"), std::string::npos) << e;
+  EXPECT_NE(e.find("config.device.max_stags = 2"), std::string::npos) << e;
+  e = error_of("name: t\nconfig: {host: {memory_mb: 1}}\nqp_pairs:\n  - {name: p}\n");
+  EXPECT_NE(e.find("bad.yaml:2:"), std::string::npos) << e;
+  EXPECT_NE(e.find("'config.host.memory_mb': the workload's message buffers take 3 MiB"), std::string::npos) << e;
+}
+
 }  // namespace

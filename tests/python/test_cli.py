@@ -367,3 +367,24 @@ def test_diff_names_a_file_cut_short(scenario, tmp_path):
     (tmp_path / "b" / "report.json").write_text('{"scenario": ')
     proc = cli("diff", str(tmp_path / "a"), str(tmp_path / "b"))
     assert proc.returncode == 2 and str(tmp_path / "b" / "report.json") in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("doc,words", [
+    # The pool grows as it must: only the run finds that 8 CQ ids are not enough.
+    ({"config": {"device": {"max_cq": 8, "max_cqe": 300}}, "qp_pairs": [{"name": f"p{i}"} for i in range(8)]},
+     "config.device.max_cq = 8 is used up: p5: allocating its CQs failed with ENOSPC"),
+    # The buffers fit; the driver's rings for 4096-deep queues do not.
+    ({"config": {"host": {"memory_mb": 4}}, "qp_pairs": [{"name": "p", "sq_depth": 4096, "rq_depth": 4096}],
+      "traffic": {"max_bytes": 1}},
+     "config.host.memory_mb = 4 is used up: p: creating its QPs failed with ENOMEM"),
+])
+def test_a_limit_found_in_setup_is_a_scenario_error(tmp_path, doc, words):
+    path = tmp_path / "limit.yaml"
+    doc = dict(doc, name="limit")
+    doc.setdefault("traffic", {})["sends_per_qp"] = 10
+    path.write_text(json.dumps(doc))
+    assert cli("check", str(path)).returncode == 0, "check cannot know"
+    proc = cli("run", str(path), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr == f"irdma-sim: {path}: {words}" + proc.stderr.split(words)[1]
+    assert len(proc.stderr.splitlines()) == 1 and "FAIL setup" not in proc.stdout

@@ -70,16 +70,16 @@ def test_mutant_ends_in_a_report_or_a_named_error(label, text, tmp_path):
 
 
 def test_a_scenario_the_device_cannot_hold_fails_saying_why(source_dir, tmp_path):
+    """A scenario error naming the key and its limit, before anything runs."""
     text = (source_dir / "scenarios" / "smoke.yaml").read_text().replace("max_cqe: 300", "max_cqe: 8")
     path = tmp_path / "tiny.yaml"
     path.write_text(text)
-    report = irdma_sim.run(str(path), tmp_path / "out", trace=False)
-    failed = [c for c in report["checks"] if not c["passed"]]
-    assert not report["passed"] and failed
-    assert failed[0]["name"] == "setup" and "max_cqe = 8" in failed[0]["detail"], failed
+    with pytest.raises(irdma_sim.RunFailed, match="config.device.max_cqe = 8 caps a CQ") as e:
+        irdma_sim.run(str(path), tmp_path / "out", trace=False)
+    assert e.value.returncode == 2
 
     text = (source_dir / "scenarios" / "smoke.yaml").read_text().replace("max_bytes: 2048", "max_bytes: 1048576")
     path.write_text(text.replace("config:\n", "config:\n  host: {memory_mb: 16}\n", 1))
-    report = irdma_sim.run(str(path), tmp_path / "out2", trace=False)
-    failed = [c for c in report["checks"] if not c["passed"]]
-    assert failed and "memory_mb = 16" in failed[0]["detail"], failed
+    with pytest.raises(irdma_sim.RunFailed, match="memory_mb = 16") as e:
+        irdma_sim.run(str(path), tmp_path / "out2", trace=False)
+    assert e.value.returncode == 2

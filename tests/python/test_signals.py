@@ -133,11 +133,15 @@ def test_sweep_interrupted_stops_every_run_and_says_so(scenario, tmp_path):
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stdout + stderr
     lines = stdout.splitlines()
-    assert sorted(l.split(":")[0] for l in lines[:-1]) == ["INTERRUPTED long seed 1", "INTERRUPTED long seed 2"]
+    assert sorted(l.split(":")[0] for l in lines[:-1]) == ["INTERRUPTED long seed 1", "INTERRUPTED long seed 2"], stdout
     assert "2 interrupted; the sweep was stopped" in lines[-1]
     assert not (out / "long" / "seed3").exists(), "no run starts after the interruption"
-    for seed in (1, 2):
-        assert_outputs_whole(out / "long" / f"seed{seed}", "SIGINT")
+    assert_outputs_whole(out / "long" / "seed1", "SIGINT")
+    # The second run may not have begun when the signal came: then it made no report.
+    if (out / "long" / "seed2" / "report.json").exists():
+        assert_outputs_whole(out / "long" / "seed2", "SIGINT")
+    else:
+        assert "SIGINT came before the run began" in lines[1] + lines[0]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] == 2 and summary["runs"] == 2 and summary["exit_status"] == 130
     assert not workers_of(out)
