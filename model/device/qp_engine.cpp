@@ -379,7 +379,7 @@ QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_
 
 bool QpEngine::inject_fault(uint32_t qp_id, uint64_t nth, uint16_t minor) {
   auto it = qps_.find(qp_id);
-  if (it == qps_.end()) return false;
+  if (it == qps_.end() || nth < it->second.requests) return false;
   it->second.fault_at = int64_t(nth);
   it->second.fault_minor = minor;
   return true;

@@ -83,7 +83,8 @@ class QpEngine {
   Result process_sq(uint32_t qp_id);
   // Makes request `nth` (counting from 0, NOPs not counted) of QP `qp_id` fail with flush
   // code `minor`: the QP then moves to the error state and its queues are flushed. A
-  // test-bench hook, as pre-silicon error injection is. False when there is no such QP.
+  // test-bench hook, as pre-silicon error injection is. False when there is no such QP, or
+  // it carried out that request already.
   bool inject_fault(uint32_t qp_id, uint64_t nth, uint16_t minor);
   // FLUSH_WQES: moves the QP to error and flushes the queues named, the first WQE of each
   // with the minor given. Returns a CQP minor code or 0.

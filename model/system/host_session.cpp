@@ -6,6 +6,7 @@
 
 #include "driver/core/cq.h"
 #include "driver/core/cq_pool.h"
+#include "model/system/scenario.h"
 #include "model/system/simulation.h"
 
 namespace irdma_sim::system {
@@ -44,6 +45,7 @@ uint32_t HostSession::pool_get(unsigned nr_cqe, int comp_vector, ib_poll_context
   check(got.is_err() ? got.err() : 0, "ib_cq_pool_get");
   const uint32_t num = static_cast<irdma::irdma_cq*>(got.get())->cq_num;
   watch(got.get(), num, false);
+  pool_gets_[num].push_back(nr_cqe);
   return num;
 }
 
@@ -87,7 +89,33 @@ std::map<std::string, uint64_t> HostSession::cq_events(uint32_t cq_num) {
 }
 
 void HostSession::pool_put(uint32_t cq_num, unsigned nr_cqe) {
-  check(ib_cq_pool_put(cq(cq_num), nr_cqe), "ib_cq_pool_put");
+  ib_cq* c = cq(cq_num);
+  const auto gets = pool_gets_.find(cq_num);
+  if (gets == pool_gets_.end())
+    throw VerbsError("CQ " + std::to_string(cq_num) + " is not from the pool: ib_free_cq it instead", EINVAL);
+  std::vector<unsigned>& taken = gets->second;
+  const auto it = std::find(taken.begin(), taken.end(), nr_cqe);
+  if (it == taken.end()) {
+    std::string sizes;
+    for (unsigned n : taken) sizes += (sizes.empty() ? "" : ", ") + std::to_string(n);
+    throw VerbsError("pool_put of " + std::to_string(nr_cqe) + " entries: CQ " + std::to_string(cq_num) +
+                         " was taken for " + sizes + " (put back what a get took)",
+                     EINVAL);
+  }
+  if (taken.size() == 1) {
+    std::string users;
+    for (const auto& [num, q] : qps_)
+      if (q.bq->cq() == c) users += (users.empty() ? "" : ", ") + std::to_string(num);
+    if (!users.empty())
+      throw VerbsError("CQ " + std::to_string(cq_num) + " still serves QP(s) " + users + ": destroy them first", EBUSY);
+  }
+  check(ib_cq_pool_put(c, nr_cqe), "ib_cq_pool_put");
+  taken.erase(it);
+  if (taken.empty()) {
+    pool_gets_.erase(gets);
+    cqs_.erase(cq_num);
+    cq_events_.erase(cq_num);
+  }
 }
 
 void HostSession::set_pool_policy(cq_pool_policy policy) { sim_->driver().pool_policy = policy; }
@@ -167,6 +195,7 @@ uint64_t HostSession::post(Qp& q, ib_send_wr& wr, const std::string& data, uint3
   sim_->run_on_host([&] { ret = sim_->driver().post_send(bq.qp(), &wr, nullptr); });
   if (ret) q.sq.free.push_back(slot);
   check(ret, "post_send");
+  q.requests++;
   // READs and atomics bring bytes back into the slot: the completion will carry them.
   const bool fetches = wr.opcode == IB_WR_RDMA_READ || wr.opcode == IB_WR_ATOMIC_FETCH_AND_ADD ||
                        wr.opcode == IB_WR_ATOMIC_CMP_AND_SWP;
@@ -237,9 +266,16 @@ uint64_t HostSession::post_atomic(uint32_t qp_num, uint32_t window_slot,
 }
 
 void HostSession::inject_fault(uint32_t qp_num, uint64_t nth, uint16_t flush_minor) {
-  qp(qp_num);  // a QP this session made
+  const Qp& q = qp(qp_num);
+  if (flush_minor < 1 || flush_minor >= kFlushCodeNames.size())
+    throw VerbsError("flush code " + std::to_string(flush_minor) + " is not one of spec G.5's (1 to " +
+                         std::to_string(kFlushCodeNames.size() - 1) + ")", EINVAL);
+  if (nth < q.requests)
+    throw VerbsError("request " + std::to_string(nth) + " of QP " + std::to_string(qp_num) + " is posted already (" +
+                         std::to_string(q.requests) + " so far): a fault can name a later one", EINVAL);
   if (!sim_->device().inject_fault(qp_num, nth, flush_minor))
-    throw VerbsError("the device has no QP " + std::to_string(qp_num), EINVAL);
+    throw VerbsError("the device has no QP " + std::to_string(qp_num) + ", or carried out its request " +
+                         std::to_string(nth) + " already", EINVAL);
 }
 
 std::string HostSession::window(uint32_t qp_num, uint32_t window_slot, uint32_t length) {

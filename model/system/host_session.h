@@ -44,6 +44,9 @@ class HostSession {
 
   // Returns the CQ's number; throws VerbsError.
   uint32_t pool_get(unsigned nr_cqe, int comp_vector, ibcore::ib_poll_context ctx);
+  // Returns what one pool_get of this CQ took (EINVAL: no get took `nr_cqe`); the last of
+  // them while QPs still use the CQ is refused (EBUSY). The CQ is the session's no more
+  // once every get is put back.
   void pool_put(uint32_t cq, unsigned nr_cqe);
   // A CQ of the session's own (ib_alloc_cq, polled by the session), which may be resized.
   uint32_t alloc_cq(int nr_cqe, unsigned comp_vector);
@@ -76,7 +79,8 @@ class HostSession {
   uint64_t post_atomic(uint32_t qp, uint32_t window_slot, std::optional<uint64_t> fetch_add,
                        std::optional<std::pair<uint64_t, uint64_t>> compare_swap, bool signaled);
   // Makes request `nth` of QP `qp` (counting SQ work requests from 0) fail with flush code
-  // `flush_minor` (spec G.5): the QP moves to error and its queues are flushed.
+  // `flush_minor` (spec G.5, 1-11): the QP moves to error and its queues are flushed. A
+  // request already posted, or an unknown code, is refused (EINVAL).
   void inject_fault(uint32_t qp, uint64_t nth, uint16_t flush_minor);
   // The bytes of a QP's window slot, and setting them.
   std::string window(uint32_t qp, uint32_t window_slot, uint32_t length);
@@ -109,6 +113,7 @@ class HostSession {
     std::unique_ptr<BufferedQp> bq;
     uint32_t peer = 0;
     Queue sq, rq;
+    uint64_t requests = 0;  // SQ work requests posted
   };
   Qp& qp(uint32_t qp_num);
   // Posts `wr` on `q`, its data in a free send slot; returns the wr_id.
@@ -123,6 +128,7 @@ class HostSession {
     bool own = false;
   };
   std::map<uint32_t, CqEvents> cq_events_;
+  std::map<uint32_t, std::vector<unsigned>> pool_gets_;  // pool CQ -> what each get took
   // Counts the CQ's events instead of consuming its completions: the session polls.
   void watch(ibcore::ib_cq* c, uint32_t num, bool own);
   std::map<uint32_t, Qp> qps_;

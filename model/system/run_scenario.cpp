@@ -108,8 +108,8 @@ class StopSignals {
 volatile std::sig_atomic_t StopSignals::caught_ = 0;
 
 std::string report_json(const Scenario& sc, Simulation& sim, const WorkloadCounters& wl,
-                        const std::vector<Check>& checks, bool passed, int interrupted_by,
-                        uint64_t interrupted_at_ps, double wall_s) {
+                        const std::vector<Check>& checks, const std::vector<std::string>& warnings,
+                        bool passed, int interrupted_by, uint64_t interrupted_at_ps, double wall_s) {
   const auto& dev = sim.device();
   const auto& cq = dev.cq_engine().counters();
   const auto& qp = dev.qp_engine().counters();
@@ -183,6 +183,9 @@ std::string report_json(const Scenario& sc, Simulation& sim, const WorkloadCount
   for (const auto& [op, n] : wl.by_opcode) j.begin_object().num("opcode", op).num("count", n).end_object();
   j.end_array();
   j.end_object();
+  j.begin_array("warnings");
+  for (const std::string& w : warnings) j.str(nullptr, w);
+  j.end_array();
   j.begin_array("faults");
   for (const InjectedFault& f : wl.faults)
     j.begin_object().num("qp", f.qp_num).num("request", f.request).str("code", kFlushCodeNames[f.flush_code]).end_object();
@@ -249,7 +252,8 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   const std::string tmp = result.report_path + ".tmp";
   {
     std::ofstream report(tmp);
-    report << report_json(sc, sim, wl.counters(), checks, passed, interrupted_by, wl.interrupted_at_ps(), wall);
+    report << report_json(sc, sim, wl.counters(), checks, wl.warnings(), passed, interrupted_by,
+                          wl.interrupted_at_ps(), wall);
     if (!report.flush()) throw std::runtime_error("cannot write " + tmp);
   }
   std::filesystem::rename(tmp, result.report_path);

@@ -64,6 +64,11 @@ void read_faults(const YamlMap& top, Scenario& sc) {
     fault.side = unsigned(f.choice("side", 0, {"a", "b"}));
     if (f.has("request") == f.has("rate")) f.fail("a fault needs exactly one of 'request' and 'rate'");
     fault.request = f.i64("request", -1, 0, INT64_MAX);
+    if (fault.request >= int64_t(sc.traffic.sends_per_qp))
+      f.fail_at("request", "key 'faults[" + std::to_string(sc.faults.size()) + "].request': " +
+                               std::to_string(fault.request) + " is past the QP's last request (traffic.sends_per_qp = " +
+                               std::to_string(sc.traffic.sends_per_qp) + ": requests 0 to " +
+                               std::to_string(int64_t(sc.traffic.sends_per_qp) - 1) + ")");
     fault.rate = f.f64("rate", 0, 0, 1);
     fault.flush_code = uint16_t(f.choice("code", 0, std::vector<std::string>(
                                                       kFlushCodeNames.begin() + 1, kFlushCodeNames.end())) + 1);
@@ -272,6 +277,9 @@ Scenario load_scenario(const std::string& path) {
   tr.resize_cqes = t.u32_list("resize_cqes", 1, 1048574);
   if (tr.resize_every && tr.resize_cqes.empty())
     t.fail("key 'traffic.resize_every' needs the sizes to resize to (resize_cqes)");
+  if (tr.resize_every && std::none_of(sc.pairs.begin(), sc.pairs.end(), [](const QpPairSpec& p) { return p.own_cqs; }))
+    t.fail_at("resize_every", "key 'traffic.resize_every': no pair has CQs of its own (qp_pairs[].cq: own), and pool CQs "
+                              "cannot be resized");
   // A CQ may shrink below what is unpolled, but never below what its QP may have
   // outstanding: the device does not check a resized CQ for overflow.
   for (const QpPairSpec& p : sc.pairs)

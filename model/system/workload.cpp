@@ -162,6 +162,11 @@ void Workload::run() {
 
 bool Workload::setup() {
   dev_.pool_policy = sc_.pool_policy;
+  if (sc_.traffic.resize_every)
+    for (const QpPairSpec& pair : sc_.pairs)
+      if (!pair.own_cqs)
+        warnings_.push_back("traffic.resize_every: pair " + pair.name + " has pool CQs, which cannot be resized: "
+                            "only pairs with cq: own resize");
   const uint32_t slot_bytes = std::max(64u, (sc_.traffic.max_bytes + 63) & ~63u);
   for (const QpPairSpec& pair : sc_.pairs) {
     for (int side = 0; side < 2; side++) {
@@ -268,7 +273,14 @@ void Workload::inject_faults() {
       request = n < double(q.sends_total) ? uint64_t(n) : q.sends_total;
     }
     counters_.faults.push_back({q.bq->qp_num(), request, f.flush_code});
-    if (request >= q.sends_total) continue;
+    if (request >= q.sends_total) {
+      char rate[32];
+      std::snprintf(rate, sizeof rate, "%g", f.rate);
+      warnings_.push_back("the fault on pair " + sc_.pairs[f.pair].name + " side " + (f.side ? "b" : "a") + " at rate " +
+                          rate + " drew none of its QP's " + std::to_string(q.sends_total) +
+                          " requests: nothing was injected");
+      continue;
+    }
     sim_.device().inject_fault(q.bq->qp_num(), request, f.flush_code);
     sb_.expect_fault(q.index, request, f.flush_code);
     sb_.expect_peer_fault(q.peer->index);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "driver/core/ib_device.h"
@@ -68,6 +69,9 @@ class Workload {
   // checked against beforehand: what, naming the key (empty when none). Not a check
   // failure: the scenario asks for more than the system it configures holds.
   const std::string& limit_error() const { return limit_error_; }
+  // What the scenario asked for that this run did not do, though it was no error (a fault
+  // whose rate drew no request, a resize that does not apply to pool CQs).
+  const std::vector<std::string>& warnings() const { return warnings_; }
   // The traffic was cut short by Control::stop, at this simulated time.
   bool interrupted() const { return interrupted_; }
   uint64_t interrupted_at_ps() const { return interrupted_at_ps_; }
@@ -122,6 +126,7 @@ class Workload {
   std::unique_ptr<hal::Event> completed_;  // signalled by every completion
   bool stopped_early_ = false;             // the traffic was stopped with work in flight
   std::string limit_error_;
+  std::vector<std::string> warnings_;
   bool interrupted_ = false;               // by Control::stop
   uint64_t interrupted_at_ps_ = 0;
   Control control_;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 
 namespace irdma_sim::system {
 
@@ -54,8 +55,14 @@ std::string YamlMap::key_path(const char* key) const {
 }
 
 void YamlMap::allow(std::initializer_list<const char*> keys) const {
+  std::map<std::string, YAML::Mark> seen;
   for (const auto& kv : node_) {
     const std::string k = kv.first.as<std::string>();
+    // yaml-cpp keeps both and reads the first: a second one would be dropped unseen.
+    const auto [first, fresh] = seen.emplace(k, kv.first.Mark());
+    if (!fresh)
+      fail(kv.first, "key '" + key_path(k.c_str()) + "' is given twice (first at line " +
+                         std::to_string(first->second.line + 1) + ")");
     bool known = false;
     std::string list;
     for (const char* a : keys) {

@@ -22,7 +22,7 @@ class YamlMap {
  public:
   YamlMap(const YAML::Node& node, std::string file, std::string path);
 
-  // Rejects any key not in `keys`.
+  // Rejects any key not in `keys`, and any key given twice.
   void allow(std::initializer_list<const char*> keys) const;
   bool has(const char* key) const { return bool(node_[key]); }
 

@@ -28,8 +28,9 @@ def summary(report):
         "status     " + ", ".join(f"{s['name']} {s['count']}" for s in counts["by_status"]),
         "opcode     " + ", ".join(f"{WC_OPCODES.get(o['opcode'], o['opcode'])}: {o['count']}"
                                   for o in counts["by_opcode"]),
-        "checks",
     ]
+    lines += [f"warning    {w}" for w in report.get("warnings", [])]
+    lines.append("checks")
     for check in report["checks"]:
         mark = "ok  " if check["passed"] else "FAIL"
         lines.append(f"  {mark} {check['name']}: {check['detail']}")

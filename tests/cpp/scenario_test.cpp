@@ -277,4 +277,23 @@ TEST(Scenario, WhatTheDeviceCannotHoldIsAScenarioError) {
   EXPECT_NE(e.find("'config.host.memory_mb': the workload's message buffers take 3 MiB"), std::string::npos) << e;
 }
 
+// What would otherwise do nothing, silently, is an error.
+TEST(Scenario, AskingForWhatCannotHappenIsAnError) {
+  std::string e = error_of(std::string(kMinimal) + "traffic:\n  sends_per_qp: 10\n  sends_per_qp: 20\n");
+  EXPECT_NE(e.find("bad.yaml:6:3: key 'traffic.sends_per_qp' is given twice (first at line 5)"), std::string::npos) << e;
+  e = error_of("name: t\nname: u\nqp_pairs:\n  - {name: p}\n");
+  EXPECT_NE(e.find("key 'name' is given twice"), std::string::npos) << e;
+  e = error_of("name: t\nqp_pairs:\n  - {name: p, sq_depth: 8, sq_depth: 9}\n");
+  EXPECT_NE(e.find("key 'qp_pairs[0].sq_depth' is given twice"), std::string::npos) << e;
+
+  e = error_of(std::string(kMinimal) + "traffic: {sends_per_qp: 1000}\nfaults:\n  - {pair: p, request: 5000}\n");
+  EXPECT_NE(e.find("key 'faults[0].request': 5000 is past the QP's last request (traffic.sends_per_qp = 1000: "
+                   "requests 0 to 999)"),
+            std::string::npos) << e;
+  EXPECT_EQ(error_of(std::string(kMinimal) + "traffic: {sends_per_qp: 1000}\nfaults:\n  - {pair: p, request: 999}\n"), "");
+
+  e = error_of(std::string(kMinimal) + "traffic: {resize_every: 10, resize_cqes: [500]}\n");
+  EXPECT_NE(e.find("key 'traffic.resize_every': no pair has CQs of its own"), std::string::npos) << e;
+}
+
 }  // namespace

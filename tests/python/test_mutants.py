@@ -79,7 +79,7 @@ def test_a_scenario_the_device_cannot_hold_fails_saying_why(source_dir, tmp_path
     assert e.value.returncode == 2
 
     text = (source_dir / "scenarios" / "smoke.yaml").read_text().replace("max_bytes: 2048", "max_bytes: 1048576")
-    path.write_text(text.replace("config:\n", "config:\n  host: {memory_mb: 16}\n", 1))
+    path.write_text(text.replace("    cpus: 2\n", "    cpus: 2\n    memory_mb: 16\n", 1))
     with pytest.raises(irdma_sim.RunFailed, match="memory_mb = 16") as e:
         irdma_sim.run(str(path), tmp_path / "out2", trace=False)
     assert e.value.returncode == 2

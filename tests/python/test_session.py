@@ -491,3 +491,58 @@ def test_a_post_past_the_queue_fails_with_enomem_and_writes_nothing(run_python):
         assert [c["data"] for c in drain() if c["opcode"] == 128] == [b"after"]
         s.shutdown()
     """)
+
+
+def test_misuse_that_used_to_do_nothing_is_refused(run_python):
+    """inject_fault for a request posted already or with a code spec G.5 does not have;
+    pool_put with a count no get took, or of the last get while QPs still use the CQ."""
+    run_ok(run_python, """
+        import errno
+        from irdma_sim import Session, VerbsError
+
+        def refused(call, code, words):
+            try:
+                call()
+            except VerbsError as e:
+                assert e.errno == code and words in str(e), e
+            else:
+                raise AssertionError("accepted: " + words)
+
+        s = Session()
+        cq = s.pool_get(64)
+        assert s.pool_get(32) == cq  # the same pool CQ, taken twice
+        a, b = s.create_qp_pair(cq, cq, sq_depth=8, rq_depth=8, max_msg_bytes=64)
+        for _ in range(3):
+            s.post_recv(b)
+            s.post_send(a, b"x")
+        refused(lambda: s.inject_fault(a, 2, 2), errno.EINVAL, "posted already")
+        refused(lambda: s.inject_fault(a, 5, 999), errno.EINVAL, "flush code 999")
+        refused(lambda: s.inject_fault(a, 5, 0), errno.EINVAL, "flush code 0")
+        s.inject_fault(a, 3, 2)  # the next one: fine
+        s.post_recv(b)
+        s.post_send(a, b"fails")
+        s.run_for_ns(50000)
+        got = s.poll(cq, 64)
+        assert [c["status"] for c in got if c["opcode"] == 0] == [0, 0, 0, 4], got
+
+        refused(lambda: s.pool_put(cq, 100), errno.EINVAL, "taken for 64, 32")
+        s.pool_put(cq, 64)  # one of the two gets
+        refused(lambda: s.pool_put(cq, 32), errno.EBUSY, "still serves QP(s)")
+        s.destroy_qp(a)
+        s.destroy_qp(b)
+        s.pool_put(cq, 32)
+        refused(lambda: s.pool_put(cq, 32), errno.EINVAL, "no CQ")
+        s.shutdown()
+    """)
+
+
+def test_a_fault_rate_that_draws_nothing_is_a_warning(tmp_path):
+    import json
+    import irdma_sim
+    path = tmp_path / "rate.yaml"
+    path.write_text(json.dumps({"name": "rate", "qp_pairs": [{"name": "p"}], "traffic": {"sends_per_qp": 100},
+                                "faults": [{"pair": "p", "rate": 0.0001}]}))
+    report = irdma_sim.run(path, tmp_path / "out", trace=False)
+    assert report["passed"]
+    assert report["warnings"] == ["the fault on pair p side a at rate 0.0001 drew none of its QP's 100 requests: "
+                                  "nothing was injected"]
