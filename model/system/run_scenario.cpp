@@ -173,7 +173,9 @@ std::string report_json(const Scenario& sc, Simulation& sim, const WorkloadCount
       .num("msix_delivered", sim.interrupts().delivered())
       .num("trace_events", sim.trace().events_written())
       .num("idle_polls", wl.idle_polls)
-      .num("pool_cqs", wl.pool_cqs);
+      .num("pool_cqs", wl.pool_cqs)
+      .num("cqs_with_completions", wl.cqs_with_completions)
+      .num("cqs_overflowed", cq.overflows);
   j.begin_array("by_status");
   for (size_t s = 0; s < wl.by_status.size(); s++)
     if (wl.by_status[s])

@@ -1,6 +1,7 @@
 #include "model/system/scenario.h"
 
 #include <algorithm>
+#include <set>
 
 #include "model/system/yaml_reader.h"
 
@@ -87,10 +88,9 @@ uint64_t buffer_bytes(const Scenario& sc) {
 
 // What the scenario asks of the configured device and host, checked before anything runs:
 // a limit setup would hit is a scenario error, naming the key, the limit and the ask.
-void check_limits(const YamlMap& top, const Scenario& sc) {
+void check_limits(const YamlMap& top, const Scenario& sc, const std::vector<YamlMap>& pair_maps) {
   const device::DeviceConfig& d = sc.config.device;
   const YamlMap device = top.map("config").map("device");
-  const auto pair_maps = top.list_of_maps("qp_pairs");
   const auto setting = [&](const char* key, uint64_t value) {
     return std::string("config.device.") + key + " = " + std::to_string(value) +
            (device.has(key) ? "" : " (the default)");
@@ -109,7 +109,7 @@ void check_limits(const YamlMap& top, const Scenario& sc) {
     const QpPairSpec& p = sc.pairs[i];
     const uint32_t entries = p.cq_entries ? p.cq_entries : p.sq_depth + p.rq_depth;
     if (entries > d.max_cqe)
-      pair_maps[i].fail("key 'qp_pairs[" + std::to_string(i) + "]': pair " + p.name + "'s CQs need " + std::to_string(entries) + " entries (" +
+      pair_maps[i].fail("key 'qp_pairs': pair " + p.name + "'s CQs need " + std::to_string(entries) + " entries (" +
                         (p.cq_entries ? "cq_entries" : "sq_depth + rq_depth") + "); " + setting("max_cqe", d.max_cqe) +
                         " caps a CQ");
     own_cqs += p.own_cqs ? 2 : 0;
@@ -235,13 +235,11 @@ Scenario load_scenario(const std::string& path) {
   sc.poll_ctx = ibcore::ib_poll_context(pool.choice(
       "poll_ctx", size_t(sc.poll_ctx), {"softirq", "workqueue", "unbound_workqueue"}));
 
+  std::vector<YamlMap> pair_maps;  // the entry each pair comes from
+  std::set<std::string> names;
   for (const YamlMap& p : top.list_of_maps("qp_pairs")) {
-    p.allow({"name", "type", "cq_vector", "sq_depth", "rq_depth", "ops", "poll_ctx", "cq", "cq_entries"});
+    p.allow({"name", "count", "type", "cq_vector", "sq_depth", "rq_depth", "ops", "poll_ctx", "cq", "cq_entries"});
     QpPairSpec q;
-    q.name = p.str("name", "pair" + std::to_string(sc.pairs.size()));
-    // Faults and reports name pairs: a name must say which one.
-    for (const QpPairSpec& other : sc.pairs)
-      if (other.name == q.name) p.fail("key 'name': two QP pairs are named '" + q.name + "'");
     q.cq_vector = int(p.i64("cq_vector", q.cq_vector, -1, 1023));
     q.sq_depth = p.u32("sq_depth", q.sq_depth, 1, 4096);
     q.rq_depth = p.u32("rq_depth", q.rq_depth, 1, 4096);
@@ -252,7 +250,17 @@ Scenario load_scenario(const std::string& path) {
     if (q.cq_entries && !q.own_cqs) p.fail("key 'cq_entries' sizes an own CQ (cq: own)");
     if (p.has("poll_ctx"))
       q.poll_ctx = int(p.choice("poll_ctx", 0, {"softirq", "workqueue", "unbound_workqueue"}));
-    sc.pairs.push_back(q);
+    // `count: N` stands for N pairs alike, named <name>0 .. <name>N-1 (unnamed ones are
+    // pair<index>, as a single one is).
+    const uint32_t count = p.u32("count", 1, 1, 100'000);
+    for (uint32_t i = 0; i < count; i++) {
+      const std::string index = "pair" + std::to_string(sc.pairs.size());
+      q.name = !p.has("name") ? index : p.has("count") ? p.str("name", "") + std::to_string(i) : p.str("name", "");
+      // Faults and reports name pairs: a name must say which one.
+      if (!names.insert(q.name).second) p.fail("key 'name': two QP pairs are named '" + q.name + "'");
+      sc.pairs.push_back(q);
+      pair_maps.push_back(p);
+    }
   }
   if (sc.pairs.empty()) top.fail("key 'qp_pairs' needs at least one pair");
 
@@ -288,7 +296,6 @@ Scenario load_scenario(const std::string& path) {
         t.fail("key 'traffic.resize_cqes': " + std::to_string(n) + " is below pair " + p.name +
                "'s sq_depth + rq_depth");
   const bool any_ud = std::any_of(sc.pairs.begin(), sc.pairs.end(), [](const QpPairSpec& p) { return p.ud; });
-  const auto pair_maps = top.list_of_maps("qp_pairs");
   for (size_t i = 0; i < sc.pairs.size(); i++) {
     const YamlMap& where = sc.pairs[i].ops.empty() ? t : pair_maps[i];
     const auto& ops = sc.ops_of(i);
@@ -304,7 +311,7 @@ Scenario load_scenario(const std::string& path) {
   if (any_ud && tr.max_bytes > kUdMtu)
     t.fail("key 'traffic.max_bytes': a UD datagram is at most " + std::to_string(kUdMtu) + " bytes");
   read_faults(top, sc);
-  check_limits(top, sc);
+  check_limits(top, sc, pair_maps);
   return sc;
 }
 

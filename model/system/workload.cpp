@@ -580,8 +580,13 @@ void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
     counters_.by_opcode.emplace_back(wc.opcode, 1);
   else
     it->second++;
-  log_.write(sim_.now_ps(), static_cast<const irdma::irdma_cq*>(cq)->cq_num, ctx.wr_id,
-             wc.qp ? wc.qp->qp_num : 0, wc);
+  const uint32_t cq_num = static_cast<const irdma::irdma_cq*>(cq)->cq_num;
+  if (cq_num >= delivered_on_.size()) delivered_on_.resize(cq_num + 1);
+  if (!delivered_on_[cq_num]) {
+    delivered_on_[cq_num] = true;
+    counters_.cqs_with_completions++;
+  }
+  log_.write(sim_.now_ps(), cq_num, ctx.wr_id, wc.qp ? wc.qp->qp_num : 0, wc);
 }
 
 void Workload::on_send_done(ib_cq* cq, ib_wc* wc) {

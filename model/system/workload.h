@@ -43,6 +43,7 @@ struct WorkloadCounters {
   uint64_t post_errors = 0;
   uint64_t idle_polls = 0;  // times the posting thread had nothing to do and slept
   uint64_t pool_cqs = 0;
+  uint64_t cqs_with_completions = 0;  // CQs that delivered at least one
   std::vector<uint64_t> by_status = std::vector<uint64_t>(ibcore::IB_WC_GENERAL_ERR + 1);
   std::vector<std::pair<uint32_t, uint64_t>> by_opcode;  // (opcode, count), first-seen order
   std::vector<InjectedFault> faults;
@@ -132,6 +133,7 @@ class Workload {
   Control control_;
   std::chrono::steady_clock::time_point started_, last_progress_;
   WorkloadCounters counters_;
+  std::vector<bool> delivered_on_;  // by CQ number
 };
 
 }  // namespace irdma_sim::system

@@ -15,6 +15,14 @@ def events_line(counts):
             f"for {counts.get('arms_taken', 0)} arms, {counts.get('aeqes', 0)} AEQEs")
 
 
+def overflow_line(report):
+    counts = report["counts"]
+    recovered = all(c["passed"] for c in report["checks"] if c["name"] == "every_cq_error_recovered")
+    return (f"overflow   {counts['cqs_overflowed']} CQ(s) overflowed ({counts['cqes_overflowed']} completions "
+            f"dropped), {counts['cq_errors']} IB_EVENT_CQ_ERR, {counts['pairs_torn_down']} pair(s) torn down: "
+            + ("overflowed and recovered" if recovered else "NOT recovered"))
+
+
 def summary(report):
     counts = report["counts"]
     lines = [
@@ -23,12 +31,18 @@ def summary(report):
         f"traffic    {counts['sends_posted']} sends, {counts['recvs_posted']} receives posted, "
         f"{counts['bytes_moved']} bytes moved, {counts['rnr_stalls']} RNR stalls",
         f"CQEs       {counts['cqes_written']} written ({counts['extended_cqes']} extended), "
-        f"{counts['completions_delivered']} completions delivered on {counts['pool_cqs']} pool CQ(s)",
+        f"{counts['completions_delivered']} completions delivered on {counts.get('cqs_with_completions', 0)} CQ(s) "
+        f"({counts['pool_cqs']} in the pool)",
         events_line(counts),
         "status     " + ", ".join(f"{s['name']} {s['count']}" for s in counts["by_status"]),
         "opcode     " + ", ".join(f"{WC_OPCODES.get(o['opcode'], o['opcode'])}: {o['count']}"
                                   for o in counts["by_opcode"]),
     ]
+    if counts.get("cqs_overflowed"):
+        lines.insert(5, overflow_line(report))
+    if report.get("interrupted"):
+        lines.insert(2, f"stopped    by {report['interrupted']['signal']} after "
+                        f"{report['interrupted']['sim_time_ps'] / 1e9:.3f} ms simulated: the traffic was cut short")
     lines += [f"warning    {w}" for w in report.get("warnings", [])]
     lines.append("checks")
     for check in report["checks"]:

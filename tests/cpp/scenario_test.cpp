@@ -296,4 +296,24 @@ TEST(Scenario, AskingForWhatCannotHappenIsAnError) {
   EXPECT_NE(e.find("key 'traffic.resize_every': no pair has CQs of its own"), std::string::npos) << e;
 }
 
+// Many pairs alike take one entry: count: N names them <name>0 .. <name>N-1.
+TEST(Scenario, ACountStandsForManyPairsAlike) {
+  const Scenario sc = load_scenario(write_temp("many.yaml",
+                                               "name: t\nqp_pairs:\n  - {name: bulk, count: 64, sq_depth: 16}\n"
+                                               "  - {name: solo, cq: own}\n  - {count: 2}\n"
+                                               "faults:\n  - {pair: bulk63, request: 3}\n"));
+  ASSERT_EQ(sc.pairs.size(), 67u);
+  EXPECT_EQ(sc.pairs[0].name, "bulk0");
+  EXPECT_EQ(sc.pairs[63].name, "bulk63");
+  EXPECT_EQ(sc.pairs[63].sq_depth, 16u);
+  EXPECT_EQ(sc.pairs[64].name, "solo");
+  EXPECT_EQ(sc.pairs[65].name, "pair65");  // unnamed: pair<index>
+  EXPECT_EQ(sc.pairs[66].name, "pair66");
+  EXPECT_EQ(sc.faults[0].pair, 63u);
+  std::string e = error_of("name: t\nqp_pairs:\n  - {name: b, count: 12}\n  - {name: b1}\n");
+  EXPECT_NE(e.find("two QP pairs are named 'b1'"), std::string::npos) << e;
+  e = error_of("name: t\nqp_pairs:\n  - {name: b, count: 0}\n");
+  EXPECT_NE(e.find("'qp_pairs[0].count' must be an integer in [1, 100000]"), std::string::npos) << e;
+}
+
 }  // namespace

@@ -388,3 +388,13 @@ def test_a_limit_found_in_setup_is_a_scenario_error(tmp_path, doc, words):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr == f"irdma-sim: {path}: {words}" + proc.stderr.split(words)[1]
     assert len(proc.stderr.splitlines()) == 1 and "FAIL setup" not in proc.stdout
+
+
+def test_summary_says_an_overflow_was_recovered_and_where_completions_went(scenario, tmp_path):
+    proc = cli("run", scenario("overflow.yaml"), "--out", str(tmp_path), "--no-trace")
+    assert proc.returncode == 0, proc.stdout
+    assert "completions delivered on 4 CQ(s) (2 in the pool)" in proc.stdout
+    assert ("overflow   2 CQ(s) overflowed (74 completions dropped), 2 IB_EVENT_CQ_ERR, 1 pair(s) torn down: "
+            "overflowed and recovered") in proc.stdout
+    proc = cli("run", scenario("resize.yaml"), "--out", str(tmp_path / "own"), "--no-trace")
+    assert "completions delivered on 6 CQ(s) (0 in the pool)" in proc.stdout and "overflow " not in proc.stdout
