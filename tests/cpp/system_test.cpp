@@ -27,6 +27,14 @@ std::string slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
+// A QP of `depth` sends and receives, both on `cq`.
+ibcore::ib_qp_init_attr attr_for(ibcore::ib_cq* cq, uint32_t depth) {
+  ibcore::ib_qp_init_attr attr;
+  attr.send_cq = attr.recv_cq = cq;
+  attr.cap.max_send_wr = attr.cap.max_recv_wr = depth;
+  return attr;
+}
+
 // A session with one pool CQ and a loopback QP pair on it.
 struct PairSession {
   HostSession s{SimConfig{}};
@@ -147,9 +155,7 @@ TEST(System, DmaToUnmappedMemoryIsReportedNotFatal) {
   int failures = 0;
   sim.run_on_host([&] {
     auto cq = ibcore::ib_alloc_cq(&dev, nullptr, 16, 0, ibcore::IB_POLL_DIRECT);  // polled here
-    ibcore::ib_qp_init_attr attr;
-    attr.send_cq = attr.recv_cq = cq.get();
-    attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
+    ibcore::ib_qp_init_attr attr = attr_for(cq.get(), 4);
     auto a = dev.create_qp(attr);
     auto b = dev.create_qp(attr);
     dev.connect_qp(a.get(), b->qp_num);
@@ -192,9 +198,7 @@ TEST(System, ASendTooLargeForItsReceiveFailsBothSides) {
   std::map<uint32_t, std::pair<int, uint32_t>> seen;  // qp -> (status, vendor_err)
   sim.run_on_host([&] {
     auto cq = ibcore::ib_alloc_cq(&dev, nullptr, 16, 0, ibcore::IB_POLL_DIRECT);
-    ibcore::ib_qp_init_attr attr;
-    attr.send_cq = attr.recv_cq = cq.get();
-    attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
+    ibcore::ib_qp_init_attr attr = attr_for(cq.get(), 4);
     auto a = dev.create_qp(attr);
     auto b = dev.create_qp(attr);
     dev.connect_qp(a.get(), b->qp_num);
@@ -301,9 +305,7 @@ TEST(System, APostPastTheRingIsEnomemAndWritesNothing) {
   auto& dev = sim.driver();
   sim.run_on_host([&] {
     auto cq = ibcore::ib_alloc_cq(&dev, nullptr, 1024, 0, ibcore::IB_POLL_DIRECT);
-    ibcore::ib_qp_init_attr attr;
-    attr.send_cq = attr.recv_cq = cq.get();
-    attr.cap.max_send_wr = attr.cap.max_recv_wr = 4;
+    ibcore::ib_qp_init_attr attr = attr_for(cq.get(), 4);
     auto qp = dev.create_qp(attr);
     ASSERT_FALSE(qp.is_err());
     // irdma's sizing: (512 quanta - 258 reserved) >> 1 and 8 WQEs - 1.
