@@ -209,8 +209,12 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   const StopSignals signals;
   Scenario sc = load_scenario(scenario_path);
   if (options.seed) sc.seed = *options.seed;
-  std::filesystem::create_directories(out_dir);
   const std::filesystem::path out(out_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec || !std::filesystem::is_directory(out))
+    throw std::runtime_error("cannot make the output directory " + out_dir + ": " +
+                             (ec ? ec.message() : "a file of that name is in the way"));
   std::string& vcd = sc.config.device.rtl_vcd;
   if (!vcd.empty() && std::filesystem::path(vcd).is_relative()) vcd = (out / vcd).string();
   // Outputs an earlier run left in this directory would pass for this run's.

@@ -162,11 +162,18 @@ void Workload::run() {
 
 bool Workload::setup() {
   dev_.pool_policy = sc_.pool_policy;
-  if (sc_.traffic.resize_every)
+  if (sc_.traffic.resize_every) {
+    std::vector<std::string> pooled;
     for (const QpPairSpec& pair : sc_.pairs)
-      if (!pair.own_cqs)
-        warnings_.push_back("traffic.resize_every: pair " + pair.name + " has pool CQs, which cannot be resized: "
-                            "only pairs with cq: own resize");
+      if (!pair.own_cqs) pooled.push_back(pair.name);
+    if (!pooled.empty()) {
+      std::string names;
+      for (size_t i = 0; i < std::min<size_t>(pooled.size(), 4); i++) names += (i ? ", " : "") + pooled[i];
+      if (pooled.size() > 4) names += " and " + std::to_string(pooled.size() - 4) + " more";
+      warnings_.push_back("traffic.resize_every: " + std::to_string(pooled.size()) + " pair(s) have pool CQs, which "
+                          "cannot be resized (" + names + "): only pairs with cq: own resize");
+    }
+  }
   const uint32_t slot_bytes = std::max(64u, (sc_.traffic.max_bytes + 63) & ~63u);
   for (const QpPairSpec& pair : sc_.pairs) {
     for (int side = 0; side < 2; side++) {

@@ -398,3 +398,16 @@ def test_summary_says_an_overflow_was_recovered_and_where_completions_went(scena
             "overflowed and recovered") in proc.stdout
     proc = cli("run", scenario("resize.yaml"), "--out", str(tmp_path / "own"), "--no-trace")
     assert "completions delivered on 6 CQ(s) (0 in the pool)" in proc.stdout and "overflow " not in proc.stdout
+
+
+def test_an_output_path_in_the_way_and_a_reader_gone_are_said_plainly(scenario, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path / "afile"))
+    assert proc.returncode == 2 and "cannot make the output directory" in proc.stderr, proc.stderr
+    for name in ("a", "b"):
+        irdma_sim.run(scenario("smoke.yaml"), tmp_path / name, seed=len(name) + (name == "b"))
+    # The reader is gone before the diff writes a line: no traceback, no complaint.
+    proc = subprocess.Popen([sys.executable, "-m", "irdma_sim", "diff", str(tmp_path / "a"), str(tmp_path / "b")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()
+    assert proc.wait(timeout=60) in (0, 1) and proc.stderr.read() == ""
