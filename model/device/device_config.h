@@ -26,8 +26,8 @@ struct DeviceConfig {
   uint32_t max_stags = 16384;  // STag indexes 1 .. max_stags - 1
   uint32_t ceq_itr_us = 0;     // the interrupt moderation the driver programs (its ceq_itr)
   uint32_t num_ceqs = 1;
-  uint32_t spare_msix = 0;
-  bool cq_resize = true;       // FEATURE_CQ_RESIZE: MODIFY_CQ may resize     // MSI-X vectors beyond one per CEQ and one for the AEQ
+  uint32_t spare_msix = 0;     // MSI-X vectors beyond one per CEQ and one for the AEQ
+  bool cq_resize = true;       // FEATURE_CQ_RESIZE: MODIFY_CQ may resize
   uint32_t msix_vectors() const { return num_ceqs + 1 + spare_msix; }
   uint32_t max_cqe = 1048574;   // largest CQ the device reports to ib-core
   bool cqe_64byte = false;
