@@ -28,7 +28,12 @@ BufferedQp* BufferedQp::create(irdma::irdma_device& dev, ibcore::ib_cq* cq, uint
   b->recv_buf_ = dev.hw().dma.alloc_coherent(uint64_t(b->rq_depth_) * slot_bytes, 64);
   b->window_buf_ = dev.hw().dma.alloc_coherent(uint64_t(b->window_slots()) * slot_bytes, 64);
   if (!b->send_buf_ || !b->recv_buf_ || !b->window_buf_) {
-    err = b->destroy() ? -EIO : -ENOMEM;
+    err = -ENOMEM;
+    // A QP the device does not let go of may still use its buffers: they stay.
+    if (b->destroy()) {
+      err = -EIO;
+      b.release();
+    }
     return nullptr;
   }
   err = 0;

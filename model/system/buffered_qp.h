@@ -4,6 +4,7 @@
 // read from, and where its atomics operate.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "driver/core/ib_qp.h"
@@ -28,6 +29,13 @@ class BufferedQp {
   // Destroys the QP through the CQP and frees the buffers; returns the destroy's errno.
   int destroy();
   ~BufferedQp();
+
+  // A slot for messages of up to `max_msg_bytes`: 64-byte aligned, 64 bytes at least.
+  static uint32_t slot_bytes_for(uint32_t max_msg_bytes) { return std::max(64u, (max_msg_bytes + 63) & ~63u); }
+  // What the buffers of a QP with `sq_slots` send slots and `rq_slots` receive slots take.
+  static uint64_t buffer_bytes(uint32_t sq_slots, uint32_t rq_slots, uint32_t slot_bytes) {
+    return uint64_t(slot_bytes) * (4ull * sq_slots + rq_slots);
+  }
 
   irdma::irdma_qp* qp() const { return qp_; }
   ibcore::ib_cq* cq() const { return cq_; }

@@ -126,7 +126,7 @@ std::pair<uint32_t, uint32_t> HostSession::create_qp_pair(uint32_t cq_a, uint32_
   ib_cq* cqs[2] = {cq(cq_a), cq(cq_b)};
   std::unique_ptr<BufferedQp> made[2];
   int err = 0;
-  const uint32_t slot = std::max(64u, (max_msg_bytes + 63) & ~63u);
+  const uint32_t slot = BufferedQp::slot_bytes_for(max_msg_bytes);
   sim_->run_on_host([&] {
     for (int i = 0; i < 2 && !err; i++)
       made[i].reset(BufferedQp::create(sim_->driver(), cqs[i], sq_depth, rq_depth, slot, err,

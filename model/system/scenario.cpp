@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "model/system/buffered_qp.h"
 #include "model/system/yaml_reader.h"
 
 namespace irdma_sim::system {
@@ -77,12 +78,11 @@ void read_faults(const YamlMap& top, Scenario& sc) {
   }
 }
 
-// What the workload's message buffers take (BufferedQp): a slot of max_bytes per SQ and RQ
-// entry, three per SQ entry of RDMA window, for both QPs of each pair.
+// What the workload's message buffers take, for both QPs of each pair.
 uint64_t buffer_bytes(const Scenario& sc) {
-  const uint64_t slot = std::max<uint64_t>(64, (uint64_t(sc.traffic.max_bytes) + 63) & ~63ull);
+  const uint32_t slot = BufferedQp::slot_bytes_for(sc.traffic.max_bytes);
   uint64_t bytes = 0;
-  for (const QpPairSpec& p : sc.pairs) bytes += 2 * slot * (4ull * p.sq_depth + p.rq_depth);
+  for (const QpPairSpec& p : sc.pairs) bytes += 2 * BufferedQp::buffer_bytes(p.sq_depth, p.rq_depth, slot);
   return bytes;
 }
 
@@ -285,6 +285,12 @@ Scenario load_scenario(const std::string& path) {
   tr.resize_cqes = t.u32_list("resize_cqes", 1, 1048574);
   if (tr.resize_every && tr.resize_cqes.empty())
     t.fail("key 'traffic.resize_every' needs the sizes to resize to (resize_cqes)");
+  if (!tr.resize_cqes.empty() && !tr.resize_every)
+    t.fail_at("resize_cqes", "key 'traffic.resize_cqes' needs traffic.resize_every (how often to resize)");
+  // An idle gap comes after each burst: one without the other would do nothing.
+  if (bool(tr.burst) != bool(tr.idle_gap_ns))
+    t.fail_at(tr.burst ? "burst" : "idle_gap_ns", tr.burst ? "key 'traffic.burst' needs traffic.idle_gap_ns (how long to idle after each burst)"
+                                                           : "key 'traffic.idle_gap_ns' needs traffic.burst (how many WRs before each gap)");
   if (tr.resize_every && std::none_of(sc.pairs.begin(), sc.pairs.end(), [](const QpPairSpec& p) { return p.own_cqs; }))
     t.fail_at("resize_every", "key 'traffic.resize_every': no pair has CQs of its own (qp_pairs[].cq: own), and pool CQs "
                               "cannot be resized");

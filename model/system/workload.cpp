@@ -174,7 +174,7 @@ bool Workload::setup() {
                           "cannot be resized (" + names + "): only pairs with cq: own resize");
     }
   }
-  const uint32_t slot_bytes = std::max(64u, (sc_.traffic.max_bytes + 63) & ~63u);
+  const uint32_t slot_bytes = BufferedQp::slot_bytes_for(sc_.traffic.max_bytes);
   for (const QpPairSpec& pair : sc_.pairs) {
     for (int side = 0; side < 2; side++) {
       auto q = std::make_unique<Qp>();
@@ -815,6 +815,9 @@ void Workload::traffic() {
     if (stop) wake = std::min(wake, start + stop);
     completed_->wait_for(wake - now);
   }
+  if (stop)
+    warnings_.push_back("traffic.stop_after_ns = " + std::to_string(stop) + ": the traffic finished after " +
+                        std::to_string(dev_.hw().exec.now_ns() - start) + " ns, before it; nothing was stopped");
   sb_.record("no_stall", true, "traffic finished");
 }
 

@@ -71,7 +71,8 @@ class Workload {
   // failure: the scenario asks for more than the system it configures holds.
   const std::string& limit_error() const { return limit_error_; }
   // What the scenario asked for that this run did not do, though it was no error (a fault
-  // whose rate drew no request, a resize that does not apply to pool CQs).
+  // whose rate drew no request, a resize that does not apply to pool CQs, a stop the
+  // traffic finished before).
   const std::vector<std::string>& warnings() const { return warnings_; }
   // The traffic was cut short by Control::stop, at this simulated time.
   bool interrupted() const { return interrupted_; }

@@ -170,7 +170,7 @@ TEST(Scenario, OwnCqsAndResizes) {
   EXPECT_TRUE(sc.pairs[0].own_cqs);
   EXPECT_EQ(sc.traffic.resize_cqes, (std::vector<uint32_t>{16, 300}));
   EXPECT_NE(error_of(pairs + "traffic:\n  resize_every: 100\n").find("needs the sizes"), std::string::npos);
-  EXPECT_NE(error_of(pairs + "traffic:\n  resize_cqes: [15]\n").find("below pair p's sq_depth + rq_depth"),
+  EXPECT_NE(error_of(pairs + "traffic:\n  resize_every: 100\n  resize_cqes: [15]\n").find("below pair p's sq_depth + rq_depth"),
             std::string::npos);
   EXPECT_NE(error_of(pairs + "traffic:\n  resize_cqes: [16, x]\n").find("resize_cqes[1]' must be an integer"),
             std::string::npos);
@@ -294,6 +294,12 @@ TEST(Scenario, AskingForWhatCannotHappenIsAnError) {
 
   e = error_of(std::string(kMinimal) + "traffic: {resize_every: 10, resize_cqes: [500]}\n");
   EXPECT_NE(e.find("key 'traffic.resize_every': no pair has CQs of its own"), std::string::npos) << e;
+  e = error_of("name: t\nqp_pairs:\n  - {name: p, cq: own}\ntraffic: {resize_cqes: [500]}\n");
+  EXPECT_NE(e.find("key 'traffic.resize_cqes' needs traffic.resize_every"), std::string::npos) << e;
+  e = error_of(std::string(kMinimal) + "traffic: {idle_gap_ns: 1000}\n");
+  EXPECT_NE(e.find("key 'traffic.idle_gap_ns' needs traffic.burst"), std::string::npos) << e;
+  e = error_of(std::string(kMinimal) + "traffic: {burst: 8}\n");
+  EXPECT_NE(e.find("key 'traffic.burst' needs traffic.idle_gap_ns"), std::string::npos) << e;
 }
 
 // Many pairs alike take one entry: count: N names them <name>0 .. <name>N-1.

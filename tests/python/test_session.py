@@ -546,3 +546,14 @@ def test_a_fault_rate_that_draws_nothing_is_a_warning(tmp_path):
     assert report["passed"]
     assert report["warnings"] == ["the fault on pair p side a at rate 0.0001 drew none of its QP's 100 requests: "
                                   "nothing was injected"]
+
+
+def test_a_stop_the_traffic_finishes_before_is_a_warning(tmp_path):
+    import json
+    import irdma_sim
+    path = tmp_path / "stop.yaml"
+    path.write_text(json.dumps({"name": "stop", "qp_pairs": [{"name": "p"}],
+                                "traffic": {"sends_per_qp": 50, "stop_after_ns": 100_000_000}}))
+    report = irdma_sim.run(path, tmp_path / "out", trace=False)
+    assert report["passed"] and len(report["warnings"]) == 1
+    assert report["warnings"][0].startswith("traffic.stop_after_ns = 100000000: the traffic finished after ")
