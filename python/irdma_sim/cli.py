@@ -22,7 +22,7 @@ from irdma_sim._irdma_sim import ScenarioError, check_scenario
 from irdma_sim.diff import diff_runs
 from irdma_sim.report import summary
 from irdma_sim.runner import RunFailed, Terminated, install_sigterm, run, signal_of
-from irdma_sim.sweep import ERROR, FAIL, INTERRUPTED, PASS, parse_seeds, sweep, write_summary
+from irdma_sim.sweep import ERROR, FAIL, INTERRUPTED, PASS, parse_seeds, sweep, tally, write_summary
 
 
 class Parser(argparse.ArgumentParser):
@@ -128,7 +128,7 @@ def cmd_sweep(args):
             outcomes.append(outcome)
     except (KeyboardInterrupt, Terminated) as e:
         interruption = e
-    count = {s: sum(o.status == s for o in outcomes) for s in (PASS, FAIL, ERROR, INTERRUPTED)}
+    count = tally(outcomes)
     if interruption:
         status = 128 + signal_of(interruption)
     else:

@@ -109,20 +109,17 @@ def sweep(scenarios, seeds, out, workers=None, trace=False):
     interruption = None
     with open(Path(out) / "runs.jsonl", "w", encoding="utf-8") as log:
         for future in futures:
-            if interruption:
-                # Every run has ended: those cut short have their outcome, the rest none.
-                if future.cancelled() or future.exception():
-                    continue
-                outcome = future.result()
-            else:
-                try:
-                    outcome = future.result()
-                except (KeyboardInterrupt, Terminated) as e:
-                    interruption = e
-                    stop_runs(e, lambda: pool.shutdown(wait=True, cancel_futures=True))
-                    if future.cancelled() or future.exception():
-                        continue
-                    outcome = future.result()
+            try:
+                if not interruption:
+                    future.result()  # waits; raises what the job raised
+            except (KeyboardInterrupt, Terminated) as e:
+                interruption = e
+                stop_runs(e, lambda: pool.shutdown(wait=True, cancel_futures=True))
+            # After an interruption every run has ended: those it cut short have an outcome,
+            # those it kept from starting none.
+            if interruption and (future.cancelled() or future.exception()):
+                continue
+            outcome = future.result()
             log.write(json.dumps(outcome.record()) + "\n")
             log.flush()
             yield outcome
@@ -131,8 +128,13 @@ def sweep(scenarios, seeds, out, workers=None, trace=False):
         raise interruption
 
 
+def tally(outcomes):
+    """How many runs ended in each status."""
+    return {status: sum(o.status == status for o in outcomes) for status in (PASS, FAIL, ERROR, INTERRUPTED)}
+
+
 def write_summary(out, outcomes, exit_status):
-    counts = {status: sum(o.status == status for o in outcomes) for status in (PASS, FAIL, ERROR, INTERRUPTED)}
+    counts = tally(outcomes)
     summary = {"runs": len(outcomes), "passed": counts[PASS], "failed": counts[FAIL], "errors": counts[ERROR],
                "interrupted": counts[INTERRUPTED], "exit_status": exit_status,
                "failing": [f"{o.name} seed {o.seed}" for o in outcomes if o.status != PASS]}
