@@ -9,8 +9,12 @@ class Interrupts {
  public:
   using Handler = std::function<void(unsigned vector)>;
   virtual ~Interrupts() = default;
-  virtual unsigned num_vectors() const = 0;
-  // Returns 0, or -EINVAL for a vector the device does not have or that is taken.
+  // pci_alloc_irq_vectors for MSI-X: finds the function's MSI-X capability, enables it and
+  // returns how many vectors the driver may use (at most `max`), or -ENOSPC when the
+  // function has fewer than `min`, -ENODEV when it has no MSI-X.
+  virtual int alloc_irq_vectors(unsigned min, unsigned max) = 0;
+  virtual unsigned num_vectors() const = 0;  // as allocated; 0 before
+  // Returns 0, or -EINVAL for a vector not allocated or taken.
   virtual int request_irq(unsigned vector, Handler handler) = 0;
   virtual void free_irq(unsigned vector) = 0;
 };

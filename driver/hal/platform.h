@@ -5,10 +5,12 @@
 #include "driver/hal/dma.h"
 #include "driver/hal/exec.h"
 #include "driver/hal/irq.h"
+#include "driver/hal/pci_config.h"
 
 namespace hal {
 
 struct Platform {
+  PciConfig& config;
   Bar& bar0;
   DmaAllocator& dma;
   Interrupts& irq;

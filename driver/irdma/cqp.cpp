@@ -24,7 +24,7 @@ uint32_t log2u(uint32_t v) {
 // Teardown without a device to talk to (it may be gone): only the memory is released.
 irdma_cqp::~irdma_cqp() { free_memory(); }
 
-int irdma_cqp::create(irdma_vers hw_rev) {
+int irdma_cqp::create(irdma_vers hw_rev, cqp_completion* out) {
   sq_ = hw_.dma.alloc_coherent(kSqSize * IRDMA_CQP_WQE_SIZE_BYTES, 0x200);
   host_ctx_ = hw_.dma.alloc_coherent(64, 64);
   ccq_ring_ = hw_.dma.alloc_coherent(kCcqSize * IRDMA_CQE_SIZE_BYTES, 256);
@@ -52,15 +52,30 @@ int irdma_cqp::create(irdma_vers hw_rev) {
     if (hw_.exec.now_ns() - start > kTimeoutNs) return -ETIMEDOUT;
     hw_.exec.delay_ns(kStatusPollNs);
   }
-  if (status & IRDMA_CCQPSTATUS_CCQP_ERR) return -EOPNOTSUPP;
-  return create_ccq();
+  if (status & IRDMA_CCQPSTATUS_CCQP_ERR) {
+    if (out) *out = read_errcodes();
+    return -EOPNOTSUPP;
+  }
+  return 0;
+}
+
+cqp_completion irdma_cqp::read_errcodes() {
+  const uint32_t codes = hw_.bar0.read32(IRDMA_CQPERRCODES);
+  return {uint16_t(codes >> 16), uint16_t(codes), 0};
+}
+
+int irdma_cqp::exec_polled(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
+                           cqp_completion* out) {
+  const uint32_t old_tail = hw_.bar0.read32(IRDMA_CQPTAIL) & IRDMA_CQPTAIL_WQTAIL;
+  const int64_t idx = post(opcode, fill);
+  slots_[idx].pending = false;  // completed by CQPTAIL, not by a CCQ CQE
+  return wait_by_tail(old_tail, out);
 }
 
 int irdma_cqp::create_ccq() {
   irdma_uk_cq_init(&ccq_, static_cast<uint64_t*>(ccq_ring_.cpu),
                    static_cast<uint64_t*>(ccq_shadow_.cpu), 0, kCcqSize, false);
-  const uint32_t old_tail = hw_.bar0.read32(IRDMA_CQPTAIL) & IRDMA_CQPTAIL_WQTAIL;
-  const int64_t idx = post(IRDMA_CQP_OP_CREATE_CQ, [this](uint64_t* wqe) {
+  const int ret = exec(IRDMA_CQP_OP_CREATE_CQ, [this](uint64_t* wqe) {
     wqe[0] = kCcqSize;
     wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, kCcqContext >> 1);
     wqe[2] = FIELD_PREP(IRDMA_CQPSQ_CQ_SHADOW_READ_THRESHOLD, kCcqShadowReadThreshold);
@@ -69,18 +84,19 @@ int irdma_cqp::create_ccq() {
     return FIELD_PREP(IRDMA_CQPSQ_CQ_CQID, 0) | IRDMA_CQPSQ_CQ_CHKOVERFLOW |
            IRDMA_CQPSQ_CQ_CEQIDVALID;
   });
-  if (idx < 0) return int(idx);
-  slots_[idx].pending = false;  // completed by CQPTAIL, not by a CCQ CQE
-  if (int ret = wait_by_tail(old_tail)) return ret;
+  if (ret) return ret;
   ccq_ready_ = true;
   return 0;
 }
 
-int irdma_cqp::wait_by_tail(uint32_t old_tail) {
+int irdma_cqp::wait_by_tail(uint32_t old_tail, cqp_completion* out) {
   const uint64_t start = hw_.exec.now_ns();
   for (;;) {
     const uint32_t reg = hw_.bar0.read32(IRDMA_CQPTAIL);
-    if (reg & IRDMA_CQPTAIL_CQP_OP_ERR) return -EIO;
+    if (reg & IRDMA_CQPTAIL_CQP_OP_ERR) {
+      if (out) *out = read_errcodes();
+      return -EIO;
+    }
     if ((reg & IRDMA_CQPTAIL_WQTAIL) != old_tail) break;
     if (hw_.exec.now_ns() - start > kTimeoutNs) return -ETIMEDOUT;
     hw_.exec.delay_ns(kStatusPollNs);
@@ -161,7 +177,7 @@ int irdma_cqp::process_ccq() {
 
 int irdma_cqp::exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
                     cqp_completion* out) {
-  if (!ccq_ready_) return -ENODEV;
+  if (!ccq_ready_) return host_ctx_ ? exec_polled(opcode, fill, out) : -ENODEV;
   // A full ring backs the command up until completions free a slot (irdma's backlog).
   if (int ret = wait_for([&] { return !full(); })) return ret;
   const int64_t idx = post(opcode, fill);

@@ -26,27 +26,33 @@ class irdma_cqp {
   irdma_cqp(const irdma_cqp&) = delete;
   irdma_cqp& operator=(const irdma_cqp&) = delete;
 
-  // Hands the CQP to the device, then creates the CCQ (CQ 0) through it, completing that
-  // one command by watching CQPTAIL. Returns 0, -ENOMEM, -EOPNOTSUPP, -ETIMEDOUT or -EIO.
-  int create(irdma_vers hw_rev);
+  // Hands the CQP to the device. Returns 0, -ENOMEM, -ETIMEDOUT, or -EOPNOTSUPP when the
+  // device refused it (its CQPERRCODES in `out`).
+  int create(irdma_vers hw_rev, cqp_completion* out = nullptr);
+  // Creates the CCQ (CQ 0), after which commands complete through it rather than by
+  // watching CQPTAIL.
+  int create_ccq();
   // Tells the device the CQP is gone, then frees its memory.
   void destroy();
 
-  // Posts one command and waits for its CCQ completion; callers on several threads may
-  // share the ring, and a full ring backs commands up. `fill` writes the WQE's qwords 0-2
-  // and 4-7 and returns qword3 without opcode and valid bit. Returns 0, -EIO (the device
-  // completed it with an error, see `out`), or -ETIMEDOUT.
+  // Posts one command and waits for its completion: on the CCQ, where callers on several
+  // threads may share the ring and a full ring backs commands up; before the CCQ exists,
+  // by CQPTAIL passing it (errors in CQPERRCODES). `fill` writes the WQE's qwords 0-2 and
+  // 4-7 and returns qword3 without opcode and valid bit. Returns 0, -EIO (the device
+  // completed it with an error, see `out`), -ETIMEDOUT, or -ENODEV without a CQP.
   int exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
            cqp_completion* out = nullptr);
 
  private:
   bool full() const;
   int64_t post(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill);
+  int exec_polled(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
+                  cqp_completion* out);
   int wait_for(const std::function<bool()>& ready);
-  int wait_by_tail(uint32_t old_tail);
+  int wait_by_tail(uint32_t old_tail, cqp_completion* out);
+  cqp_completion read_errcodes();
   // Consumes every CCQ CQE there is; returns how many.
   int process_ccq();
-  int create_ccq();
   void free_memory();
 
   hal::Platform& hw_;

@@ -39,12 +39,16 @@ enum irdma_gen2_regs : uint32_t {
   IRDMA_AEQALLOC = 0x00502D00,
   IRDMA_CQPERRCODES = 0x0050A200,
   IRDMA_WQEALLOC = 0x00504400,
-  // The simulator's stand-in for the HMC's page-list (PBLE) object: where FAST_REG_NSMR's
-  // FIRSTPMPBLIDX points, and how many 8-byte entries are there.
-  IRDMA_SIM_PBLE_BASE_LO = 0x0050A300,
-  IRDMA_SIM_PBLE_BASE_HI = 0x0050A380,
-  IRDMA_SIM_PBLE_COUNT = 0x0050A400,
+  IRDMA_GLPE_CPUSTATUS0 = 0x0050BA5C,
+  IRDMA_GLPE_CPUSTATUS1 = 0x0050BA60,
+  IRDMA_GLPE_CPUSTATUS2 = 0x0050BA64,
+  IRDMA_GLPCI_LBARCTRL = 0x0009DE74,
 };
+// irdma_wait_pe_ready: each CPUSTATUS reads this once the engine's CPUs run.
+inline constexpr uint32_t IRDMA_CPU_READY = 0x80;
+inline constexpr uint32_t IRDMA_MAX_PE_READY_POLLS = 15;  // one a second
+inline constexpr uint64_t IRDMA_GLPCI_LBARCTRL_PE_DB_SIZE = GENMASK_ULL(5, 4);
+enum irdma_pe_db_size : uint8_t { IRDMA_PE_DB_SIZE_4M = 1, IRDMA_PE_DB_SIZE_8M = 2 };
 inline constexpr uint32_t IRDMA_CCQPSTATUS_CCQP_DONE = 1u << 0;
 inline constexpr uint32_t IRDMA_CCQPSTATUS_CCQP_ERR = 1u << 31;
 inline constexpr uint32_t IRDMA_CQPTAIL_WQTAIL = 0x7FF;
@@ -110,11 +114,69 @@ enum irdma_cqp_op : uint8_t {
   IRDMA_CQP_OP_DESTROY_CQ = 0x05,
   IRDMA_CQP_OP_ALLOC_STAG = 0x09,
   IRDMA_CQP_OP_DEALLOC_STAG = 0x0d,
+  IRDMA_CQP_OP_QUERY_RDMA_FEATURES = 0x12,
   IRDMA_CQP_OP_CREATE_CEQ = 0x16,
   IRDMA_CQP_OP_DESTROY_CEQ = 0x18,
   IRDMA_CQP_OP_CREATE_AEQ = 0x19,
   IRDMA_CQP_OP_DESTROY_AEQ = 0x1b,
+  IRDMA_CQP_OP_UPDATE_PE_SDS = 0x1f,
+  IRDMA_CQP_OP_QUERY_FPM_VAL = 0x20,
+  IRDMA_CQP_OP_COMMIT_FPM_VAL = 0x21,
 };
+
+// HMC set-up (irdma_sc_query_fpm_val, irdma_sc_commit_fpm_val, irdma_sc_update_pe_sds).
+// The width of the CEQ count (10:0, Linux reads 9:0) and the absence of an overflow SD
+// buffer are this simulator's choices; see the README's bring-up table.
+enum irdma_hmc_rsrc_type : unsigned {
+  IRDMA_HMC_IW_QP = 0,
+  IRDMA_HMC_IW_CQ = 1,
+  IRDMA_HMC_IW_APBVT_ENTRY = 5,
+  IRDMA_HMC_IW_MR = 6,
+  IRDMA_HMC_IW_XFFL = 8,
+  IRDMA_HMC_IW_Q1FL = 10,
+  IRDMA_HMC_IW_PBLE = 14,
+  IRDMA_HMC_IW_RRF = 15,
+  IRDMA_HMC_IW_MAX = 21,
+};
+inline constexpr unsigned IRDMA_QUERY_FPM_BUF_SIZE = 176;
+inline constexpr unsigned IRDMA_COMMIT_FPM_BUF_SIZE = 176;
+inline constexpr unsigned IRDMA_QUERY_FPM_MAX_CEQS_OFFSET = 120;
+inline constexpr uint64_t IRDMA_QUERY_FPM_FIRST_PE_SD_INDEX = GENMASK_ULL(13, 0);
+inline constexpr uint64_t IRDMA_QUERY_FPM_MAX_PE_SDS = GENMASK_ULL(45, 32);
+inline constexpr uint64_t IRDMA_QUERY_FPM_MAX_QPS = GENMASK_ULL(18, 0);
+inline constexpr uint64_t IRDMA_QUERY_FPM_MAX_CQS = GENMASK_ULL(19, 0);
+inline constexpr uint64_t IRDMA_QUERY_FPM_MAX_CNT = GENMASK_ULL(31, 0);
+inline constexpr uint64_t IRDMA_QUERY_FPM_LOG2_SIZE = GENMASK_ULL(63, 32);  // and free-list block sizes
+inline constexpr uint64_t IRDMA_QUERY_FPM_MAX_CEQS = GENMASK_ULL(10, 0);
+inline constexpr uint64_t IRDMA_COMMIT_FPM_CNT = GENMASK_ULL(31, 0);
+inline constexpr uint64_t IRDMA_COMMIT_FPM_BASE = GENMASK_ULL(63, 32);  // 512-byte units
+inline constexpr uint64_t IRDMA_HMC_DIRECT_BP_SIZE = 2ull << 20;        // one SD
+inline constexpr uint64_t IRDMA_HMC_PAGED_BP_SIZE = 4096;
+inline constexpr unsigned IRDMA_HMC_PD_CNT_IN_SD = 512;
+inline constexpr uint64_t IRDMA_CQPSQ_UPESD_ENTRY_COUNT = GENMASK_ULL(3, 0);  // qword3: in a buffer
+inline constexpr uint64_t IRDMA_CQPSQ_UPESD_ENTRY_VALID = BIT_ULL(63);        // entries 1 and 2
+inline constexpr uint64_t IRDMA_PFHMC_SDCMD_PMSDIDX = GENMASK_ULL(11, 0);
+inline constexpr uint64_t IRDMA_PFHMC_SDCMD_PMSDWR = BIT_ULL(31);
+inline constexpr uint64_t IRDMA_PFHMC_SDDATALOW_PMSDVALID = BIT_ULL(0);
+inline constexpr uint64_t IRDMA_PFHMC_SDDATALOW_PMSDTYPE = BIT_ULL(1);  // 1: direct
+inline constexpr uint64_t IRDMA_PFHMC_SDDATALOW_PMSDBPCOUNT = GENMASK_ULL(11, 2);
+inline constexpr uint64_t IRDMA_PD_ENTRY_VALID = BIT_ULL(0);
+
+// QUERY_RDMA_FEATURES: qwords of type and value; the first (FW_INFO) counts them.
+inline constexpr uint64_t IRDMA_FEATURE_TYPE = GENMASK_ULL(63, 48);
+inline constexpr uint64_t IRDMA_FEATURE_INFO = GENMASK_ULL(47, 0);
+inline constexpr uint64_t IRDMA_FEATURE_CNT = GENMASK_ULL(47, 32);
+inline constexpr uint64_t IRDMA_FW_VER_MAJOR = GENMASK_ULL(31, 16);
+inline constexpr uint64_t IRDMA_FW_VER_MINOR = GENMASK_ULL(15, 0);
+enum irdma_feature_type : uint16_t {
+  IRDMA_FEATURE_FW_INFO = 0,
+  IRDMA_FTN_FLAGS = 32,
+  IRDMA_MAX_FEATURES = 34,
+  IRDMA_SIM_FEATURE_MAX_CQE = 0x8000,  // the simulator's: the largest CQ for ib-core
+};
+inline constexpr uint64_t IRDMA_ATOMICS_ALLOWED_BIT = BIT_ULL(0);
+inline constexpr uint64_t IRDMA_SIM_FTN_CQ_RESIZE = BIT_ULL(1);    // the simulator's bit
+inline constexpr uint64_t IRDMA_SIM_FTN_64BYTE_CQE = BIT_ULL(2);   // the simulator's bit
 
 // CREATE_CEQ / DESTROY_CEQ (spec F.5).
 inline constexpr uint64_t IRDMA_CQPSQ_CEQ_CEQID = GENMASK_ULL(9, 0);

@@ -97,7 +97,7 @@ void irdma_device::irq_handler(uint32_t ceq_id) {
   }
   hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq_id),
                    uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA |
-                            FIELD_PREP(IRDMA_GLINT_DYN_CTL_INTERVAL, caps_.ceq_itr_us >> 1)));
+                            FIELD_PREP(IRDMA_GLINT_DYN_CTL_INTERVAL, params_.ceq_itr_us >> 1)));
 }
 
 // irdma_sc_cleanup_ceqes: the destroyed CQ's unconsumed CEQEs keep only their valid bit,

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "driver/core/cq_poll.h"
@@ -17,19 +18,40 @@
 
 namespace irdma {
 
-// What the device offers, as the driver learns it at probe.
+// What the device offers, as the driver reads it from the device at probe: the generation
+// from its PCI id, object counts from the HMC it commits, CEQs from the FPM query and the
+// MSI-X vectors it gets, features from QUERY_RDMA_FEATURES.
 struct irdma_device_caps {
   irdma_vers hw_rev = IRDMA_GEN_2;
-  uint32_t max_cq = 1024;      // CQ ids 0 .. max_cq - 1 (0-2 reserved)
-  uint32_t max_qp = 1024;      // QP ids 0 .. max_qp - 1 (0-1 reserved)
-  uint32_t num_ceqs = 1;       // completion vectors
+  uint32_t fw_version = 0;     // major 31:16, minor 15:0
+  uint32_t max_cq = 0;         // CQ ids 0 .. max_cq - 1 (0-2 reserved)
+  uint32_t max_qp = 0;         // QP ids 0 .. max_qp - 1 (0-1 reserved)
+  uint32_t num_ceqs = 0;       // completion vectors
   int max_cqe = IRDMA_MAX_CQ_SIZE - 1;  // as reported to ib-core
   bool cqe_64byte = false;     // IRDMA_FEATURE_64_BYTE_CQE
   bool atomics = false;        // IRDMA_FEATURE_ATOMIC_OPS
-  bool cq_resize = true;       // IRDMA_FEATURE_CQ_RESIZE
-  uint32_t max_stags = 16384;  // STag indexes 1 .. max_stags - 1
-  uint32_t pble_entries = 65536;  // page-list entries the MRs share
-  uint32_t ceq_itr_us = 0;     // interrupt moderation the driver programs (dev->ceq_itr)
+  bool cq_resize = false;      // IRDMA_FEATURE_CQ_RESIZE
+  uint32_t max_stags = 0;      // STag indexes 1 .. max_stags - 1
+  uint32_t pble_entries = 0;   // page-list entries the MRs share
+};
+
+// What the driver is told rather than what it finds: Linux's module parameters.
+struct irdma_params {
+  uint32_t ceq_itr_us = 0;     // interrupt moderation programmed per CEQ vector (dev->ceq_itr)
+  uint32_t max_pbles = 65536;  // most page-list entries committed, whatever the device offers
+};
+
+// The HMC as the driver set it up (irdma_hmc_info): where each object sits in the
+// function's HMC space, and the host pages backing the page-list object, one 4 KiB page per
+// PD entry of paged SDs.
+struct irdma_hmc {
+  uint64_t base[IRDMA_HMC_IW_MAX] = {};  // bytes
+  uint32_t count[IRDMA_HMC_IW_MAX] = {};
+  uint32_t max_sds = 0;
+  uint32_t max_ceqs = 0;
+  hal::DmaBuffer pble;                // the PBLE object's pages, contiguous for the CPU
+  std::vector<hal::DmaBuffer> pd_pages;  // one per SD the PBLE object spans
+  uint32_t first_sd = 0;
 };
 
 // A completion event queue: CEQ k is served by MSI-X vector k (shared with nothing: there
@@ -105,12 +127,16 @@ struct irdma_mw : ibcore::ib_mw {
 
 class irdma_device final : public ibcore::ib_device {
  public:
-  irdma_device(hal::Platform& hw, const irdma_device_caps& caps);
+  explicit irdma_device(hal::Platform& hw, const irdma_params& params = {});
   // Frees what the caller left behind in memory only: the device may already be gone.
   ~irdma_device() override;
 
-  // Brings up the CQP and CCQ. Returns 0 or a negative errno.
+  // Brings the device up as irdma_ctrl_init_hw and irdma_rt_init_hw do (ctrl.cpp): its
+  // identity, the engine's readiness, the CQP, the HMC, the CCQ, the features, the CEQs
+  // and the AEQ. Returns 0 or a negative errno; `probe_error()` says which step failed.
   int probe();
+  const std::string& probe_error() const { return probe_error_; }
+  const irdma_device_caps& caps() const { return caps_; }
   // Frees pool CQs and stops the CQP; CQs and QPs the caller still holds are its own.
   // Returns how many pool CQs were still in use and so kept.
   int remove();
@@ -150,6 +176,16 @@ class irdma_device final : public ibcore::ib_device {
 
  private:
   int64_t alloc_id(std::vector<bool>& used, uint32_t& next, uint32_t first);
+  // Bring-up steps (ctrl.cpp); each returns 0 or a negative errno, noting what failed.
+  int fail(int err, const std::string& what);
+  int pci_enable();
+  int wait_pe_ready();
+  int hmc_setup();
+  int hmc_back_pbles();
+  int update_sds(uint32_t first_sd, const std::vector<uint64_t>& sd_data);
+  void hmc_teardown();
+  int query_features();
+  uint64_t* pble_list(uint32_t index) const;
   void write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey);
   void free_cq(irdma_cq* cq);
   uint32_t cq_ring_entries(uint32_t cqe) const;
@@ -179,8 +215,11 @@ class irdma_device final : public ibcore::ib_device {
   int post_bind_mw(irdma_qp* qp, const ibcore::ib_send_wr& wr);
 
   hal::Platform& hw_;
+  irdma_params params_;
   irdma_device_caps caps_;
+  std::string probe_error_;
   irdma_cqp cqp_;
+  irdma_hmc hmc_;
   std::vector<bool> cq_used_, qp_used_;
   uint32_t next_cq_ = 3, next_qp_ = 2;
   uint64_t obj_generation_ = 0;  // makes every CQ and QP context cookie new
@@ -191,7 +230,6 @@ class irdma_device final : public ibcore::ib_device {
   bool flush_worker_stop_ = false, flush_worker_running_ = false;
   std::vector<bool> stag_used_, pble_used_;
   uint32_t next_stag_ = 1;
-  hal::DmaBuffer pble_;  // the page-list pool
   std::vector<irdma_ceq> ceqs_;
   irdma_aeq aeq_;
   std::unique_ptr<ibcore::ib_poll_workers> workers_;

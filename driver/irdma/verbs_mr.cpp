@@ -84,7 +84,7 @@ ErrPtr<irdma_mr> irdma_device::alloc_mr(uint32_t max_num_sg) {
 int irdma_device::map_mr_sg(irdma_mr* mr, uint64_t dma_addr, uint64_t length) {
   const uint64_t n = pages_spanned(dma_addr, length);
   if (n == 0 || n > mr->max_pages) return -EINVAL;
-  auto* list = static_cast<uint64_t*>(pble_.cpu) + mr->pble_index;
+  uint64_t* list = pble_list(mr->pble_index);
   const uint64_t first = dma_addr & ~(kPage - 1);
   for (uint64_t i = 0; i < n; i++) list[i] = first + i * kPage;
   mr->iova = dma_addr;
@@ -132,7 +132,7 @@ int irdma_device::post_reg_mr(irdma_qp* qp, const ib_send_wr& wr) {
   info.total_len = mr->length;
   info.access_rights = irdma_get_mr_access(wr.reg.access);
   info.remote_atomics = caps_.atomics && (wr.reg.access & IB_ACCESS_REMOTE_ATOMIC);
-  info.reg_addr_pa = static_cast<const uint64_t*>(pble_.cpu)[mr->pble_index];
+  info.reg_addr_pa = *pble_list(mr->pble_index);
   info.first_pm_pbl_index = mr->pble_index;
   info.chunk_size = mr->npages > 1;
   return irdma_sc_mr_fast_register(&qp->qp_uk, info);

@@ -13,10 +13,10 @@ constexpr uint32_t kMaxCqSizeField = (1u << 21) - 1;  // CQSIZE is bits 20:0
 
 }  // namespace
 
-CqpEngine::CqpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
-                     QpEngine& qps, StagTable& stags, CeqEngine& ceqs, AeqEngine& aeq,
-                     trace::TraceLog& trace)
-    : cfg_(cfg), dma_(dma), time_(time), cqs_(cqs), qps_(qps), stags_(stags), ceqs_(ceqs),
+CqpEngine::CqpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, Hmc& hmc,
+                     CqEngine& cqs, QpEngine& qps, StagTable& stags, CeqEngine& ceqs,
+                     AeqEngine& aeq, trace::TraceLog& trace)
+    : cfg_(cfg), dma_(dma), time_(time), hmc_(hmc), cqs_(cqs), qps_(qps), stags_(stags), ceqs_(ceqs),
       aeq_(aeq), trace_(trace) {}
 
 void CqpEngine::fail(uint16_t major, uint16_t minor) {
@@ -30,6 +30,8 @@ void CqpEngine::start(uint64_t host_ctx) {
   // SQ size is encoded as log2(size) - 1, for sizes 4 .. 2048.
   const uint64_t enc = get(ctx[0], 11, 8);
   if (enc < 1 || enc > 10) return fail(CQP_MAJOR_ERROR, CQP_MINOR_BAD_SIZE);
+  // A driver for another generation (HW major version: GEN_2 is 1, GEN_3 is 2).
+  if (get(ctx[4], 31, 16) != cfg_.generation - 1u) return fail(CQP_MAJOR_ERROR, CQP_MINOR_UNSUPPORTED);
   sq_size_ = 1u << (enc + 1);
   sq_base_ = ctx[1];
   cqp_ctx_ = ctx[3];
@@ -74,6 +76,11 @@ void CqpEngine::doorbell(uint32_t head) {
         .num("opcode", get(wqe[3], 37, 32))
         .num("major", out.major)
         .num("minor", out.minor);
+    if (!ccq_before && out.major) {
+      // No CCQ to complete on: the error shows in CQPTAIL and CQPERRCODES.
+      op_err_ = true;
+      errcodes_ = uint32_t(out.major) << 16 | out.minor;
+    }
     if (ccq_before) {
       CqeFields f;
       f.qp_ctx = cqp_ctx_;
@@ -117,13 +124,17 @@ CqpEngine::Outcome CqpEngine::execute(const uint64_t* wqe) {
     case OP_DESTROY_AEQ: return outcome(aeq_.destroy());
     case OP_ALLOC_STAG:
     case OP_DEALLOC_STAG: return stag_command(op, wqe);
+    case OP_QUERY_FPM_VAL: return outcome(hmc_.query_fpm(wqe[4]));
+    case OP_COMMIT_FPM_VAL: return outcome(hmc_.commit_fpm(wqe[4], uint32_t(get(wqe[3], 31, 0))));
+    case OP_UPDATE_PE_SDS: return outcome(hmc_.update_sds(wqe));
+    case OP_QUERY_RDMA_FEATURES: return outcome(hmc_.query_features(wqe[4], uint32_t(get(wqe[3], 31, 0))));
     default: return {CQP_MAJOR_ERROR, CQP_MINOR_BAD_OPCODE, 0};
   }
 }
 
 CqpEngine::Outcome CqpEngine::create_cq(const uint64_t* wqe) {
   const uint32_t id = uint32_t(get(wqe[3], 18, 0));
-  if (id >= cfg_.max_cq) return {CQP_MAJOR_ERROR, CQP_MINOR_BAD_ID, 0};
+  if (id >= hmc_.committed(Hmc::CQ)) return {CQP_MAJOR_ERROR, CQP_MINOR_BAD_ID, 0};
   if (cqs_.exists(id)) return {CQP_MAJOR_ERROR, CQP_MINOR_ID_IN_USE, 0};
   if (bit(wqe[3], 47)) return {CQP_MAJOR_ERROR, CQP_MINOR_UNSUPPORTED, 0};  // PBL rings
   CqContext cq;
@@ -149,7 +160,9 @@ CqpEngine::Outcome CqpEngine::create_cq(const uint64_t* wqe) {
 CqpEngine::Outcome CqpEngine::qp_command(uint8_t op, const uint64_t* wqe) {
   const uint32_t id = uint32_t(get(wqe[3], 23, 0));
   uint16_t minor = 0;
-  if (op == OP_CREATE_QP)
+  if (op == OP_CREATE_QP && id >= hmc_.committed(Hmc::QP))
+    minor = CQP_MINOR_BAD_ID;
+  else if (op == OP_CREATE_QP)
     minor = qps_.create(id, uint8_t(get(wqe[3], 50, 48)), wqe[2]);
   else if (op == OP_MODIFY_QP)
     minor = qps_.modify(id, wqe[2]);
@@ -175,6 +188,7 @@ CqpEngine::Outcome CqpEngine::flush_wqes(const uint64_t* wqe) {
 CqpEngine::Outcome CqpEngine::stag_command(uint8_t op, const uint64_t* wqe) {
   const uint32_t index = uint32_t(get(wqe[2], 31, 8));
   const bool window = !bit(wqe[3], 43);
+  if (op == OP_ALLOC_STAG && index >= hmc_.committed(Hmc::MR)) return outcome(CQP_MINOR_BAD_ID);
   const uint16_t minor = op == OP_ALLOC_STAG
                              ? stags_.alloc(index, window, bit(wqe[3], 42), get(wqe[1], 45, 0))
                              : stags_.dealloc(index, window);

@@ -9,6 +9,7 @@
 #include "model/device/device_config.h"
 #include "model/device/dma_port.h"
 #include "model/device/engine_time.h"
+#include "model/device/hmc.h"
 #include "model/device/qp_engine.h"
 #include "model/trace/trace_log.h"
 
@@ -21,7 +22,7 @@ struct CqpCounters {
 
 class CqpEngine {
  public:
-  CqpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
+  CqpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, Hmc& hmc, CqEngine& cqs,
             QpEngine& qps, StagTable& stags, CeqEngine& ceqs, AeqEngine& aeq,
             trace::TraceLog& trace);
 
@@ -55,6 +56,7 @@ class CqpEngine {
   const DeviceConfig& cfg_;
   DmaPort& dma_;
   EngineTime& time_;
+  Hmc& hmc_;
   CqEngine& cqs_;
   QpEngine& qps_;
   StagTable& stags_;

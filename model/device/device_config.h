@@ -30,6 +30,10 @@ struct DeviceConfig {
   bool cq_resize = true;       // FEATURE_CQ_RESIZE: MODIFY_CQ may resize
   uint32_t msix_vectors() const { return num_ceqs + 1 + spare_msix; }
   uint32_t max_cqe = 1048574;   // largest CQ the device reports to ib-core
+  // GLPE_CPUSTATUS0-2 read ready this long after power-on (the driver polls them 1 s apart).
+  uint32_t ready_after_us = 0;
+  // GLPCI_LBARCTRL's PE doorbell size: 1 = 4 MiB, 2 = 8 MiB; irdma refuses anything else.
+  uint8_t pe_db_size = 2;
   bool cqe_64byte = false;
   uint32_t rnr_retry_cycles = 2000;  // until an SQ blocked on an empty peer RQ retries
   // What UD receives report about the (loopback) wire: the port's MAC, the VLAN tag

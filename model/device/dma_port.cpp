@@ -4,6 +4,10 @@ namespace irdma_sim::device {
 
 bool DmaPort::transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len,
                        sc_core::sc_time& delay) {
+  if (!config_.bus_master()) {
+    errors_++;
+    return false;
+  }
   trans_.set_command(cmd);
   trans_.set_address(addr);
   trans_.set_data_ptr(static_cast<unsigned char*>(data));

@@ -1,5 +1,6 @@
 #include "model/device/irdma_device.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "model/device/regs.h"
@@ -13,18 +14,32 @@ namespace {
 
 constexpr unsigned kMsixEntryBytes = 16;
 
+PciConfigSpace make_config(const DeviceConfig& cfg) {
+  PciIdentity id;
+  id.vendor = id.subsystem_vendor = IrdmaDevice::kPciVendor;
+  id.device = id.subsystem = uint16_t(IrdmaDevice::kPciDeviceBase + cfg.generation);
+  id.revision = 2;
+  id.class_code = 0x020000;  // Ethernet controller, as E810
+  std::array<PciBar, 6> bars{};
+  bars[0] = {BAR0_SIZE, true, true};
+  bars[MSIX_BAR] = {BAR3_SIZE, true, true};
+  return PciConfigSpace(id, bars, {cfg.msix_vectors(), MSIX_BAR, MSIX_TABLE_OFFSET, MSIX_PBA_OFFSET});
+}
+
 }  // namespace
 
 IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
                          sc_time quantum, trace::TraceLog& trace,
                          std::unique_ptr<CqeFormatter> formatter)
     : sc_module(name),
-      bar0("bar0"),
+      pci("pci"),
       dma("dma"),
       cfg_(cfg),
       trace_(trace),
+      config_(make_config(cfg)),
       time_(cfg.clock_mhz, quantum),
-      dma_port_(dma, time_),
+      dma_port_(dma, time_, config_),
+      hmc_(cfg_, dma_port_),
       vectors_(time_, cfg.msix_vectors(),
                [this](unsigned vector, uint64_t due_ps) {
                  // Due by the engine's clock (which is past the CEQE's issue): right behind it.
@@ -38,10 +53,10 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
       aeq_(dma_port_, time_, trace, vectors_),
       cq_(cfg_, dma_port_, time_, ceq_, aeq_, trace, std::move(formatter)),
       stags_(cfg_.max_stags),
-      qp_(cfg_, dma_port_, time_, cq_, stags_, trace),
-      cqp_(cfg_, dma_port_, time_, cq_, qp_, stags_, ceq_, aeq_, trace),
+      qp_(cfg_, dma_port_, time_, cq_, stags_, hmc_, trace),
+      cqp_(cfg_, dma_port_, time_, hmc_, cq_, qp_, stags_, ceq_, aeq_, trace),
       msix_(cfg.msix_vectors()) {
-  bar0.register_b_transport(this, &IrdmaDevice::bar0_b_transport);
+  pci.register_b_transport(this, &IrdmaDevice::pci_b_transport);
   qp_.set_between_wqes([this] { run_due_control(); });
   SC_THREAD(engine_thread);
   SC_METHOD(send_due_msix);
@@ -49,19 +64,28 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
   dont_initialize();
 }
 
-void IrdmaDevice::bar0_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
-  const uint64_t off = trans.get_address();
+void IrdmaDevice::pci_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
+  const uint64_t region = trans.get_address() >> kRegionShift;
+  const uint64_t off = trans.get_address() & ((1ull << kRegionShift) - 1);
   const uint32_t len = trans.get_data_length();
-  if ((len != 4 && len != 8) || off + len > BAR0_SIZE || trans.get_byte_enable_ptr()) {
-    counters_.bad_mmio++;
-    trans.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
+  trans.set_response_status(tlm::TLM_OK_RESPONSE);
+  if (trans.get_byte_enable_ptr()) {
+    trans.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
+  } else if (region == kConfigRegion) {
+    if (!config_access(trans, off)) trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
-  }
-  const uint64_t due_ps = (sc_core::sc_time_stamp() + delay).value();
-  if (trans.is_write()) {
+  } else if (!config_.memory_enabled()) {
+    // Memory decode off: the function does not claim the access (an unsupported request).
+    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+  } else if (region == MSIX_BAR) {
+    if (!msix_access(trans, off)) trans.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
+  } else if (region != 0 || (len != 4 && len != 8) || off + len > BAR0_SIZE) {
+    trans.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
+  } else if (trans.is_write()) {
     counters_.mmio_writes++;
     uint64_t v = 0;
     std::memcpy(&v, trans.get_data_ptr(), len);
+    const uint64_t due_ps = (sc_core::sc_time_stamp() + delay).value();
     write_reg(off, uint32_t(v), due_ps);
     if (len == 8) write_reg(off + 4, uint32_t(v >> 32), due_ps);
   } else {
@@ -70,7 +94,52 @@ void IrdmaDevice::bar0_b_transport(tlm::tlm_generic_payload& trans, sc_time& del
     if (len == 8) v |= uint64_t(read_reg(off + 4)) << 32;
     std::memcpy(trans.get_data_ptr(), &v, len);
   }
-  trans.set_response_status(tlm::TLM_OK_RESPONSE);
+  if (!trans.is_response_ok()) counters_.bad_mmio++;
+}
+
+bool IrdmaDevice::config_access(tlm::tlm_generic_payload& trans, uint64_t off) {
+  const uint32_t len = trans.get_data_length();
+  if (off >= PciConfigSpace::kSize) return false;
+  uint32_t v = 0;
+  if (trans.is_write()) {
+    std::memcpy(&v, trans.get_data_ptr(), std::min(len, 4u));
+    return config_.write(uint32_t(off), len, v);
+  }
+  if (!config_.read(uint32_t(off), len, v)) return false;
+  std::memcpy(trans.get_data_ptr(), &v, len);
+  return true;
+}
+
+// The MSI-X table: 16-byte entries of address, data and vector control, 4-byte accesses.
+// The PBA reads as zero: a message for a masked entry is counted and dropped, not held.
+bool IrdmaDevice::msix_access(tlm::tlm_generic_payload& trans, uint64_t off) {
+  if (trans.get_data_length() != 4 || off % 4) return false;
+  uint32_t v = 0;
+  if (off >= MSIX_PBA_OFFSET && off < MSIX_PBA_OFFSET + (msix_.size() + 63) / 64 * 8) {
+    if (!trans.is_write()) std::memcpy(trans.get_data_ptr(), &v, 4);
+    return !trans.is_write();
+  }
+  if (off >= MSIX_TABLE_OFFSET + msix_.size() * kMsixEntryBytes) return false;
+  MsixEntry& e = msix_[(off - MSIX_TABLE_OFFSET) / kMsixEntryBytes];
+  const unsigned field = (off - MSIX_TABLE_OFFSET) % kMsixEntryBytes;
+  if (trans.is_write()) {
+    std::memcpy(&v, trans.get_data_ptr(), 4);
+    switch (field) {
+      case 0: e.addr = (e.addr & ~0xFFFFFFFFull) | v; break;
+      case 4: e.addr = (e.addr & 0xFFFFFFFFull) | uint64_t(v) << 32; break;
+      case 8: e.data = v; break;
+      case 12: e.ctrl = v & 1; break;
+    }
+    return true;
+  }
+  switch (field) {
+    case 0: v = uint32_t(e.addr); break;
+    case 4: v = uint32_t(e.addr >> 32); break;
+    case 8: v = e.data; break;
+    case 12: v = e.ctrl; break;
+  }
+  std::memcpy(trans.get_data_ptr(), &v, 4);
+  return true;
 }
 
 uint32_t IrdmaDevice::read_reg(uint64_t off) {
@@ -81,21 +150,17 @@ uint32_t IrdmaDevice::read_reg(uint64_t off) {
     case CCQPHIGH: return ccqp_high_;
     case CCQPLOW: return ccqp_low_;
     case PFINT_AEQCTL: return aeq_.read_aeqctl();
+    case GLPE_CPUSTATUS0:
+    case GLPE_CPUSTATUS0 + 4:
+    case GLPE_CPUSTATUS0 + 8:
+      return sc_core::sc_time_stamp().value() >= uint64_t(cfg_.ready_after_us) * 1'000'000 ? CPUSTATUS_READY : 0;
+    case GLPCI_LBARCTRL: return uint32_t(cfg_.pe_db_size) << LBARCTRL_PE_DB_SIZE_SHIFT;
     default: break;
   }
   if (off >= GLINT_CEQCTL && off < GLINT_CEQCTL + 4ull * cfg_.num_ceqs && off % 4 == 0)
     return ceq_.read_ceqctl(uint32_t((off - GLINT_CEQCTL) / 4));
   if (off >= GLINT_DYN_CTL && off < GLINT_DYN_CTL + 4 * msix_.size() && off % 4 == 0)
     return vectors_.read_dyn_ctl(unsigned((off - GLINT_DYN_CTL) / 4));
-  if (off >= MSIX_TABLE && off < MSIX_TABLE + msix_.size() * kMsixEntryBytes) {
-    const MsixEntry& e = msix_[(off - MSIX_TABLE) / kMsixEntryBytes];
-    switch ((off - MSIX_TABLE) % kMsixEntryBytes) {
-      case 0: return uint32_t(e.addr);
-      case 4: return uint32_t(e.addr >> 32);
-      case 8: return e.data;
-      case 12: return e.ctrl;
-    }
-  }
   return 0;
 }
 
@@ -110,9 +175,6 @@ void IrdmaDevice::write_reg(uint64_t off, uint32_t value, uint64_t due_ps) {
         queue(WorkKind::cqp_start, uint64_t(ccqp_high_) << 32 | ccqp_low_, due_ps);
       return;
     case CQPDB: queue(WorkKind::cqp_doorbell, value, due_ps); return;
-    case PBLE_BASE_LO: pble_base_ = (pble_base_ & ~0xFFFFFFFFull) | value; return;
-    case PBLE_BASE_HI: pble_base_ = (pble_base_ & 0xFFFFFFFFull) | uint64_t(value) << 32; return;
-    case PBLE_COUNT: qp_.set_pble_pool(pble_base_, value); return;
     case WQEALLOC: queue_sq(WorkKind::sq_doorbell, value & 0x3FFFF, due_ps); return;
     case CQARM:
       counters_.cq_arms++;
@@ -130,15 +192,6 @@ void IrdmaDevice::write_reg(uint64_t off, uint32_t value, uint64_t due_ps) {
   if (off >= GLINT_DYN_CTL && off < GLINT_DYN_CTL + 4 * msix_.size() && off % 4 == 0) {
     control(WorkKind::dyn_ctl, (off - GLINT_DYN_CTL) / 4 << 32 | value, due_ps);
     return;
-  }
-  if (off >= MSIX_TABLE && off < MSIX_TABLE + msix_.size() * kMsixEntryBytes) {
-    MsixEntry& e = msix_[(off - MSIX_TABLE) / kMsixEntryBytes];
-    switch ((off - MSIX_TABLE) % kMsixEntryBytes) {
-      case 0: e.addr = (e.addr & ~0xFFFFFFFFull) | value; return;
-      case 4: e.addr = (e.addr & 0xFFFFFFFFull) | uint64_t(value) << 32; return;
-      case 8: e.data = value; return;
-      case 12: e.ctrl = value; return;
-    }
   }
   counters_.bad_mmio++;
 }
@@ -173,7 +226,8 @@ void IrdmaDevice::send_due_msix() {
 }
 
 void IrdmaDevice::raise_msix(unsigned vector, bool from_engine) {
-  if (vector >= msix_.size() || (msix_[vector].ctrl & 1) || msix_[vector].addr == 0) {
+  if (vector >= msix_.size() || !config_.msix_enabled() || config_.msix_function_masked() ||
+      (msix_[vector].ctrl & 1) || msix_[vector].addr == 0) {
     counters_.msix_masked++;
     return;
   }

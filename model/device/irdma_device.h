@@ -1,6 +1,9 @@
-// The irdma device as a PCIe endpoint: a BAR0 target socket (registers, doorbells, the
-// MSI-X table), a DMA initiator socket into host memory, and MSI-X raised as memory
-// writes. One engine thread executes the work doorbells queue, in arrival order.
+// The irdma device as a PCIe endpoint: configuration space (identity, BAR sizes, MSI-X and
+// PCI Express capabilities), one target socket for BAR and configuration accesses
+// (addressed as VFIO regions: BAR0 registers and doorbells, BAR3 the MSI-X table and PBA,
+// region 7 the configuration space), a DMA initiator socket into host memory, and MSI-X
+// raised as memory writes. One engine thread executes the work doorbells queue, in
+// arrival order.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +29,8 @@
 #include "model/device/device_config.h"
 #include "model/device/dma_port.h"
 #include "model/device/engine_time.h"
+#include "model/device/hmc.h"
+#include "model/device/pci_config.h"
 #include "model/device/qp_engine.h"
 #include "model/trace/trace_log.h"
 
@@ -34,7 +39,7 @@ namespace irdma_sim::device {
 struct DeviceCounters {
   uint64_t mmio_writes = 0;
   uint64_t mmio_reads = 0;
-  uint64_t bad_mmio = 0;
+  uint64_t bad_mmio = 0;       // refused: no such register, a bad width, or memory decode off
   uint64_t cq_arms = 0;
   uint64_t msix_sent = 0;
   uint64_t msix_masked = 0;
@@ -44,8 +49,13 @@ struct DeviceCounters {
 class IrdmaDevice : public sc_core::sc_module {
  public:
   IRDMA_SC_HAS_PROCESS(IrdmaDevice);
-  tlm_utils::simple_target_socket<IrdmaDevice> bar0;
+  tlm_utils::simple_target_socket<IrdmaDevice> pci;
   tlm_utils::simple_initiator_socket<IrdmaDevice> dma;
+
+  // Vendor 0x1234 (assigned to no silicon; QEMU's edu and other emulated devices use it),
+  // so no host driver binds to the model for a real device; device 0x1D00 + generation.
+  static constexpr uint16_t kPciVendor = 0x1234;
+  static constexpr uint16_t kPciDeviceBase = 0x1D00;
 
   IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg, sc_core::sc_time quantum,
               trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter);
@@ -89,7 +99,9 @@ class IrdmaDevice : public sc_core::sc_module {
     uint32_t ctrl = 1;  // masked until programmed
   };
 
-  void bar0_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  void pci_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  bool config_access(tlm::tlm_generic_payload& trans, uint64_t offset);
+  bool msix_access(tlm::tlm_generic_payload& trans, uint64_t offset);
   uint32_t read_reg(uint64_t offset);
   void write_reg(uint64_t offset, uint32_t value, uint64_t due_ps);
   void queue(WorkKind kind, uint64_t arg, uint64_t due_ps);
@@ -109,8 +121,10 @@ class IrdmaDevice : public sc_core::sc_module {
 
   DeviceConfig cfg_;
   trace::TraceLog& trace_;
+  PciConfigSpace config_;
   EngineTime time_;
   DmaPort dma_port_;
+  Hmc hmc_;
   MsixVectors vectors_;
   CeqEngine ceq_;
   AeqEngine aeq_;
@@ -129,7 +143,6 @@ class IrdmaDevice : public sc_core::sc_module {
   sc_core::sc_event msix_timer_;
   uint32_t ccqp_high_ = 0;
   uint32_t ccqp_low_ = 0;
-  uint64_t pble_base_ = 0;
   std::vector<MsixEntry> msix_;
   DeviceCounters counters_;
 };

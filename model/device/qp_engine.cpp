@@ -35,8 +35,8 @@ bool executable(uint8_t op) {
 }  // namespace
 
 QpEngine::QpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
-                   StagTable& stags, trace::TraceLog& trace)
-    : cfg_(cfg), dma_(dma), time_(time), cqs_(cqs), trace_(trace), stags_(stags) {}
+                   StagTable& stags, Hmc& hmc, trace::TraceLog& trace)
+    : cfg_(cfg), dma_(dma), time_(time), cqs_(cqs), trace_(trace), stags_(stags), hmc_(hmc) {}
 
 uint16_t QpEngine::load_ctx(QpContext& qp) {
   uint64_t ctx[kQpCtxBytes / 8];
@@ -283,8 +283,8 @@ QpEngine::Result QpEngine::execute_local(QpContext& qp, const uint64_t* wqe, uin
   return Result::done;
 }
 
-// FAST_REG_NSMR: one page's address in qword1, or (LPBLSIZE 1) a list in the PBLE pool
-// from FIRSTPMPBLIDX on.
+// FAST_REG_NSMR: one page's address in qword1, or (LPBLSIZE 1) a list in the HMC's PBLE
+// object from FIRSTPMPBLIDX on.
 uint16_t QpEngine::fast_register(const uint64_t* wqe) {
   const StagGrant g{uint32_t(get(wqe[3], 31, 0)), wqe[0], get(wqe[2], 40, 0),
                     uint8_t(get(wqe[3], 52, 48)), bit(wqe[3], 55)};
@@ -296,9 +296,8 @@ uint16_t QpEngine::fast_register(const uint64_t* wqe) {
     pages.push_back(wqe[1] & ~(StagTable::kPage - 1));
   } else {
     const uint64_t first = get(wqe[1], 11, 0) << 16 | get(wqe[2], 63, 48);
-    if (first + npages > pble_entries_) return FLUSH_PROT_ERR;
     pages.resize(npages);
-    if (npages && !dma_.read(pble_base_ + first * 8, pages.data(), npages * 8)) return FLUSH_PROT_ERR;
+    if (!hmc_.read_pbles(first, npages, pages.data())) return FLUSH_PROT_ERR;
   }
   return stags_.fast_register(g, std::move(pages));
 }

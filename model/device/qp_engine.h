@@ -12,6 +12,7 @@
 #include "model/device/device_config.h"
 #include "model/device/dma_port.h"
 #include "model/device/engine_time.h"
+#include "model/device/hmc.h"
 #include "model/device/stag_table.h"
 #include "model/trace/trace_log.h"
 
@@ -61,14 +62,9 @@ class QpEngine {
   enum class Result { done, rnr, failed };
 
   QpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
-           StagTable& stags, trace::TraceLog& trace);
-  // Where FAST_REG_NSMR finds page lists (the PBLE registers).
+           StagTable& stags, Hmc& hmc, trace::TraceLog& trace);
   // Called between WQEs: lets the device serve what must not wait for a whole SQ.
   void set_between_wqes(std::function<void()> hook) { between_wqes_ = std::move(hook); }
-  void set_pble_pool(uint64_t base, uint32_t entries) {
-    pble_base_ = base;
-    pble_entries_ = entries;
-  }
 
   // Loads the QP host context at `host_ctx`; returns a CQP minor code or 0.
   uint16_t create(uint32_t qp_id, uint8_t type, uint64_t host_ctx);
@@ -138,10 +134,9 @@ class QpEngine {
   static constexpr uint32_t kChunk = 64 * 1024;
   uint64_t move_payload(const Extent* src, size_t src_n, const Extent* dst, size_t dst_n);
   StagTable& stags_;
+  Hmc& hmc_;  // FAST_REG_NSMR's page lists
   std::function<void()> between_wqes_;
   std::vector<Extent> remote_;  // reused: the extents of the current remote access
-  uint64_t pble_base_ = 0;
-  uint32_t pble_entries_ = 0;
   std::vector<uint8_t> bounce_ = std::vector<uint8_t>(kChunk);
   QpEngineCounters counters_;
 };

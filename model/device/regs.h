@@ -24,16 +24,17 @@ inline constexpr uint64_t CCQPSTATUS = 0x0050A000;
 inline constexpr uint64_t CCQPLOW = 0x0050A080;
 inline constexpr uint64_t CCQPHIGH = 0x0050A100;
 inline constexpr uint64_t CQPERRCODES = 0x0050A200;
-// This model's stand-in for the HMC's page-list (PBLE) object, which irdma sets up through
-// HMC segment descriptors: the host address of an array of 8-byte page addresses and its
-// length in entries. FAST_REG_NSMR's FIRSTPMPBLIDX indexes it.
-inline constexpr uint64_t PBLE_BASE_LO = 0x0050A300;
-inline constexpr uint64_t PBLE_BASE_HI = 0x0050A380;
-inline constexpr uint64_t PBLE_COUNT = 0x0050A400;
-// This model's MSI-X table (16-byte PCI MSI-X entries); the real E810 keeps it in another
-// BAR, which the model folds into BAR0 above the register space.
-inline constexpr uint64_t MSIX_TABLE = 0x00800000;
-inline constexpr uint64_t BAR0_SIZE = 0x01000000;
+inline constexpr uint64_t GLPE_CPUSTATUS0 = 0x0050BA5C;  // 1 and 2 follow, 4 bytes apart
+inline constexpr uint64_t GLPCI_LBARCTRL = 0x0009DE74;
+inline constexpr uint32_t CPUSTATUS_READY = 0x80;
+inline constexpr unsigned LBARCTRL_PE_DB_SIZE_SHIFT = 4;  // bits 5:4: 1 = 4 MiB, 2 = 8 MiB
+inline constexpr uint64_t BAR0_SIZE = 0x02000000;         // 32 MiB, as on E810
+// BAR3: the MSI-X table (16-byte PCI entries) and its pending-bit array, as on E810.
+inline constexpr uint8_t MSIX_BAR = 3;
+inline constexpr uint64_t BAR3_SIZE = 0x10000;
+inline constexpr uint32_t MSIX_TABLE_OFFSET = 0;
+inline constexpr uint32_t MSIX_PBA_OFFSET = 0x8000;
+inline constexpr unsigned MSIX_MAX_VECTORS = 2048;  // the table must end below the PBA
 
 inline constexpr uint32_t CCQPSTATUS_DONE = 1u << 0;
 inline constexpr uint32_t CCQPSTATUS_ERR = 1u << 31;
@@ -49,12 +50,34 @@ enum CqpOp : uint8_t {
   OP_DESTROY_CQ = 0x05,
   OP_ALLOC_STAG = 0x09,
   OP_DEALLOC_STAG = 0x0d,
+  OP_QUERY_RDMA_FEATURES = 0x12,
   OP_CREATE_CEQ = 0x16,
   OP_DESTROY_CEQ = 0x18,
   OP_CREATE_AEQ = 0x19,
   OP_DESTROY_AEQ = 0x1b,
+  OP_UPDATE_PE_SDS = 0x1f,
+  OP_QUERY_FPM_VAL = 0x20,
+  OP_COMMIT_FPM_VAL = 0x21,
   OP_FLUSH_WQES = 0x22,
 };
+
+// HMC set-up (hmc.h). QUERY_FPM_VAL's qword at 120 holds the CEQ count.
+inline constexpr uint32_t FPM_MAX_CEQS_OFFSET = 120;
+inline constexpr uint64_t FPM_MAX_CEQS_MASK = 0x7FF;  // 10:0
+inline constexpr uint64_t SD_CMD_VALID = 1ull << 63;  // entries 1 and 2 of a WQE
+inline constexpr uint64_t SD_CMD_WRITE = 1ull << 31;
+inline constexpr uint64_t SD_VALID = 1ull << 0;
+inline constexpr uint64_t SD_TYPE_DIRECT = 1ull << 1;  // else paged
+// QUERY_RDMA_FEATURES: qwords of type (63:48) and value (47:0); FW_INFO's 47:32 counts them.
+enum FeatureType : uint16_t {
+  FEATURE_FW_INFO = 0,
+  FEATURE_FTN_FLAGS = 32,
+  FEATURE_SIM_MAX_CQE = 0x8000,  // this model's: the largest CQ it reports to ib-core
+};
+inline constexpr uint64_t FTN_FLAG_ATOMICS = 1ull << 0;
+inline constexpr uint64_t FTN_FLAG_CQ_RESIZE = 1ull << 1;   // this model's bit
+inline constexpr uint64_t FTN_FLAG_64BYTE_CQE = 1ull << 2;  // this model's bit
+inline constexpr uint64_t kFirmwareVersion = 1u << 16;      // 1.0: major 31:16, minor 15:0
 
 inline constexpr uint8_t QP_TYPE_ROCE_UD = 4;  // CREATE_QP QPTYPE
 

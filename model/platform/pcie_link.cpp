@@ -1,5 +1,7 @@
 #include "model/platform/pcie_link.h"
 
+#include "model/device/pci_config.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -50,30 +52,38 @@ sc_time PcieLink::serialisation(uint32_t bytes, uint32_t max_tlp) const {
   return sc_time::from_value(uint64_t(double(wire_bytes) * byte_ps_ + 0.5));
 }
 
+// Host accesses to the device's regions (pci_config.h's addressing). Memory writes are
+// posted; configuration writes are not, so the CPU waits for their completion as for a read.
 void PcieLink::mmio_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
   const uint32_t len = trans.get_data_length();
+  const uint64_t region = trans.get_address() >> device::kRegionShift;
+  const uint64_t off = trans.get_address() & ((1ull << device::kRegionShift) - 1);
+  const bool config = region == device::kConfigRegion;
   uint64_t value = 0;
   if (trans.is_write()) {
     std::memcpy(&value, trans.get_data_ptr(), std::min<uint32_t>(len, 8));
-    // Posted: the CPU pays the request's serialisation; the device sees it a latency later.
+    // The CPU pays the request's serialisation; the device sees it a latency later.
     delay += payload_time(len);
     sc_time arrival = delay + mmio_latency_;
     dev_bar->b_transport(trans, arrival);
-    trace_.event(ps(sc_core::sc_time_stamp() + delay + mmio_latency_), "mmio_write")
-        .addr("off", trans.get_address())
-        .num("len", len)
-        .addr("value", value);
+    trace_event(ps(sc_core::sc_time_stamp() + delay + mmio_latency_), config ? "cfg_write" : "mmio_write",
+                region, off, len, value);
+    if (config) delay = arrival + payload_time(0) + mmio_latency_;
   } else {
     sc_time at_device = delay + payload_time(0) + mmio_latency_;
     dev_bar->b_transport(trans, at_device);
     std::memcpy(&value, trans.get_data_ptr(), std::min<uint32_t>(len, 8));
-    trace_.event(ps(sc_core::sc_time_stamp() + at_device), "mmio_read")
-        .addr("off", trans.get_address())
-        .num("len", len)
-        .addr("value", value);
+    trace_event(ps(sc_core::sc_time_stamp() + at_device), config ? "cfg_read" : "mmio_read", region, off, len, value);
     delay = at_device + payload_time(len) + mmio_latency_;
   }
   if (!trans.is_response_ok()) mmio_errors_++;
+}
+
+void PcieLink::trace_event(uint64_t t_ps, const char* kind, uint64_t region, uint64_t off, uint32_t len,
+                           uint64_t value) {
+  auto ev = trace_.event(t_ps, kind);
+  if (region != 0 && region != device::kConfigRegion) ev.num("bar", region);
+  ev.addr("off", off).num("len", len).addr("value", value);
 }
 
 void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {

@@ -1,5 +1,5 @@
-// The PCIe link and root complex between the host and the device: MMIO from the host to
-// the device's BAR0, DMA from the device into host memory, and MSI-X writes routed to the
+// The PCIe link and root complex between the host and the device: MMIO and configuration
+// accesses from the host to the device's regions, DMA from the device into host memory, and MSI-X writes routed to the
 // host's interrupt controller. Adds link latency, serialisation at the link bandwidth with
 // per-TLP overhead, and logs every transaction it carries.
 #pragma once
@@ -38,7 +38,7 @@ class PcieLink : public sc_core::sc_module {
  public:
   IRDMA_SC_HAS_PROCESS(PcieLink);
   tlm_utils::simple_target_socket<PcieLink> host_mmio;   // from host CPUs
-  tlm_utils::simple_initiator_socket<PcieLink> dev_bar;  // to the device's BAR0
+  tlm_utils::simple_initiator_socket<PcieLink> dev_bar;  // to the device's BARs and config space
   tlm_utils::simple_target_socket<PcieLink> dev_dma;     // from the device
   tlm_utils::simple_initiator_socket<PcieLink> host_mem; // to host memory
 
@@ -60,6 +60,7 @@ class PcieLink : public sc_core::sc_module {
   // serialisation() of a payload in max-payload TLPs, from a table for the usual sizes.
   sc_core::sc_time payload_time(uint32_t bytes) const;
   void mmio_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  void trace_event(uint64_t t_ps, const char* kind, uint64_t region, uint64_t off, uint32_t len, uint64_t value);
   void dma_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   bool dma_get_dmi(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi);
   void dma_invalidate_dmi(sc_dt::uint64 start, sc_dt::uint64 end);

@@ -1,39 +1,52 @@
 #include "model/platform/sim_interrupts.h"
 
+#include <algorithm>
 #include <cerrno>
 
 #include "model/platform/pcie_link.h"
 
 namespace irdma_sim::platform {
 
-namespace {
+using namespace hal;
 
-constexpr unsigned kEntryBytes = 16;
-
-}  // namespace
-
-SimInterrupts::SimInterrupts(sc_core::sc_module_name name, hal::Bar& bar0,
-                             uint64_t msix_table_offset, unsigned vectors)
-    : sc_module(name), bar0_(bar0), table_(msix_table_offset), handlers_(vectors) {
+SimInterrupts::SimInterrupts(sc_core::sc_module_name name, PciConfig& config, std::array<Bar*, 6> bars)
+    : sc_module(name), config_(config), bars_(bars) {
   SC_THREAD(dispatch_thread);
   set_stack_size(1 << 20);  // handlers run driver code
+}
+
+int SimInterrupts::alloc_irq_vectors(unsigned min, unsigned max) {
+  const uint8_t cap = config_.find_capability(PCI_CAP_ID_MSIX);
+  if (!cap) return -ENODEV;
+  const uint16_t flags = config_.read16(cap + PCI_MSIX_FLAGS);
+  const uint32_t table = config_.read(cap + PCI_MSIX_TABLE, 4);
+  const unsigned size = (flags & PCI_MSIX_FLAGS_QSIZE) + 1u;
+  const unsigned bir = table & PCI_MSIX_TABLE_BIR;
+  table_bar_ = bir < bars_.size() ? bars_[bir] : nullptr;
+  if (!table_bar_) return -ENODEV;
+  if (size < min) return -ENOSPC;
+  table_ = table & ~PCI_MSIX_TABLE_BIR;
+  config_.write(cap + PCI_MSIX_FLAGS, 2, (flags | PCI_MSIX_FLAGS_ENABLE) & ~PCI_MSIX_FLAGS_MASKALL);
+  handlers_.assign(std::min(size, max), nullptr);
+  return int(handlers_.size());
 }
 
 int SimInterrupts::request_irq(unsigned vector, Handler handler) {
   if (vector >= handlers_.size() || handlers_[vector] || !handler) return -EINVAL;
   handlers_[vector] = std::move(handler);
   // Address in the MSI window, data = vector; then unmask.
-  const uint64_t entry = table_ + uint64_t(vector) * kEntryBytes;
-  bar0_.write32(entry + 0, uint32_t(kMsiBase));
-  bar0_.write32(entry + 4, uint32_t(kMsiBase >> 32));
-  bar0_.write32(entry + 8, vector);
-  bar0_.write32(entry + 12, 0);
+  const uint64_t entry = table_ + uint64_t(vector) * PCI_MSIX_ENTRY_SIZE;
+  table_bar_->write32(entry + 0, uint32_t(kMsiBase));
+  table_bar_->write32(entry + 4, uint32_t(kMsiBase >> 32));
+  table_bar_->write32(entry + 8, vector);
+  table_bar_->write32(entry + PCI_MSIX_ENTRY_VECTOR_CTRL, 0);
   return 0;
 }
 
 void SimInterrupts::free_irq(unsigned vector) {
   if (vector >= handlers_.size() || !handlers_[vector]) return;
-  bar0_.write32(table_ + uint64_t(vector) * kEntryBytes + 12, 1);  // mask
+  table_bar_->write32(table_ + uint64_t(vector) * PCI_MSIX_ENTRY_SIZE + PCI_MSIX_ENTRY_VECTOR_CTRL,
+                      PCI_MSIX_ENTRY_CTRL_MASKBIT);
   handlers_[vector] = nullptr;
 }
 

@@ -1,8 +1,10 @@
-// hal::Interrupts on SystemC: the host's interrupt controller. request_irq programs the
-// device's MSI-X table entry (as the PCI core does); MSI writes the link delivers are
-// dispatched, in order of arrival time, to the handler in the interrupt thread.
+// hal::Interrupts on SystemC: the host's PCI core and interrupt controller.
+// alloc_irq_vectors finds the function's MSI-X capability and enables it, request_irq
+// programs the vector's table entry in the BAR the capability names; MSI writes the link
+// delivers are dispatched, in order of arrival time, to the handler in the interrupt thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <queue>
@@ -15,15 +17,17 @@
 
 #include "driver/hal/bar.h"
 #include "driver/hal/irq.h"
+#include "driver/hal/pci_config.h"
 
 namespace irdma_sim::platform {
 
 class SimInterrupts final : public sc_core::sc_module, public hal::Interrupts {
  public:
   IRDMA_SC_HAS_PROCESS(SimInterrupts);
-  SimInterrupts(sc_core::sc_module_name name, hal::Bar& bar0, uint64_t msix_table_offset,
-                unsigned vectors);
+  // `bars`: the function's memory BARs as the host maps them (null where there is none).
+  SimInterrupts(sc_core::sc_module_name name, hal::PciConfig& config, std::array<hal::Bar*, 6> bars);
 
+  int alloc_irq_vectors(unsigned min, unsigned max) override;
   unsigned num_vectors() const override { return unsigned(handlers_.size()); }
   int request_irq(unsigned vector, Handler handler) override;
   void free_irq(unsigned vector) override;
@@ -36,8 +40,10 @@ class SimInterrupts final : public sc_core::sc_module, public hal::Interrupts {
  private:
   void dispatch_thread();
 
-  hal::Bar& bar0_;
-  uint64_t table_;
+  hal::PciConfig& config_;
+  std::array<hal::Bar*, 6> bars_;
+  hal::Bar* table_bar_ = nullptr;
+  uint64_t table_ = 0;
   std::vector<Handler> handlers_;
   // (arrival, order of delivery, data), earliest first: a message that arrives sooner is
   // handled sooner, whatever the order the link handed them over in.

@@ -1,12 +1,14 @@
 #include "model/platform/sim_mmio.h"
 
+#include "model/device/pci_config.h"
+
 namespace irdma_sim::platform {
 
 SimMmio::SimMmio(sc_core::sc_module_name name) : sc_module(name), socket("socket") {}
 
-void SimMmio::access(tlm::tlm_command cmd, uint64_t offset, void* data, unsigned len) {
+bool SimMmio::access(tlm::tlm_command cmd, unsigned region, uint64_t offset, void* data, unsigned len) {
   trans_.set_command(cmd);
-  trans_.set_address(offset);
+  trans_.set_address(device::region_address(region, offset));
   trans_.set_data_ptr(static_cast<unsigned char*>(data));
   trans_.set_data_length(len);
   trans_.set_streaming_width(len);
@@ -14,21 +16,24 @@ void SimMmio::access(tlm::tlm_command cmd, uint64_t offset, void* data, unsigned
   trans_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
   socket->b_transport(trans_, delay);
-  if (!trans_.is_response_ok()) errors_++;
-  // A read stalls the CPU for its round trip; a posted write retires at once.
-  if (cmd == tlm::TLM_READ_COMMAND) sc_core::wait(delay);
+  const bool ok = trans_.is_response_ok();
+  if (!ok) errors_++;
+  // A read stalls the CPU for its round trip, and so does a configuration write (the link
+  // returns its completion time); a posted write retires at once.
+  if (cmd == tlm::TLM_READ_COMMAND || region == device::kConfigRegion) sc_core::wait(delay);
+  return ok;
 }
 
-uint32_t SimMmio::read32(uint64_t offset) {
-  uint32_t v = ~0u;  // what a failed PCIe read returns
-  access(tlm::TLM_READ_COMMAND, offset, &v, 4);
-  return v;
+SimPciConfig::SimPciConfig(SimMmio& mmio) : mmio_(mmio) {}
+
+uint32_t SimPciConfig::read(uint32_t offset, unsigned len) {
+  uint32_t v = ~0u;
+  mmio_.access(tlm::TLM_READ_COMMAND, device::kConfigRegion, offset, &v, len);
+  return len == 4 ? v : v & ((1u << (8 * len)) - 1);
 }
 
-uint64_t SimMmio::read64(uint64_t offset) {
-  uint64_t v = ~0ull;
-  access(tlm::TLM_READ_COMMAND, offset, &v, 8);
-  return v;
+void SimPciConfig::write(uint32_t offset, unsigned len, uint32_t value) {
+  mmio_.access(tlm::TLM_WRITE_COMMAND, device::kConfigRegion, offset, &value, len);
 }
 
 }  // namespace irdma_sim::platform

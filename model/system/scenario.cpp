@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "model/device/regs.h"
 #include "model/system/buffered_qp.h"
 #include "model/system/yaml_reader.h"
 
@@ -166,6 +167,10 @@ void read_device(const YamlMap& m, device::DeviceConfig& d) {
   d.ceq_itr_us = m.u32("ceq_itr_us", d.ceq_itr_us, 0, 8190);  // INTERVAL: 12 bits of 2 us
   d.cq_resize = m.boolean("cq_resize", d.cq_resize);
   d.spare_msix = m.u32("spare_msix", d.spare_msix, 0, 2048);
+  if (d.msix_vectors() > device::regs::MSIX_MAX_VECTORS)
+    m.fail("keys 'num_ceqs' and 'spare_msix': " + std::to_string(d.msix_vectors()) +
+           " MSI-X vectors (one per CEQ, one for the AEQ, the spares); the device's table holds " +
+           std::to_string(device::regs::MSIX_MAX_VECTORS));
   const YamlMap c = m.map("cycles");
   c.allow({"doorbell", "cqp_wqe", "wqe_decode", "execute", "cqe_format", "cqe_write"});
   constexpr uint32_t kMax = 1u << 20;

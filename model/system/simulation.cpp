@@ -62,21 +62,6 @@ std::unique_ptr<device::CqeFormatter> make_formatter(const device::DeviceConfig&
 #endif
 }
 
-irdma::irdma_device_caps caps_of(const device::DeviceConfig& d) {
-  irdma::irdma_device_caps caps;
-  caps.hw_rev = irdma::irdma_vers(d.generation);
-  caps.max_cq = d.max_cq;
-  caps.max_qp = d.max_qp;
-  caps.max_stags = d.max_stags;
-  caps.num_ceqs = d.num_ceqs;
-  caps.max_cqe = int(d.max_cqe);
-  caps.cqe_64byte = d.cqe_64byte;
-  caps.atomics = d.generation >= 3;
-  caps.ceq_itr_us = d.ceq_itr_us;
-  caps.cq_resize = d.cq_resize;
-  return caps;
-}
-
 }  // namespace
 
 Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
@@ -97,26 +82,34 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
   device_ = std::make_unique<device::IrdmaDevice>("irdma", cfg.device, quantum, trace_,
                                                   make_formatter(cfg.device));
   mmio_ = std::make_unique<platform::SimMmio>("host_mmio");
+  bar0_ = std::make_unique<platform::SimBar>(*mmio_, 0);
+  msix_bar_ = std::make_unique<platform::SimBar>(*mmio_, device::regs::MSIX_BAR);
+  pci_config_ = std::make_unique<platform::SimPciConfig>(*mmio_);
   exec_ = std::make_unique<platform::SimExec>(cfg.host, *memory_);
   dma_ = std::make_unique<platform::SimDma>(*memory_);
-  irq_ = std::make_unique<platform::SimInterrupts>("host_irq", *mmio_, device::regs::MSIX_TABLE,
-                                                   cfg.device.msix_vectors());
+  std::array<hal::Bar*, 6> bars{};
+  bars[0] = bar0_.get();
+  bars[device::regs::MSIX_BAR] = msix_bar_.get();
+  irq_ = std::make_unique<platform::SimInterrupts>("host_irq", *pci_config_, bars);
   job_ = std::make_unique<HostJob>("host_cpu0", cfg.host.thread_stack);
 
   mmio_->socket.bind(link_->host_mmio);
-  link_->dev_bar.bind(device_->bar0);
+  link_->dev_bar.bind(device_->pci);
   device_->dma.bind(link_->dev_dma);
   link_->host_mem.bind(memory_->socket);
   link_->on_msi = [this](uint32_t data, sc_core::sc_time at) { irq_->deliver(data, at); };
 
-  hal_ = std::make_unique<hal::Platform>(hal::Platform{*mmio_, *dma_, *irq_, *exec_});
-  driver_ = std::make_unique<irdma::irdma_device>(*hal_, caps_of(cfg.device));
+  hal_ = std::make_unique<hal::Platform>(hal::Platform{*pci_config_, *bar0_, *dma_, *irq_, *exec_});
+  irdma::irdma_params params;
+  params.ceq_itr_us = cfg.device.ceq_itr_us;
+  driver_ = std::make_unique<irdma::irdma_device>(*hal_, params);
   int ret = 0;
   run_on_host([&] { ret = driver_->probe(); });
   if (ret == -ENOMEM)
     throw ScenarioError("config.host.memory_mb = " + std::to_string(cfg.host.memory_mb) +
                         " is too small: the driver's probe (its control QP and event queues) failed with ENOMEM");
-  if (ret) throw std::runtime_error("driver probe failed: errno " + std::to_string(-ret));
+  if (ret)
+    throw std::runtime_error("driver probe failed: " + driver_->probe_error() + " (errno " + std::to_string(-ret) + ")");
 }
 
 Simulation::~Simulation() = default;

@@ -57,6 +57,8 @@ class Simulation {
   std::unique_ptr<platform::PcieLink> link_;
   std::unique_ptr<device::IrdmaDevice> device_;
   std::unique_ptr<platform::SimMmio> mmio_;
+  std::unique_ptr<platform::SimBar> bar0_, msix_bar_;
+  std::unique_ptr<platform::SimPciConfig> pci_config_;
   std::unique_ptr<platform::SimExec> exec_;
   std::unique_ptr<platform::SimDma> dma_;
   std::unique_ptr<platform::SimInterrupts> irq_;

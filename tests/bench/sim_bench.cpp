@@ -77,7 +77,8 @@ struct CqeSource : sc_core::sc_module {
   device::DeviceConfig cfg;
   trace::TraceLog no_trace;
   device::EngineTime time;
-  device::DmaPort port{dma, time};
+  device::PciConfigSpace config{{}, {}, {1, 0, 0, 0}};
+  device::DmaPort port{dma, time, config};
   // Never armed, never checked for overflow: no events.
   device::MsixVectors vectors{time, 1, [](unsigned, uint64_t) {}, [](unsigned) { return false; }};
   device::CeqEngine events{cfg, port, time, no_trace, vectors};
@@ -89,6 +90,7 @@ struct CqeSource : sc_core::sc_module {
 
   CqeSource(sc_core::sc_module_name n, sc_core::sc_time quantum, uint64_t cqes, uint64_t ring_iova)
       : sc_module(n), time(cfg.clock_mhz, quantum), count(cqes), ring(ring_iova) {
+    config.write(device::pci::COMMAND, 2, device::pci::COMMAND_MASTER);
     SC_THREAD(run);
   }
   void run() {

@@ -1,0 +1,53 @@
+// The function's PCI configuration space, as pci_read_config_* and pci_write_config_*
+// reach it, and the standard offsets the driver and the PCI core use (pci_regs.h's names).
+#pragma once
+
+#include <cstdint>
+
+namespace hal {
+
+class PciConfig {
+ public:
+  virtual ~PciConfig() = default;
+  // `len` is 1, 2 or 4. A read the function does not answer returns all ones.
+  virtual uint32_t read(uint32_t offset, unsigned len) = 0;
+  virtual void write(uint32_t offset, unsigned len, uint32_t value) = 0;
+
+  uint16_t read16(uint32_t offset) { return uint16_t(read(offset, 2)); }
+  // The offset of capability `id` in the standard list, 0 when there is none.
+  uint8_t find_capability(uint8_t id);
+};
+
+inline constexpr uint32_t PCI_VENDOR_ID = 0x00;
+inline constexpr uint32_t PCI_DEVICE_ID = 0x02;
+inline constexpr uint32_t PCI_COMMAND = 0x04;
+inline constexpr uint32_t PCI_STATUS = 0x06;
+inline constexpr uint32_t PCI_REVISION_ID = 0x08;
+inline constexpr uint32_t PCI_CAPABILITY_LIST = 0x34;
+inline constexpr uint16_t PCI_COMMAND_MEMORY = 0x2;
+inline constexpr uint16_t PCI_COMMAND_MASTER = 0x4;
+inline constexpr uint16_t PCI_STATUS_CAP_LIST = 0x10;
+inline constexpr uint8_t PCI_CAP_ID_MSIX = 0x11;
+inline constexpr uint32_t PCI_MSIX_FLAGS = 2;
+inline constexpr uint32_t PCI_MSIX_TABLE = 4;
+inline constexpr uint16_t PCI_MSIX_FLAGS_QSIZE = 0x07FF;
+inline constexpr uint16_t PCI_MSIX_FLAGS_MASKALL = 0x4000;
+inline constexpr uint16_t PCI_MSIX_FLAGS_ENABLE = 0x8000;
+inline constexpr uint32_t PCI_MSIX_TABLE_BIR = 0x7;
+inline constexpr uint32_t PCI_MSIX_ENTRY_SIZE = 16;
+inline constexpr uint32_t PCI_MSIX_ENTRY_VECTOR_CTRL = 12;
+inline constexpr uint32_t PCI_MSIX_ENTRY_CTRL_MASKBIT = 0x1;
+
+inline uint8_t PciConfig::find_capability(uint8_t id) {
+  if (!(read16(PCI_STATUS) & PCI_STATUS_CAP_LIST)) return 0;
+  uint8_t pos = uint8_t(read(PCI_CAPABILITY_LIST, 1)) & ~3;
+  // At most 48 capabilities fit in 192 bytes: a longer chain is a loop.
+  for (int ttl = 48; pos >= 0x40 && ttl > 0; ttl--) {
+    const uint16_t header = read16(pos);
+    if ((header & 0xFF) == id) return pos;
+    pos = uint8_t(header >> 8) & ~3;
+  }
+  return 0;
+}
+
+}  // namespace hal
