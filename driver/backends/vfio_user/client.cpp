@@ -29,8 +29,9 @@ std::vector<uint8_t> bytes_of(const T& value) {
                                   " reply is malformed: " + why);
 }
 
+// Rounded up, so that a timeout never fires early.
 int ms_left(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return static_cast<int>(std::max<int64_t>(left, 0));
 }
 
