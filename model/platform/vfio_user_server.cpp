@@ -39,7 +39,7 @@ T exact_payload(const Message& message) {
   return load<T>(message.payload, 0, "request");
 }
 
-int one_bit(uint32_t bits) { return bits != 0 && (bits & (bits - 1)) == 0; }
+bool one_bit(uint32_t bits) { return bits != 0 && (bits & (bits - 1)) == 0; }
 
 }  // namespace
 
