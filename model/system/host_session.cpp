@@ -6,6 +6,7 @@
 
 #include "driver/core/cq.h"
 #include "driver/core/cq_pool.h"
+#include "driver/irdma/irdmadv.h"
 #include "model/system/scenario.h"
 #include "model/system/simulation.h"
 
@@ -19,10 +20,16 @@ void check(int ret, const std::string& what) {
   if (ret < 0) throw VerbsError(what + " failed: errno " + std::to_string(-ret), -ret);
 }
 
+uint32_t cq_num_of(const ib_cq* cq) {
+  irdma::irdmadv_cq dv;
+  irdma::irdmadv_query_cq(cq, &dv);
+  return dv.cq_num;
+}
+
 }  // namespace
 
 HostSession::HostSession(const SimConfig& cfg, const std::string& trace_path)
-    : sim_(std::make_unique<Simulation>(cfg, trace_path)) {}
+    : host_(std::make_unique<Simulation>(cfg, trace_path)) {}
 
 HostSession::~HostSession() = default;
 
@@ -41,9 +48,9 @@ ib_cq* HostSession::cq(uint32_t cq_num) {
 
 uint32_t HostSession::pool_get(unsigned nr_cqe, int comp_vector, ib_poll_context ctx) {
   ErrPtr<ib_cq> got = ErrPtr<ib_cq>::error(-EINVAL);
-  sim_->run_on_host([&] { got = ib_cq_pool_get(&sim_->driver(), nr_cqe, comp_vector, ctx); });
+  host_->run_on_host([&] { got = ib_cq_pool_get(&host_->driver(), nr_cqe, comp_vector, ctx); });
   check(got.is_err() ? got.err() : 0, "ib_cq_pool_get");
-  const uint32_t num = static_cast<irdma::irdma_cq*>(got.get())->cq_num;
+  const uint32_t num = cq_num_of(got.get());
   watch(got.get(), num, false);
   pool_gets_[num].push_back(nr_cqe);
   return num;
@@ -60,9 +67,9 @@ void HostSession::watch(ib_cq* c, uint32_t num, bool own) {
 
 uint32_t HostSession::alloc_cq(int nr_cqe, unsigned comp_vector) {
   ErrPtr<ib_cq> got = ErrPtr<ib_cq>::error(-EINVAL);
-  sim_->run_on_host([&] { got = ib_alloc_cq(&sim_->driver(), nullptr, nr_cqe, comp_vector, IB_POLL_DIRECT); });
+  host_->run_on_host([&] { got = ib_alloc_cq(&host_->driver(), nullptr, nr_cqe, comp_vector, IB_POLL_DIRECT); });
   check(got.is_err() ? got.err() : 0, "ib_alloc_cq");
-  const uint32_t num = static_cast<irdma::irdma_cq*>(got.get())->cq_num;
+  const uint32_t num = cq_num_of(got.get());
   watch(got.get(), num, true);
   return num;
 }
@@ -70,14 +77,14 @@ uint32_t HostSession::alloc_cq(int nr_cqe, unsigned comp_vector) {
 void HostSession::resize_cq(uint32_t cq_num, int nr_cqe) {
   ib_cq* c = cq(cq_num);
   int ret = 0;
-  sim_->run_on_host([&] { ret = ib_resize_cq(c, nr_cqe); });
+  host_->run_on_host([&] { ret = ib_resize_cq(c, nr_cqe); });
   check(ret, "ib_resize_cq");
 }
 
 int HostSession::req_notify_cq(uint32_t cq_num, unsigned flags) {
   ib_cq* c = cq(cq_num);
   int ret = 0;
-  sim_->run_on_host([&] { ret = ib_req_notify_cq(c, flags); });
+  host_->run_on_host([&] { ret = ib_req_notify_cq(c, flags); });
   check(ret, "ib_req_notify_cq");
   return ret;
 }
@@ -118,7 +125,7 @@ void HostSession::pool_put(uint32_t cq_num, unsigned nr_cqe) {
   }
 }
 
-void HostSession::set_pool_policy(cq_pool_policy policy) { sim_->driver().pool_policy = policy; }
+void HostSession::set_pool_policy(cq_pool_policy policy) { host_->driver().pool_policy = policy; }
 
 std::pair<uint32_t, uint32_t> HostSession::create_qp_pair(uint32_t cq_a, uint32_t cq_b,
                                                           uint32_t sq_depth, uint32_t rq_depth,
@@ -127,12 +134,12 @@ std::pair<uint32_t, uint32_t> HostSession::create_qp_pair(uint32_t cq_a, uint32_
   std::unique_ptr<BufferedQp> made[2];
   int err = 0;
   const uint32_t slot = BufferedQp::slot_bytes_for(max_msg_bytes);
-  sim_->run_on_host([&] {
+  host_->run_on_host([&] {
     for (int i = 0; i < 2 && !err; i++)
-      made[i].reset(BufferedQp::create(sim_->driver(), cqs[i], sq_depth, rq_depth, slot, err,
+      made[i].reset(BufferedQp::create(host_->driver(), cqs[i], sq_depth, rq_depth, slot, err,
                                        IB_QPT_RC, BufferedQp::Slots::capacity));
-    if (!err) err = sim_->driver().connect_qp(made[0]->qp(), made[1]->qp_num());
-    if (!err) err = sim_->driver().connect_qp(made[1]->qp(), made[0]->qp_num());
+    if (!err) err = host_->driver().connect_qp(made[0]->qp(), made[1]->qp_num());
+    if (!err) err = host_->driver().connect_qp(made[1]->qp(), made[0]->qp_num());
     if (err)
       for (auto& m : made)
         if (m) m->destroy();
@@ -175,7 +182,7 @@ std::optional<HostSession::Posted> HostSession::Queue::retire(uint64_t wr_id) {
 void HostSession::destroy_qp(uint32_t qp_num) {
   Qp& q = qp(qp_num);
   int ret = 0;
-  sim_->run_on_host([&] { ret = q.bq->destroy(); });
+  host_->run_on_host([&] { ret = q.bq->destroy(); });
   check(ret, "destroy_qp");
   qps_.erase(qp_num);
 }
@@ -192,7 +199,7 @@ uint64_t HostSession::post(Qp& q, ib_send_wr& wr, const std::string& data, uint3
   wr.sg_list = &sge;
   wr.num_sge = 1;
   int ret = 0;
-  sim_->run_on_host([&] { ret = sim_->driver().post_send(bq.qp(), &wr, nullptr); });
+  host_->run_on_host([&] { ret = host_->driver().post_send(bq.qp(), &wr, nullptr); });
   if (ret) q.sq.free.push_back(slot);
   check(ret, "post_send");
   q.requests++;
@@ -273,7 +280,9 @@ void HostSession::inject_fault(uint32_t qp_num, uint64_t nth, uint16_t flush_min
   if (nth < q.requests)
     throw VerbsError("request " + std::to_string(nth) + " of QP " + std::to_string(qp_num) + " is posted already (" +
                          std::to_string(q.requests) + " so far): a fault can name a later one", EINVAL);
-  if (!sim_->device().inject_fault(qp_num, nth, flush_minor))
+  backends::DeviceBackdoor* backdoor = host_->backdoor();
+  if (!backdoor) throw VerbsError("faults on request need a device with a backdoor, and this one has none", EOPNOTSUPP);
+  if (!backdoor->inject_fault(qp_num, nth, flush_minor))
     throw VerbsError("the device has no QP " + std::to_string(qp_num) + ", or carried out its request " +
                          std::to_string(nth) + " already", EINVAL);
 }
@@ -297,7 +306,7 @@ uint64_t HostSession::post_recv(uint32_t qp_num) {
   wr.sg_list = &sge;
   wr.num_sge = 1;
   int ret = 0;
-  sim_->run_on_host([&] { ret = sim_->driver().post_recv(q.bq->qp(), &wr, nullptr); });
+  host_->run_on_host([&] { ret = host_->driver().post_recv(q.bq->qp(), &wr, nullptr); });
   if (ret) q.rq.free.push_back(slot);
   check(ret, "post_recv");
   q.rq.posted.push_back({wr.wr_id, slot});
@@ -308,7 +317,7 @@ std::vector<PolledCompletion> HostSession::poll(uint32_t cq_num, int max_entries
   ib_cq* c = cq(cq_num);
   std::vector<ib_wc> wcs(size_t(std::max(max_entries, 0)));
   int n = 0;
-  sim_->run_on_host([&] { n = ib_poll_cq(c, int(wcs.size()), wcs.data()); });
+  host_->run_on_host([&] { n = ib_poll_cq(c, int(wcs.size()), wcs.data()); });
   check(n, "ib_poll_cq");
   std::vector<PolledCompletion> out;
   for (int i = 0; i < n; i++) {
@@ -333,30 +342,33 @@ std::vector<PolledCompletion> HostSession::poll(uint32_t cq_num, int max_entries
 }
 
 void HostSession::run_for_ns(uint64_t ns) {
-  sim_->run_on_host([&] { sim_->driver().hw().exec.delay_ns(ns); });
+  host_->run_on_host([&] { host_->driver().hw().exec.delay_ns(ns); });
 }
 
-uint64_t HostSession::now_ps() const { return sim_->now_ps(); }
+uint64_t HostSession::now_ps() const { return host_->now_ps(); }
 
 std::map<std::string, uint64_t> HostSession::counters() const {
-  const auto& dev = sim_->device();
-  const auto& cq = dev.cq_engine().counters();
-  const auto& qp = dev.qp_engine().counters();
-  return {{"cqes_written", cq.cqes_written - cq.ccq_cqes},
-          {"extended_cqes", cq.extended_cqes},
-          {"ccq_cqes", cq.ccq_cqes},
-          {"messages", qp.messages},
-          {"bytes_moved", qp.bytes_moved},
-          {"rnr_stalls", qp.rnr_stalls},
-          {"wqe_errors", qp.wqe_errors},
-          {"bad_doorbells", qp.bad_doorbells},
-          {"qps_in_error", qp.qps_in_error},
-          {"flush_cqes", qp.flush_cqes},
-          {"cqp_commands", dev.cqp_engine().counters().commands},
-          {"mmio_writes", dev.counters().mmio_writes},
-          {"mmio_reads", dev.counters().mmio_reads},
-          {"dma_errors", dev.dma_errors() + sim_->link().dma_errors()},
-          {"sim_time_ps", sim_->now_ps()}};
+  const HostCounters host = host_->host_counters();
+  // Without a backdoor, what the host saw; with one, the device's counters too.
+  std::map<std::string, uint64_t> out{{"sim_time_ps", host_->now_ps()}, {"dma_errors", host.dma_errors}};
+  backends::DeviceBackdoor* backdoor = host_->backdoor();
+  if (!backdoor) return out;
+  const backends::DeviceCounters d = backdoor->counters();
+  out.insert({{"cqes_written", d.cqes_written - d.ccq_cqes},
+              {"extended_cqes", d.extended_cqes},
+              {"ccq_cqes", d.ccq_cqes},
+              {"messages", d.messages},
+              {"bytes_moved", d.bytes_moved},
+              {"rnr_stalls", d.rnr_stalls},
+              {"wqe_errors", d.wqe_errors},
+              {"bad_doorbells", d.bad_sq_doorbells},
+              {"qps_in_error", d.qps_in_error},
+              {"flush_cqes", d.flush_cqes},
+              {"cqp_commands", d.cqp_commands},
+              {"mmio_writes", d.mmio_writes},
+              {"mmio_reads", d.mmio_reads}});
+  out["dma_errors"] += d.dma_errors;
+  return out;
 }
 
 void HostSession::shutdown() {
@@ -370,16 +382,16 @@ void HostSession::shutdown() {
       failed = what;
     }
   };
-  sim_->run_on_host([&] {
+  host_->run_on_host([&] {
     for (auto& [num, q] : qps_) note(q.bq->destroy(), "destroying QP " + std::to_string(num));
     for (auto& [num, c] : cqs_)
       note(cq_events_[num].own ? ib_free_cq(c) : ib_cq_pool_put(c, c->cqe_used),
            "returning CQ " + std::to_string(num));
-    note(sim_->driver().remove() ? -EBUSY : 0, "freeing the CQ pool");
+    note(host_->driver().remove() ? -EBUSY : 0, "freeing the CQ pool");
   });
   qps_.clear();
   cqs_.clear();
-  sim_->close_trace();
+  host_->close_trace();
   down_ = true;
   check(first_error, failed);
 }

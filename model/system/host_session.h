@@ -13,11 +13,11 @@
 
 #include "driver/core/ib_verbs.h"
 #include "model/system/buffered_qp.h"
+#include "model/system/host.h"
 #include "model/system/sim_config.h"
 
 namespace irdma_sim::system {
 
-class Simulation;
 
 // Raised for driver and pool errors, with Linux's errno.
 class VerbsError : public std::runtime_error {
@@ -121,7 +121,7 @@ class HostSession {
   BufferedQp& window_owner(uint32_t qp_num, uint32_t window_slot, uint64_t length);
   ibcore::ib_cq* cq(uint32_t cq_num);
 
-  std::unique_ptr<Simulation> sim_;
+  std::unique_ptr<Host> host_;
   std::map<uint32_t, ibcore::ib_cq*> cqs_;
   struct CqEvents {
     uint64_t completion = 0, error = 0;

@@ -98,6 +98,7 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
   device_->dma.bind(link_->dev_dma);
   link_->host_mem.bind(memory_->socket);
   link_->on_msi = [this](uint32_t data, sc_core::sc_time at) { irq_->deliver(data, at); };
+  backdoor_ = std::make_unique<SimBackdoor>(*device_);
 
   hal_ = std::make_unique<hal::Platform>(hal::Platform{*pci_config_, *bar0_, *dma_, *irq_, *exec_});
   irdma::irdma_params params;
@@ -115,6 +116,16 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
 Simulation::~Simulation() = default;
 
 uint64_t Simulation::now_ps() const { return sc_core::sc_time_stamp().value(); }
+
+HostCounters Simulation::host_counters() const {
+  HostCounters c;
+  c.dma_errors = memory_->access_errors();
+  c.mmio_errors = link_->mmio_errors();
+  c.dma_bytes_mapped = memory_->mapped_bytes();
+  c.msix_delivered = irq_->delivered();
+  c.spurious_interrupts = irq_->spurious();
+  return c;
+}
 
 void Simulation::run_on_host(const std::function<void()>& job) {
   job_->job = job;

@@ -16,26 +16,30 @@
 #include "model/platform/sim_exec.h"
 #include "model/platform/sim_interrupts.h"
 #include "model/platform/sim_mmio.h"
+#include "model/system/host.h"
+#include "model/system/sim_backdoor.h"
 #include "model/system/sim_config.h"
 #include "model/trace/trace_log.h"
 
 namespace irdma_sim::system {
 
-class Simulation {
+class Simulation final : public Host {
  public:
   // `trace_path` empty: no transaction log. Throws std::logic_error if a simulation was
   // already elaborated in this process, ScenarioError if the host's memory cannot hold
   // what the driver needs to probe.
   explicit Simulation(const SimConfig& cfg, const std::string& trace_path = "");
-  ~Simulation();
+  ~Simulation() override;
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;
 
   // Runs `job` on host CPU 0 and simulates until it returns; rethrows what it throws.
   // Throws std::runtime_error if the simulation runs dry while the job still waits.
-  void run_on_host(const std::function<void()>& job);
+  void run_on_host(const std::function<void()>& job) override;
 
-  irdma::irdma_device& driver() { return *driver_; }
+  irdma::irdma_device& driver() override { return *driver_; }
+  backends::DeviceBackdoor* backdoor() override { return backdoor_.get(); }
+  HostCounters host_counters() const override;
   const device::IrdmaDevice& device() const { return *device_; }
   device::IrdmaDevice& device() { return *device_; }
   platform::HostMemory& memory() { return *memory_; }
@@ -43,10 +47,9 @@ class Simulation {
   const platform::PcieLink& link() const { return *link_; }
   const platform::SimExec& exec() const { return *exec_; }
   const SimConfig& config() const { return cfg_; }
-  trace::TraceLog& trace() { return trace_; }
-  uint64_t now_ps() const;
-  // Writes out the rest of the transaction log.
-  void close_trace() { trace_.close(); }
+  trace::TraceLog* trace() override { return &trace_; }
+  uint64_t now_ps() const override;
+  void close_trace() override { trace_.close(); }
 
  private:
   void host_thread();
@@ -64,6 +67,7 @@ class Simulation {
   std::unique_ptr<platform::SimInterrupts> irq_;
   std::unique_ptr<hal::Platform> hal_;
   std::unique_ptr<irdma::irdma_device> driver_;
+  std::unique_ptr<SimBackdoor> backdoor_;
   struct HostJob;
   std::unique_ptr<HostJob> job_;
 };

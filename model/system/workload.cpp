@@ -9,7 +9,8 @@
 #include "driver/core/cq.h"
 #include "driver/core/cq_pool.h"
 #include "model/system/buffered_qp.h"
-#include "model/system/simulation.h"
+#include "driver/irdma/irdmadv.h"
+#include "model/system/host.h"
 
 namespace irdma_sim::system {
 
@@ -134,8 +135,8 @@ struct Workload::Qp {
   uint32_t rkey = 0;
 };
 
-Workload::Workload(Simulation& sim, const Scenario& sc, Scoreboard& sb, CompletionLog& log)
-    : sim_(sim), dev_(sim.driver()), sc_(sc), sb_(sb), log_(log) {}
+Workload::Workload(Host& host, const Scenario& sc, Scoreboard& sb, CompletionLog& log)
+    : host_(host), dev_(host.driver()), sc_(sc), sb_(sb), log_(log) {}
 
 Workload::~Workload() = default;
 
@@ -187,7 +188,7 @@ bool Workload::setup() {
       auto cq = q->own_cq ? ib_alloc_cq(&dev_, nullptr, int(q->nr_cqe), unsigned(std::max(pair.cq_vector, 0)), ctx)
                           : ib_cq_pool_get(&dev_, q->nr_cqe, pair.cq_vector, ctx);
       if (cq.is_err()) {
-        if (out_of(cq.err(), "config.device.max_cq", sim_.config().device.max_cq,
+        if (out_of(cq.err(), "config.device.max_cq", sc_.config.device.max_cq,
                    pair.name + ": allocating its CQs"))
           return false;
         sb_.record("setup", false,
@@ -195,7 +196,7 @@ bool Workload::setup() {
                        (pair.cq_entries ? "cq_entries" : "sq_depth + rq_depth") + ") on vector " +
                        std::to_string(pair.cq_vector) + " failed, errno " + std::to_string(-cq.err()) +
                        "; the device caps CQs at config.device.max_cqe = " +
-                       std::to_string(sim_.config().device.max_cqe));
+                       std::to_string(sc_.config.device.max_cqe));
         return false;
       }
       q->cq = cq.get();
@@ -211,7 +212,7 @@ bool Workload::setup() {
       q->recv_ctx.resize(pair.rq_depth);
       qps_.push_back(std::move(q));
       if (err) {
-        if (!out_of(err, "config.device.max_qp", sim_.config().device.max_qp, pair.name + ": creating its QPs"))
+        if (!out_of(err, "config.device.max_qp", sc_.config.device.max_qp, pair.name + ": creating its QPs"))
           sb_.record("setup", false, pair.name + ": creating a QP failed, errno " + std::to_string(-err));
         return false;
       }
@@ -257,7 +258,7 @@ bool Workload::out_of(int err, const char* key, uint64_t limit, const std::strin
     limit_error_ = std::string(key) + " = " + std::to_string(limit) + " is used up: " + what +
                    " failed with ENOSPC (every id the device has is taken)";
   } else if (err == -ENOMEM) {
-    limit_error_ = "config.host.memory_mb = " + std::to_string(sim_.config().host.memory_mb) +
+    limit_error_ = "config.host.memory_mb = " + std::to_string(sc_.config.host.memory_mb) +
                    " is used up: " + what + " failed with ENOMEM (the driver's rings and the workload's buffers need more)";
   } else {
     return false;
@@ -288,7 +289,7 @@ void Workload::inject_faults() {
                           " requests: nothing was injected");
       continue;
     }
-    sim_.device().inject_fault(q.bq->qp_num(), request, f.flush_code);
+    host_.backdoor()->inject_fault(q.bq->qp_num(), request, f.flush_code);
     sb_.expect_fault(q.index, request, f.flush_code);
     sb_.expect_peer_fault(q.peer->index);
   }
@@ -309,7 +310,7 @@ bool Workload::make_keys(Qp& q) {
     if (mw.is_err()) err = mw.err();
     else q.mw = mw.get();
   }
-  if (err < 0 && !out_of(err, "config.device.max_stags", sim_.config().device.max_stags, "allocating memory keys"))
+  if (err < 0 && !out_of(err, "config.device.max_stags", sc_.config.device.max_stags, "allocating memory keys"))
     sb_.record("setup", false, "allocating memory keys failed, errno " + std::to_string(-err));
   return err >= 0;
 }
@@ -347,7 +348,7 @@ void Workload::describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ib_send_w
   done = {wr_id, bq.qp(), bq.qp_num(), IB_WC_SEND, len};
   msg = {0, peer.qp(), peer.qp_num(), IB_WC_RECV, len};
   if (q.ud) {
-    const device::DeviceConfig& d = sim_.config().device;
+    const device::DeviceConfig& d = sc_.config.device;
     wr.remote_qpn = peer.qp_num();
     wr.remote_qkey = q.peer->qkey;
     msg.qp_num = bq.qp_num();  // a UD receive names its source QP
@@ -593,7 +594,7 @@ void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
     delivered_on_[cq_num] = true;
     counters_.cqs_with_completions++;
   }
-  log_.write(sim_.now_ps(), cq_num, ctx.wr_id, wc.qp ? wc.qp->qp_num : 0, wc);
+  log_.write(host_.now_ps(), cq_num, ctx.wr_id, wc.qp ? wc.qp->qp_num : 0, wc);
 }
 
 void Workload::on_send_done(ib_cq* cq, ib_wc* wc) {
@@ -755,7 +756,7 @@ void Workload::report_progress() {
   if (now - last_progress_ < std::chrono::milliseconds(500)) return;
   last_progress_ = now;
   RunProgress p;
-  p.sim_time_ps = sim_.now_ps();
+  p.sim_time_ps = host_.now_ps();
   p.completions = counters_.completions;
   for (const auto& q : qps_) {
     p.sends_posted += q->sends_posted;
@@ -773,7 +774,7 @@ void Workload::traffic() {
   while (!finished()) {
     if (control_.stop && control_.stop()) {
       interrupted_ = true;
-      interrupted_at_ps_ = sim_.now_ps();
+      interrupted_at_ps_ = host_.now_ps();
       stop_traffic();
       return;
     }
@@ -840,8 +841,10 @@ void Workload::teardown() {
              left ? std::to_string(left) + " completion(s) were still in the rings" : "all rings drained");
   uint64_t& corrupt = counters_.corrupt_cqes;
   for (ib_cq* cq : cqs_) {
-    corrupt += static_cast<irdma::irdma_cq*>(cq)->sc_cq.corrupt_cqes;
-    counters_.retired_ring_completions += static_cast<irdma::irdma_cq*>(cq)->retired_polled;
+    irdma::irdmadv_cq stats;
+    irdma::irdmadv_query_cq(cq, &stats);
+    corrupt += stats.corrupt_cqes;
+    counters_.retired_ring_completions += stats.retired_polled;
   }
   sb_.record("no_corrupt_cqes", corrupt == 0,
              std::to_string(corrupt) + " CQE(s) named an unknown QP or WQE index");

@@ -21,7 +21,7 @@
 
 namespace irdma_sim::system {
 
-class Simulation;
+class Host;
 
 struct InjectedFault {
   uint32_t qp_num;
@@ -51,7 +51,7 @@ struct WorkloadCounters {
 
 class Workload {
  public:
-  Workload(Simulation& sim, const Scenario& sc, Scoreboard& sb, CompletionLog& log);
+  Workload(Host& host, const Scenario& sc, Scoreboard& sb, CompletionLog& log);
   ~Workload();
 
   // What runs the workload from outside the simulation: `stop` is asked between steps and,
@@ -115,7 +115,7 @@ class Workload {
   bool moved_right(const Qp& q, const WrCtx& ctx) const;
   bool finished() const;
 
-  Simulation& sim_;
+  Host& host_;
   irdma::irdma_device& dev_;
   const Scenario& sc_;
   Scoreboard& sb_;

@@ -1,0 +1,59 @@
+// What a test harness asks of a device beyond what silicon offers: the device's own
+// counters, faults on request, interrupts on demand. The in-process simulation offers it, a
+// served model may, real silicon does not. Neither the driver nor the device model sees it.
+#pragma once
+
+#include <cstdint>
+
+namespace backends {
+
+struct DeviceCounters {
+  // CQ engine
+  uint64_t cqes_written = 0;     // the CCQ's included
+  uint64_t ccq_cqes = 0;
+  uint64_t extended_cqes = 0;
+  uint64_t cqes_overflowed = 0;  // completions not written: their CQ was full or in error
+  uint64_t cq_overflows = 0;     // CQs that overflowed
+  uint64_t arms_taken = 0;
+  uint64_t stale_arms = 0;
+  // CEQ and AEQ engines
+  uint64_t ceqes = 0;
+  uint64_t cqacks = 0;
+  uint64_t ceqes_dropped = 0;
+  uint64_t aeqes = 0;
+  // QP engine
+  uint64_t wqes_executed = 0;
+  uint64_t messages = 0;
+  uint64_t bytes_moved = 0;
+  uint64_t rnr_stalls = 0;
+  uint64_t ud_dropped = 0;
+  uint64_t qps_in_error = 0;
+  uint64_t flush_cqes = 0;
+  uint64_t wqe_errors = 0;
+  uint64_t bad_sq_doorbells = 0;  // for QPs that do not exist
+  // Control QP
+  uint64_t cqp_commands = 0;
+  uint64_t cqp_errors = 0;
+  // Registers, interrupts, DMA
+  uint64_t mmio_writes = 0;
+  uint64_t mmio_reads = 0;
+  uint64_t bad_mmio = 0;
+  uint64_t cq_arm_doorbells = 0;
+  uint64_t interrupts_raised = 0;
+  uint64_t interrupts_moderated = 0;
+  uint64_t events_while_masked = 0;
+  uint64_t dma_errors = 0;  // DMA the device could not do (refused, or bus mastering off)
+};
+
+class DeviceBackdoor {
+ public:
+  virtual ~DeviceBackdoor() = default;
+  virtual DeviceCounters counters() = 0;
+  // Fails request `nth_request` (0-based; NOPs not counted) of QP `qp` with spec G.5's flush
+  // code `flush_minor`. False when the device has no such QP or carried the request out.
+  virtual bool inject_fault(uint32_t qp, uint64_t nth_request, uint16_t flush_minor) = 0;
+  // Sends MSI-X `vector` now, as its table entry says: a masked entry counts, sends nothing.
+  virtual void force_msix(unsigned vector) = 0;
+};
+
+}  // namespace backends

@@ -1,0 +1,19 @@
+#include "driver/irdma/irdmadv.h"
+
+#include <cerrno>
+
+#include "driver/irdma/irdma_device.h"
+
+namespace irdma {
+
+int irdmadv_query_cq(const ibcore::ib_cq* ibcq, irdmadv_cq* out) {
+  const auto* cq = ibcq ? dynamic_cast<const irdma_cq*>(ibcq) : nullptr;
+  if (!cq || !out) return -EINVAL;
+  out->cq_num = cq->cq_num;
+  out->corrupt_cqes = cq->sc_cq.corrupt_cqes;
+  out->resizes = cq->resizes;
+  out->retired_polled = cq->retired_polled;
+  return 0;
+}
+
+}  // namespace irdma

@@ -1,0 +1,44 @@
+// What a scenario runs on: a machine with the driver probed on it. The in-process
+// simulation is one; the model served over vfio-user is another. The workload and the
+// Session see the device only through the driver's verbs, the HAL and the backdoor.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "driver/backends/device_backdoor.h"
+#include "driver/irdma/irdma_device.h"
+
+namespace irdma_sim::trace {
+class TraceLog;
+}
+
+namespace irdma_sim::system {
+
+// The host side's own view of the device.
+struct HostCounters {
+  uint64_t dma_errors = 0;        // device DMA the host refused (memory not mapped)
+  uint64_t mmio_errors = 0;       // CPU accesses the device refused
+  uint64_t dma_bytes_mapped = 0;  // DMA memory handed out and not freed
+  uint64_t msix_delivered = 0;
+  uint64_t spurious_interrupts = 0;  // MSI-X for a vector with no handler
+};
+
+class Host {
+ public:
+  virtual ~Host() = default;
+  virtual irdma::irdma_device& driver() = 0;
+  // Runs `job` as the host's work and returns once it has; rethrows what it throws.
+  virtual void run_on_host(const std::function<void()>& job) = 0;
+  // The host's clock: simulated time, or wall time since start.
+  virtual uint64_t now_ps() const = 0;
+  // Null when the device offers no backdoor (silicon).
+  virtual backends::DeviceBackdoor* backdoor() = 0;
+  virtual HostCounters host_counters() const = 0;
+  // The transaction log, null when this host keeps none.
+  virtual trace::TraceLog* trace() { return nullptr; }
+  // Writes out the rest of the transaction log, if any.
+  virtual void close_trace() {}
+};
+
+}  // namespace irdma_sim::system

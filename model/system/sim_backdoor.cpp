@@ -1,0 +1,46 @@
+#include "model/system/sim_backdoor.h"
+
+namespace irdma_sim::system {
+
+backends::DeviceCounters SimBackdoor::counters() {
+  const auto& cq = dev_.cq_engine().counters();
+  const auto& ceq = dev_.ceq_engine().counters();
+  const auto& qp = dev_.qp_engine().counters();
+  const auto& cqp = dev_.cqp_engine().counters();
+  const auto& vec = dev_.vectors().counters();
+  const auto& d = dev_.counters();
+  backends::DeviceCounters c;
+  c.cqes_written = cq.cqes_written;
+  c.ccq_cqes = cq.ccq_cqes;
+  c.extended_cqes = cq.extended_cqes;
+  c.cqes_overflowed = cq.cqes_overflowed;
+  c.cq_overflows = cq.overflows;
+  c.arms_taken = cq.arms;
+  c.stale_arms = cq.stale_arms;
+  c.ceqes = ceq.ceqes;
+  c.cqacks = ceq.cqacks;
+  c.ceqes_dropped = ceq.ceqes_dropped;
+  c.aeqes = dev_.aeq_engine().counters().aeqes;
+  c.wqes_executed = qp.wqes_executed;
+  c.messages = qp.messages;
+  c.bytes_moved = qp.bytes_moved;
+  c.rnr_stalls = qp.rnr_stalls;
+  c.ud_dropped = qp.ud_dropped;
+  c.qps_in_error = qp.qps_in_error;
+  c.flush_cqes = qp.flush_cqes;
+  c.wqe_errors = qp.wqe_errors;
+  c.bad_sq_doorbells = qp.bad_doorbells;
+  c.cqp_commands = cqp.commands;
+  c.cqp_errors = cqp.errors;
+  c.mmio_writes = d.mmio_writes;
+  c.mmio_reads = d.mmio_reads;
+  c.bad_mmio = d.bad_mmio;
+  c.cq_arm_doorbells = d.cq_arms;
+  c.interrupts_raised = vec.interrupts;
+  c.interrupts_moderated = vec.moderated;
+  c.events_while_masked = vec.events_while_masked;
+  c.dma_errors = dev_.dma_errors();
+  return c;
+}
+
+}  // namespace irdma_sim::system
