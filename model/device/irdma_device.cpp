@@ -227,12 +227,14 @@ void IrdmaDevice::send_due_msix() {
 
 void IrdmaDevice::raise_msix(unsigned vector, bool from_engine) {
   if (vector >= msix_.size() || !config_.msix_enabled() || config_.msix_function_masked() ||
-      (msix_[vector].ctrl & 1) || msix_[vector].addr == 0) {
+      (!msix_out && ((msix_[vector].ctrl & 1) || msix_[vector].addr == 0))) {
     counters_.msix_masked++;
     return;
   }
   counters_.msix_sent++;
-  if (from_engine)
+  if (msix_out)
+    msix_out(vector);
+  else if (from_engine)
     dma_port_.write(msix_[vector].addr, &msix_[vector].data, 4);
   else
     dma_port_.write_now(msix_[vector].addr, &msix_[vector].data, 4);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <deque>
+#include <functional>
 #include <queue>
 #include <set>
 #include <utility>
@@ -59,6 +60,11 @@ class IrdmaDevice : public sc_core::sc_module {
 
   IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg, sc_core::sc_time quantum,
               trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter);
+
+  // The MSI-X output. Unset, a vector leaves as its table entry's memory write through the
+  // DMA socket (a host that programs the table, as a PCI core does); set, it leaves as the
+  // vector itself (a host that delivers interrupts by vector, as a vfio-user server does).
+  std::function<void(unsigned vector)> msix_out;
 
   // Sends MSI-X `vector` now, as its table entry says; a masked or unprogrammed vector is
   // counted and not sent.

@@ -4,7 +4,7 @@
 
 namespace irdma_sim::platform {
 
-SimMmio::SimMmio(sc_core::sc_module_name name) : sc_module(name), socket("socket") {}
+SimMmio::SimMmio(sc_core::sc_module_name name, bool stalls) : sc_module(name), socket("socket"), stalls_(stalls) {}
 
 bool SimMmio::access(tlm::tlm_command cmd, unsigned region, uint64_t offset, void* data, unsigned len) {
   trans_.set_command(cmd);
@@ -20,7 +20,7 @@ bool SimMmio::access(tlm::tlm_command cmd, unsigned region, uint64_t offset, voi
   if (!ok) errors_++;
   // A read stalls the CPU for its round trip, and so does a configuration write (the link
   // returns its completion time); a posted write retires at once.
-  if (cmd == tlm::TLM_READ_COMMAND || region == device::kConfigRegion) sc_core::wait(delay);
+  if (stalls_ && (cmd == tlm::TLM_READ_COMMAND || region == device::kConfigRegion)) sc_core::wait(delay);
   return ok;
 }
 

@@ -20,13 +20,16 @@ class SimMmio final : public sc_core::sc_module {
  public:
   tlm_utils::simple_initiator_socket<SimMmio> socket;
 
-  explicit SimMmio(sc_core::sc_module_name name);
+  // `stalls`: the CPU making the accesses is simulated and waits out their round trips;
+  // false for a host whose CPUs run in real time elsewhere (a served device's client).
+  explicit SimMmio(sc_core::sc_module_name name, bool stalls = true);
 
   // One access; false when the device refused it.
   bool access(tlm::tlm_command cmd, unsigned region, uint64_t offset, void* data, unsigned len);
   uint64_t errors() const { return errors_; }
 
  private:
+  bool stalls_;
   tlm::tlm_generic_payload trans_;
   uint64_t errors_ = 0;
 };

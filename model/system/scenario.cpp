@@ -222,6 +222,14 @@ SimConfig parse_config(const std::string& yaml_text, const std::string& origin) 
   return cfg;
 }
 
+SimConfig load_config_file(const std::string& path) {
+  const YAML::Node doc = load_yaml_file(path);
+  SimConfig cfg;
+  const bool scenario = doc.IsMap() && doc["config"];
+  read_config(YamlMap(scenario ? doc["config"] : doc, path, scenario ? "config" : ""), cfg);
+  return cfg;
+}
+
 Scenario load_scenario(const std::string& path) {
   Scenario sc;
   sc.file = path;

@@ -87,5 +87,7 @@ extern const std::vector<std::string> kFlushCodeNames;
 Scenario load_scenario(const std::string& path);
 // A `config:` section given as YAML text; `origin` names it in errors.
 SimConfig parse_config(const std::string& yaml_text, const std::string& origin);
+// The configuration in a file: a scenario's `config:` section, or a file that is one.
+SimConfig load_config_file(const std::string& path);
 
 }  // namespace irdma_sim::system

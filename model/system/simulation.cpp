@@ -1,17 +1,13 @@
 #include "model/system/simulation.h"
 
 #include <cerrno>
-#include <cstdlib>
 #include <exception>
 #include <stdexcept>
 
-#include "model/device/cqe_format.h"
 #include "model/device/regs.h"
 #include "model/sc_compat.h"
+#include "model/system/elaboration.h"
 #include "model/system/yaml_reader.h"
-#ifdef IRDMA_SIM_HAVE_RTL
-#include "rtl_bridge/rtl_cqe_formatter.h"
-#endif
 
 namespace irdma_sim::system {
 
@@ -47,31 +43,10 @@ struct Simulation::HostJob : sc_core::sc_module {
   }
 };
 
-namespace {
-
-bool g_elaborated = false;
-
-std::unique_ptr<device::CqeFormatter> make_formatter(const device::DeviceConfig& d) {
-  if (d.formatter == device::FormatterKind::tlm) return std::make_unique<device::TlmCqeFormatter>();
-#ifdef IRDMA_SIM_HAVE_RTL
-  auto rtl = std::make_unique<rtl::RtlCqeFormatter>();
-  if (!d.rtl_vcd.empty()) rtl->enable_vcd(d.rtl_vcd, uint64_t(1e6 / d.clock_mhz + 0.5));
-  return rtl;
-#else
-  throw std::invalid_argument("device.formatter: rtl needs a build with IRDMA_SIM_RTL=ON");
-#endif
-}
-
-}  // namespace
 
 Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
     : cfg_(cfg) {
-  if (g_elaborated)
-    throw std::logic_error("a Simulation was already built in this process (SystemC elaborates once)");
-  g_elaborated = true;
-  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
-  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
-                                          sc_core::SC_DO_NOTHING);
+  begin_elaboration("Simulation");
   if (!trace_path.empty()) trace_.open(trace_path, [] { return sc_core::sc_time_stamp().value(); });
 
   const bool approximate = cfg.sync == SyncMode::approximate;

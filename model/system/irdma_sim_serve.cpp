@@ -1,0 +1,64 @@
+// irdma-sim-serve --socket PATH [--config FILE] [--trace FILE] [--once]
+// Serves the device model as a PCIe function over vfio-user at PATH until SIGINT or
+// SIGTERM (or, with --once, until its first client leaves). FILE is a scenario, whose
+// config: section describes the device, or such a section alone. Exit status: 0 done,
+// 2 bad usage or a malformed configuration, 3 the server failed.
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include <systemc>
+
+#include "model/system/scenario.h"
+#include "model/system/served_device.h"
+#include "model/system/yaml_reader.h"
+
+namespace {
+
+constexpr const char* kUsage = "usage: irdma-sim-serve --socket PATH [--config FILE] [--trace FILE] [--once] [--version]";
+
+int usage_error(const std::string& what) {
+  std::cerr << "irdma-sim-serve: " << what << "\n" << kUsage << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+  return sc_core::sc_elab_and_sim(argc, argv);
+}
+
+int sc_main(int argc, char** argv) {
+  std::string socket, config;
+  irdma_sim::system::ServeOptions options;
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--version") {
+      std::cout << "irdma-sim-serve " IRDMA_SIM_VERSION "\n";
+      return 0;
+    } else if (a == "--socket" || a == "--config" || a == "--trace") {
+      if (!has_value) return usage_error(a + " needs a path");
+      (a == "--socket" ? socket : a == "--config" ? config : options.trace_path) = argv[++i];
+    } else if (a == "--once") {
+      options.serve_next_client = false;
+    } else {
+      return usage_error("unexpected argument '" + a + "'");
+    }
+  }
+  if (socket.empty()) return usage_error("no socket given (--socket PATH)");
+  try {
+    const irdma_sim::system::SimConfig cfg =
+        config.empty() ? irdma_sim::system::SimConfig{} : irdma_sim::system::load_config_file(config);
+    std::cerr << "irdma-sim-serve: serving at " << socket << "\n";
+    irdma_sim::system::serve_device(cfg, socket, options);
+    return 0;
+  } catch (const irdma_sim::system::ScenarioError& e) {
+    std::cerr << "irdma-sim-serve: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "irdma-sim-serve: " << e.what() << "\n";
+    return 3;
+  }
+}

@@ -1,0 +1,163 @@
+#include "model/system/served_device.h"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+
+#include "driver/backends/backdoor_region.h"
+#include "model/device/pci_config.h"
+#include "model/device/regs.h"
+#include "model/system/elaboration.h"
+
+namespace irdma_sim::system {
+
+namespace {
+
+namespace vfio = pcie::vfio;
+constexpr uint32_t kReadWrite = vfio::kRegionFlagRead | vfio::kRegionFlagWrite;
+// How long the server waits for a message when the model has nothing to do: it also bounds
+// how late stop() is seen.
+constexpr int kIdleWaitMs = 20;
+
+}  // namespace
+
+ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path, const ServeOptions& options)
+    : cfg_(cfg) {
+  begin_elaboration("ServedDevice");
+  platform::VfioUserServerOptions server_options;
+  server_options.serve_next_client = options.serve_next_client;
+  server_ = std::make_unique<platform::VfioUserServer>(*this, socket_path, server_options);
+  if (!options.trace_path.empty())
+    trace_.open(options.trace_path, [] { return sc_core::sc_time_stamp().value(); });
+
+  const bool approximate = cfg.sync == SyncMode::approximate;
+  const sc_core::sc_time quantum =
+      approximate ? sc_core::SC_ZERO_TIME : sc_core::sc_time(cfg.quantum_ns, sc_core::SC_NS);
+  memory_ = std::make_unique<platform::RemoteMemory>("client_memory", *server_);
+  // The client's memory is real memory: a write lands when issued.
+  link_ = std::make_unique<platform::PcieLink>("pcie_link", cfg.link, false, trace_);
+  device_ = std::make_unique<device::IrdmaDevice>("irdma", cfg.device, quantum, trace_, make_formatter(cfg.device));
+  port_ = std::make_unique<platform::SimMmio>("client_mmio", false);
+  port_->socket.bind(link_->host_mmio);
+  link_->dev_bar.bind(device_->pci);
+  device_->dma.bind(link_->dev_dma);
+  link_->host_mem.bind(memory_->socket);
+  device_->msix_out = [this](unsigned vector) {
+    if (!server_->trigger_irq(vfio::kMsixIrqIndex, vector)) undelivered_msix_++;
+  };
+  backdoor_ = std::make_unique<SimBackdoor>(*device_);
+}
+
+ServedDevice::~ServedDevice() { trace_.close(); }
+
+void ServedDevice::stop() {
+  stop_ = true;
+  server_->stop();
+}
+
+// Messages are served between slices of simulated time that keep the model level with the
+// wall clock; with nothing pending in the model the server sleeps until a message comes.
+void ServedDevice::run() {
+  const auto start = std::chrono::steady_clock::now();
+  const uint64_t sim_start_ps = sc_core::sc_time_stamp().value();
+  while (!stop_) {
+    if (!server_->serve_one_message(sc_core::sc_pending_activity() ? 0 : kIdleWaitMs)) break;
+    const uint64_t wall_ps = uint64_t(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count()) * 1000;
+    const uint64_t now_ps = sc_core::sc_time_stamp().value();
+    if (sim_start_ps + wall_ps > now_ps) sc_core::sc_start(sc_core::sc_time::from_value(sim_start_ps + wall_ps - now_ps));
+    trace_.flush();
+  }
+}
+
+uint32_t ServedDevice::config_space_size() const { return device::PciConfigSpace::kSize; }
+
+std::vector<platform::VfioUserRegion> ServedDevice::regions() const {
+  std::vector<platform::VfioUserRegion> r(3);
+  r[0].index = 0;
+  r[0].size = device::regs::BAR0_SIZE;
+  r[1].index = device::regs::MSIX_BAR;
+  r[1].size = device::regs::BAR3_SIZE;
+  r[2].index = backends::kBackdoorRegionIndex;
+  r[2].size = backends::kBackdoorRegionSize;
+  for (auto& region : r) region.flags = kReadWrite;
+  return r;
+}
+
+uint32_t ServedDevice::irq_count(uint32_t irq_index) const {
+  return irq_index == vfio::kMsixIrqIndex ? cfg_.device.msix_vectors() : 0;
+}
+
+int ServedDevice::access(tlm::tlm_command cmd, uint32_t region, uint64_t offset, void* data, size_t size) {
+  if (size > 8) return EINVAL;
+  return port_->access(cmd, region, offset, data, unsigned(size)) ? 0 : EINVAL;
+}
+
+int ServedDevice::config_read(uint64_t offset, void* data, size_t size) {
+  return access(tlm::TLM_READ_COMMAND, device::kConfigRegion, offset, data, size);
+}
+
+int ServedDevice::config_write(uint64_t offset, const void* data, size_t size) {
+  return access(tlm::TLM_WRITE_COMMAND, device::kConfigRegion, offset, const_cast<void*>(data), size);
+}
+
+int ServedDevice::region_read(uint32_t index, uint64_t offset, void* data, size_t size) {
+  if (index == backends::kBackdoorRegionIndex) return backdoor_read(offset, data, size);
+  return access(tlm::TLM_READ_COMMAND, index, offset, data, size);
+}
+
+int ServedDevice::region_write(uint32_t index, uint64_t offset, const void* data, size_t size) {
+  if (index == backends::kBackdoorRegionIndex) return backdoor_write(offset, data, size);
+  return access(tlm::TLM_WRITE_COMMAND, index, offset, const_cast<void*>(data), size);
+}
+
+int ServedDevice::backdoor_read(uint64_t offset, void* data, size_t size) {
+  const backends::DeviceCounters counters = backdoor_->counters();
+  if (offset < backends::kBackdoorCounters || offset + size > sizeof counters) return EINVAL;
+  std::memcpy(data, reinterpret_cast<const uint8_t*>(&counters) + offset, size);
+  return 0;
+}
+
+int ServedDevice::backdoor_write(uint64_t offset, const void* data, size_t size) {
+  if (offset == backends::kBackdoorFault && size == sizeof(backends::BackdoorFault)) {
+    backends::BackdoorFault f;
+    std::memcpy(&f, data, sizeof f);
+    return backdoor_->inject_fault(f.qp, f.nth_request, f.flush_minor) ? 0 : EINVAL;
+  }
+  if (offset == backends::kBackdoorForceMsix && size == sizeof(uint32_t)) {
+    uint32_t vector;
+    std::memcpy(&vector, data, sizeof vector);
+    backdoor_->force_msix(vector);
+    return 0;
+  }
+  return EINVAL;
+}
+
+namespace {
+
+ServedDevice* g_served = nullptr;
+
+}  // namespace
+
+int serve_device(const SimConfig& config, const std::string& socket_path, const ServeOptions& options) {
+  ServedDevice served(config, socket_path, options);
+  static volatile std::sig_atomic_t caught = 0;
+  caught = 0;
+  g_served = &served;
+  struct sigaction sa {}, old_int {}, old_term {};
+  sa.sa_handler = [](int sig) {
+    caught = sig;
+    if (g_served) g_served->stop();
+  };
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  served.run();
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  g_served = nullptr;
+  return caught;
+}
+
+}  // namespace irdma_sim::system

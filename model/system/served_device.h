@@ -1,0 +1,80 @@
+// The device model served as a PCIe function over vfio-user, in a process of its own: the
+// SystemC device behind a PCIe link whose host side is the client's memory; its regions
+// (BAR0 registers and doorbells, BAR3 the MSI-X table, the configuration space, and the
+// backdoor region) answered from the socket; its MSI-X vectors delivered to the client's
+// eventfds. The model runs free against the wall clock: simulated time follows real time,
+// and the device's work runs as soon as its simulated time has come.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "model/device/irdma_device.h"
+#include "model/platform/pcie_link.h"
+#include "model/platform/remote_memory.h"
+#include "model/platform/sim_mmio.h"
+#include "model/platform/vfio_user_endpoint.h"
+#include "model/platform/vfio_user_server.h"
+#include "model/system/sim_backdoor.h"
+#include "model/system/sim_config.h"
+#include "model/trace/trace_log.h"
+
+namespace irdma_sim::system {
+
+struct ServeOptions {
+  std::string trace_path;          // the device's transaction log ("": none)
+  bool serve_next_client = true;   // false: done when the first client leaves
+};
+
+class ServedDevice final : public platform::VfioUserEndpoint {
+ public:
+  // Elaborates the model (SystemC allows it once per process) and listens at
+  // `socket_path`. Throws pcie::PciTransportError when the socket cannot be had.
+  ServedDevice(const SimConfig& cfg, const std::string& socket_path, const ServeOptions& options = {});
+  ~ServedDevice() override;
+  ServedDevice(const ServedDevice&) = delete;
+  ServedDevice& operator=(const ServedDevice&) = delete;
+
+  // Serves until stop() or, without serve_next_client, until the client leaves.
+  void run();
+  // From any thread or a signal handler.
+  void stop();
+
+  uint64_t undelivered_msix() const { return undelivered_msix_; }
+  const std::string& socket_path() const { return server_->socket_path(); }
+
+  // platform::VfioUserEndpoint
+  uint32_t config_space_size() const override;
+  std::vector<platform::VfioUserRegion> regions() const override;
+  uint32_t irq_count(uint32_t irq_index) const override;
+  bool can_reset() const override { return false; }  // the model has no reset of its engines yet
+  int config_read(uint64_t offset, void* data, size_t size) override;
+  int config_write(uint64_t offset, const void* data, size_t size) override;
+  int region_read(uint32_t index, uint64_t offset, void* data, size_t size) override;
+  int region_write(uint32_t index, uint64_t offset, const void* data, size_t size) override;
+  void reset() override {}
+
+ private:
+  int access(tlm::tlm_command cmd, uint32_t region, uint64_t offset, void* data, size_t size);
+  int backdoor_read(uint64_t offset, void* data, size_t size);
+  int backdoor_write(uint64_t offset, const void* data, size_t size);
+
+  SimConfig cfg_;
+  trace::TraceLog trace_;
+  std::unique_ptr<platform::VfioUserServer> server_;
+  std::unique_ptr<platform::RemoteMemory> memory_;
+  std::unique_ptr<platform::PcieLink> link_;
+  std::unique_ptr<device::IrdmaDevice> device_;
+  std::unique_ptr<platform::SimMmio> port_;
+  std::unique_ptr<SimBackdoor> backdoor_;
+  std::atomic<bool> stop_{false};
+  uint64_t undelivered_msix_ = 0;
+};
+
+// `irdma-sim serve`: serves the device `config` describes at `socket_path` until SIGINT or
+// SIGTERM (or the client leaves, without serve_next_client). Returns the signal, or 0.
+int serve_device(const SimConfig& config, const std::string& socket_path, const ServeOptions& options);
+
+}  // namespace irdma_sim::system
