@@ -588,7 +588,9 @@ void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
     counters_.by_opcode.emplace_back(wc.opcode, 1);
   else
     it->second++;
-  const uint32_t cq_num = static_cast<const irdma::irdma_cq*>(cq)->cq_num;
+  irdma::irdmadv_cq dv;
+  irdma::irdmadv_query_cq(cq, &dv);
+  const uint32_t cq_num = dv.cq_num;
   if (cq_num >= delivered_on_.size()) delivered_on_.resize(cq_num + 1);
   if (!delivered_on_[cq_num]) {
     delivered_on_[cq_num] = true;
