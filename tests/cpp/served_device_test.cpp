@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <sys/eventfd.h>
-#include <sys/wait.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -15,35 +14,12 @@
 #include "driver/backends/vfio_user/client.h"
 #include "driver/hal/pci_config.h"
 #include "driver/irdma/defs.h"
-#include "model/system/served_device.h"
+#include "model/system/server_child.h"
 
 namespace {
 
 using namespace irdma_sim::system;
 namespace vfio = pcie::vfio;
-
-// A server child for the test's length; killed (and reaped) at the end.
-struct ServerChild {
-  std::string path;
-  pid_t pid = -1;
-  explicit ServerChild(const SimConfig& cfg)
-      : path("/tmp/irdma-sim-served-" + std::to_string(getpid()) + ".sock") {
-    pid = fork();
-    if (pid == 0) {
-      try {
-        serve_device(cfg, path, {});
-      } catch (...) {
-        _exit(3);
-      }
-      _exit(0);
-    }
-  }
-  ~ServerChild() {
-    kill(pid, SIGTERM);
-    int status = 0;
-    waitpid(pid, &status, 0);
-  }
-};
 
 uint32_t config_read(pcie::PciTransport& t, uint32_t offset, size_t size) {
   uint32_t v = 0;
@@ -54,8 +30,8 @@ uint32_t config_read(pcie::PciTransport& t, uint32_t offset, size_t size) {
 TEST(ServedDevice, ShowsItselfAndItsRegisters) {
   SimConfig cfg;
   cfg.device.num_ceqs = 3;
-  ServerChild server(cfg);
-  pcie::vfio_user::VfioUserClient client(server.path);
+  ServerChild server(cfg, {});
+  pcie::vfio_user::VfioUserClient client(server.socket_path());
   const pcie::DeviceInfo info = client.device_info();
   EXPECT_GE(info.num_regions, 10u) << "BARs, config, and the backdoor region";
   EXPECT_EQ(config_read(client, hal::PCI_VENDOR_ID, 2), 0x1234u);
@@ -78,8 +54,8 @@ TEST(ServedDevice, ShowsItselfAndItsRegisters) {
 }
 
 TEST(ServedDevice, MsixGoesToTheClientsEventfd) {
-  ServerChild server(SimConfig{});
-  pcie::vfio_user::VfioUserClient client(server.path);
+  ServerChild server(SimConfig{}, {});
+  pcie::vfio_user::VfioUserClient client(server.socket_path());
   const uint16_t command = hal::PCI_COMMAND_MEMORY | hal::PCI_COMMAND_MASTER;
   client.region_write(vfio::kConfigRegionIndex, hal::PCI_COMMAND, &command, 2);
   const uint8_t msix = 0x70;
@@ -97,11 +73,11 @@ TEST(ServedDevice, MsixGoesToTheClientsEventfd) {
 }
 
 TEST(ServedDevice, AServerThatDiesIsAClearErrorNotAHang) {
-  auto server = std::make_unique<ServerChild>(SimConfig{});
-  pcie::vfio_user::VfioUserClient client(server->path);
+  auto server = std::make_unique<ServerChild>(SimConfig{}, ServeOptions{});
+  pcie::vfio_user::VfioUserClient client(server->socket_path());
   EXPECT_EQ(config_read(client, hal::PCI_VENDOR_ID, 2), 0x1234u);
-  kill(server->pid, SIGKILL);
-  server.reset();
+  kill(server->pid(), SIGKILL);
+  EXPECT_EQ(server->wait(2000), "killed by signal 9 (Killed)");
   uint32_t v = 0;
   EXPECT_THROW(client.region_read(0, irdma::IRDMA_CQPTAIL, &v, 4), pcie::PciTransportError);
 }
