@@ -56,4 +56,9 @@ void PcieBar::write(uint64_t offset, T value) {
   }
 }
 
+void PcieBar::write32(uint64_t offset, uint32_t value) { write(offset, value); }
+void PcieBar::write64(uint64_t offset, uint64_t value) { write(offset, value); }
+uint32_t PcieBar::read32(uint64_t offset) { return read<uint32_t>(offset); }
+uint64_t PcieBar::read64(uint64_t offset) { return read<uint64_t>(offset); }
+
 }  // namespace pcie

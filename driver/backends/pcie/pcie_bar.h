@@ -22,10 +22,10 @@ class PcieBar final : public hal::Bar {
   // access fails. Throws PciTransportError when the transport cannot say.
   PcieBar(PciTransport& transport, uint32_t index);
 
-  void write32(uint64_t offset, uint32_t value) override { write(offset, value); }
-  void write64(uint64_t offset, uint64_t value) override { write(offset, value); }
-  uint32_t read32(uint64_t offset) override { return read<uint32_t>(offset); }
-  uint64_t read64(uint64_t offset) override { return read<uint64_t>(offset); }
+  void write32(uint64_t offset, uint32_t value) override;
+  void write64(uint64_t offset, uint64_t value) override;
+  uint32_t read32(uint64_t offset) override;
+  uint64_t read64(uint64_t offset) override;
 
   uint32_t index() const { return index_; }
   uint64_t size() const { return size_; }
