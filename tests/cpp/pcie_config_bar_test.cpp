@@ -85,6 +85,23 @@ TEST(PcieBar, MappedAreaIsTheDevicesMemoryAndTheRestIsTrapped) {
   EXPECT_EQ(bar2.errors().count(), 0u);
 }
 
+TEST(PcieBar, OnlyAlignedAccessesInsideAMappedAreaBypassTheTransport) {
+  ServedToy toy;
+  auto client = connect(toy);
+  CountingTransport transport(*client);
+  PcieBar bar2(transport, 2);
+  bar2.write32(kPage, 1);
+  bar2.write64(kPage + 8, 2);
+  bar2.read32(2 * kPage - 4);
+  bar2.read64(2 * kPage - 8);
+  EXPECT_EQ(transport.region_reads + transport.region_writes, 0);
+  bar2.read32(kPage - 4);      // trapped page
+  bar2.read64(2 * kPage - 4);  // runs past the area
+  bar2.write32(kPage + 2, 3);  // misaligned
+  EXPECT_EQ(transport.region_reads, 2);
+  EXPECT_EQ(transport.region_writes, 1);
+}
+
 TEST(PcieBar, MappedAccessesNeverWaitForTheServer) {
   ServedToy toy;
   VfioUserClientOptions options;

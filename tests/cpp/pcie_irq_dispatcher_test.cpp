@@ -55,6 +55,37 @@ TEST(IrqDispatcher, AllocatesVectorsAsThePciCoreDoes) {
   EXPECT_EQ(rig.irq->alloc_irq_vectors(1, 4), -EINVAL) << "already allocated";
 }
 
+TEST(IrqDispatcher, EveryVectorsEventfdGoesToTheTransportInOneCall) {
+  ServedToy toy({}, 1, "irq");
+  auto client = connect(toy);
+  CountingTransport transport(*client);
+  PcieConfig config(transport);
+  IrqDispatcher irq(transport, config);
+  ASSERT_EQ(irq.alloc_irq_vectors(1, kMsixVectors), int(kMsixVectors));
+  EXPECT_EQ(transport.set_irq_calls, 1) << "kernel VFIO before dynamic MSI-X cannot add vectors later";
+  std::atomic<int> calls{0};
+  ASSERT_EQ(irq.request_irq(kMsixVectors - 1, [&](unsigned) { ++calls; }), 0);
+  EXPECT_EQ(transport.set_irq_calls, 1) << "request_irq leaves the transport alone";
+  toy.server.trigger_irq(vfio::kMsixIrqIndex, kMsixVectors - 1);
+  EXPECT_TRUE(eventually([&] { return calls == 1; }));
+}
+
+TEST(IrqDispatcher, ATransportThatRefusesGivesEioAndLeavesMsixOff) {
+  for (const char* refused : {"irq_info", "set_irq_eventfds"}) {
+    ServedToy toy({}, 1, "irq");
+    auto client = connect(toy);
+    CountingTransport transport(*client);
+    transport.refuse = refused;
+    PcieConfig config(transport);
+    IrqDispatcher irq(transport, config);
+    EXPECT_EQ(irq.alloc_irq_vectors(1, 4), -EIO) << refused;
+    EXPECT_EQ(irq.num_vectors(), 0u);
+    EXPECT_FALSE(config.read16(kMsixCap + hal::PCI_MSIX_FLAGS) & hal::PCI_MSIX_FLAGS_ENABLE) << refused;
+    transport.refuse.clear();
+    EXPECT_EQ(irq.alloc_irq_vectors(1, 4), 4) << "nothing half-done stands in the way";
+  }
+}
+
 TEST(IrqDispatcher, VectorCountIsCappedByTheTableTheTransportAndTheCaller) {
   EXPECT_EQ(Rig().irq->alloc_irq_vectors(1, 100), int(kMsixVectors));
   EXPECT_EQ(Rig().irq->alloc_irq_vectors(kMsixVectors + 1, 100), -ENOSPC);
