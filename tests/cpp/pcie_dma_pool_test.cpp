@@ -174,6 +174,22 @@ TEST(DmaPool, ATransportThatRefusesTheMapGivesAnEmptyBuffer) {
   EXPECT_TRUE(pool.alloc_coherent(64, 64)) << "nothing leaked from the refused block";
 }
 
+TEST(DmaPool, IovasTheDeviceMayStillHoldAreNotHandedOutAgain) {
+  ServedToy toy;
+  auto client = connect(toy);
+  CountingTransport transport(*client);
+  DmaPool pool(transport);
+  hal::DmaBuffer a = pool.alloc_coherent(64, 64);
+  transport.refuse = "dma_unmap";
+  pool.free_coherent(a);
+  EXPECT_EQ(pool.block_count(), 0u) << "our memory goes anyway";
+  EXPECT_NE(pool.errors().last().find("refused dma_unmap"), std::string::npos) << pool.errors().last();
+  transport.refuse.clear();
+  hal::DmaBuffer b = pool.alloc_coherent(64, 64);
+  ASSERT_TRUE(b) << pool.errors().last();
+  EXPECT_NE(b.iova, a.iova);
+}
+
 TEST(DmaPool, BadRequestsAndForeignFreesChangeNothing) {
   ServedToy toy;
   auto client = connect(toy);

@@ -57,7 +57,10 @@ class CountingTransport final : public pcie::PciTransport {
   void dma_map(void* cpu_address, uint64_t size, uint64_t iova, int fd, uint64_t fd_offset, uint32_t flags) override {
     inner_.dma_map(cpu_address, size, iova, fd, fd_offset, flags);
   }
-  void dma_unmap(uint64_t iova, uint64_t size) override { inner_.dma_unmap(iova, size); }
+  void dma_unmap(uint64_t iova, uint64_t size) override {
+    check("dma_unmap");
+    inner_.dma_unmap(iova, size);
+  }
   void reset() override { inner_.reset(); }
 
   std::atomic<int> region_reads{0}, region_writes{0}, set_irq_calls{0};
