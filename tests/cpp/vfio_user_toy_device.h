@@ -5,6 +5,8 @@
 //     the device polls its word 0 (doorbell) and on a change echoes it to word 1 and
 //     signals MSI-X vector 0.
 //   MSI-X: 12 vectors.
+//   Config space: ids 8086:1592, a capability list with power management at 0x40 and
+//     MSI-X at 0x50 (table and PBA in BAR2 page 0); ToyLayout takes parts away.
 #pragma once
 
 #include <sys/mman.h>
@@ -47,10 +49,19 @@ constexpr uint64_t kDmaStatus = 0x3C;  // errno of the last device DMA, 0 = fine
 constexpr uint32_t kToyId = 0x1234ABCD;
 constexpr uint32_t kMsixVectors = 12;
 constexpr uint64_t kPage = 4096;
+constexpr uint8_t kPmCap = 0x40;
+constexpr uint8_t kMsixCap = 0x50;
+
+// What the function has, for tests of a host that must notice what is missing.
+struct ToyLayout {
+  bool bar0 = true;
+  bool msix_capability = true;
+  uint16_t msix_table_size = kMsixVectors;  // as the capability says; the server signals kMsixVectors
+};
 
 class ToyDevice final : public VfioUserEndpoint {
  public:
-  ToyDevice() {
+  explicit ToyDevice(ToyLayout layout = {}) : layout_(layout) {
     memfd_ = ::memfd_create("toy-bar2", MFD_CLOEXEC);
     if (memfd_ < 0 || ::ftruncate(memfd_, 2 * kPage) != 0) throw std::runtime_error("memfd");
     shared_ = static_cast<uint32_t*>(::mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_SHARED, memfd_, kPage));
@@ -67,11 +78,13 @@ class ToyDevice final : public VfioUserEndpoint {
   std::vector<VfioUserRegion> regions() const override {
     VfioUserRegion bar0{0, kPage, vfio::kRegionFlagRead | vfio::kRegionFlagWrite, -1, 0, {}};
     VfioUserRegion bar2{2, 2 * kPage, vfio::kRegionFlagRead | vfio::kRegionFlagWrite, memfd_, 0, {{kPage, kPage}}};
+    if (!layout_.bar0) return {bar2};
     return {bar0, bar2};
   }
   uint32_t irq_count(uint32_t index) const override { return index == vfio::kMsixIrqIndex ? kMsixVectors : 0; }
 
   int config_read(uint64_t offset, void* data, size_t size) override {
+    if (int error = config_read_error.load()) return error;
     std::memcpy(data, config_ + offset, size);
     return 0;
   }
@@ -120,6 +133,18 @@ class ToyDevice final : public VfioUserEndpoint {
     set32(reg::kId, kToyId);
     uint32_t ids = 0x15928086;  // vendor 8086, device 1592
     std::memcpy(config_, &ids, 4);
+    if (layout_.msix_capability) {
+      config_[0x06] = 0x10;  // PCI_STATUS_CAP_LIST
+      config_[0x34] = kPmCap;
+      config_[kPmCap] = 0x01;  // power management, then MSI-X
+      config_[kPmCap + 1] = kMsixCap;
+      config_[kMsixCap] = 0x11;
+      const uint16_t control = uint16_t(layout_.msix_table_size - 1);
+      const uint32_t table = 2, pba = 0x800 | 2;  // BIR 2
+      std::memcpy(config_ + kMsixCap + 2, &control, 2);
+      std::memcpy(config_ + kMsixCap + 4, &table, 4);
+      std::memcpy(config_ + kMsixCap + 8, &pba, 4);
+    }
     ++resets;
   }
 
@@ -139,6 +164,7 @@ class ToyDevice final : public VfioUserEndpoint {
   uint8_t trapped_byte(size_t i) const { return bar2_trapped_[i]; }
 
   std::function<void()> on_hook;
+  std::atomic<int> config_read_error{0};  // nonzero: config reads fail with this errno
   std::atomic<int> resets{-1};  // the constructor's reset is not counted
   std::atomic<int> maps_seen{0};
   std::atomic<int> unmaps_seen{0};
@@ -183,6 +209,7 @@ class ToyDevice final : public VfioUserEndpoint {
     set32(reg::kSum, sum);
   }
 
+  const ToyLayout layout_;
   VfioUserServer* server_ = nullptr;
   int memfd_ = -1;
   uint32_t* shared_ = nullptr;  // BAR2 page 1, the device's own mapping
@@ -202,8 +229,9 @@ inline std::string socket_path(const char* tag) {
 // the shared page (every `poll_ms`, or busily with 0).
 class ServedToy {
  public:
-  explicit ServedToy(VfioUserServerOptions options = {}, int poll_ms = 1, const char* tag = "toy")
-      : server(device, socket_path(tag), options) {
+  explicit ServedToy(VfioUserServerOptions options = {}, int poll_ms = 1, const char* tag = "toy",
+                     ToyLayout layout = {})
+      : device(layout), server(device, socket_path(tag), options) {
     device.attach(&server);
     thread_ = std::thread([this, poll_ms] {
       while (server.serve_one_message(poll_ms)) device.poll_shared_page();
