@@ -8,6 +8,7 @@
 
 #include "driver/backends/device_backdoor.h"
 #include "driver/irdma/irdma_device.h"
+#include "model/system/sim_config.h"
 
 namespace irdma_sim::trace {
 class TraceLog;
@@ -23,6 +24,13 @@ struct HostCounters {
   uint64_t msix_delivered = 0;
   uint64_t spurious_interrupts = 0;  // MSI-X for a vector with no handler
 };
+
+// What a configuration tells the driver rather than the device: its module parameters.
+inline irdma::irdma_params driver_params(const SimConfig& cfg) {
+  irdma::irdma_params p;
+  p.ceq_itr_us = cfg.device.ceq_itr_us;
+  return p;
+}
 
 class Host {
  public:

@@ -1,5 +1,5 @@
-// irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace]
-// Runs one scenario in this process and writes its outputs. Exit status: 0 every check
+// irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--backend sim|vfio-user|vfio-user:SOCKET]
+// Runs one scenario from this process and writes its outputs. Exit status: 0 every check
 // passed, 1 a check failed, 2 bad usage or a malformed scenario, 3 the simulation failed,
 // 128 + the signal when SIGINT or SIGTERM cut the run short (its outputs are whole).
 #include <unistd.h>
@@ -17,7 +17,8 @@
 
 namespace {
 
-constexpr const char* kUsage = "usage: irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--version]";
+constexpr const char* kUsage =
+    "usage: irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--backend sim|vfio-user|vfio-user:SOCKET] [--version]";
 
 int usage_error(const std::string& what) {
   std::cerr << "irdma-sim-run: " << what << "\n" << kUsage << "\n";
@@ -53,6 +54,9 @@ int sc_main(int argc, char** argv) {
       if (!*s || *end || *s == '-' || errno)
         return usage_error(std::string("--seed must be a number in [0, 2^64), got '") + s + "'");
       options.seed = seed;
+    } else if (a == "--backend") {
+      if (!has_value) return usage_error("--backend needs sim, vfio-user or vfio-user:SOCKET");
+      options.backend = argv[++i];
     } else if (a == "--no-trace") {
       options.trace = false;
     } else if (scenario.empty() && !a.empty() && a[0] != '-') {
@@ -74,6 +78,8 @@ int sc_main(int argc, char** argv) {
   } catch (const irdma_sim::system::ScenarioError& e) {
     std::cerr << "irdma-sim-run: " << e.what() << "\n";
     return 2;
+  } catch (const std::invalid_argument& e) {
+    return usage_error(e.what());
   } catch (const std::exception& e) {
     std::cerr << "irdma-sim-run: " << e.what() << "\n";
     return 3;

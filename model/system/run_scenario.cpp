@@ -8,9 +8,12 @@
 #include <optional>
 
 #include "model/system/completion_log.h"
+#include "driver/backends/vfio_user/client.h"
 #include "model/system/json_writer.h"
+#include "model/system/pcie_system.h"
 #include "model/system/scenario.h"
 #include "model/system/scoreboard.h"
+#include "model/system/server_child.h"
 #include "model/system/simulation.h"
 #include "model/trace/trace_log.h"
 #include "model/system/workload.h"
@@ -28,12 +31,37 @@ const char* const kStatusNames[] = {
     "IB_WC_REM_INV_RD_REQ_ERR", "IB_WC_REM_ABORT_ERR", "IB_WC_INV_EECN_ERR",
     "IB_WC_INV_EEC_STATE_ERR", "IB_WC_FATAL_ERR", "IB_WC_RESP_TIMEOUT_ERR", "IB_WC_GENERAL_ERR"};
 
+// The system's counters after teardown, taken once: the checks and the report read them,
+// and a backend in another process may be gone by the time the report is written.
+struct SystemCounters {
+  uint64_t now_ps = 0;
+  HostCounters host;
+  std::optional<backends::DeviceCounters> device;  // where the backend has a backdoor
+  irdma::irdma_event_counters events;
+  ibcore::ib_poll_counters polls;
+  uint64_t trace_events = 0;
+  uint64_t late_trace_events = 0;
+};
+
+SystemCounters counters_of(Host& host) {
+  SystemCounters c;
+  c.now_ps = host.now_ps();
+  c.host = host.host_counters();
+  if (host.backdoor()) c.device = host.backdoor()->counters();
+  c.events = host.driver().event_counters();
+  if (host.driver().poll_workers) c.polls = host.driver().poll_workers->counters();
+  if (host.trace()) {
+    c.trace_events = host.trace()->events_written();
+    c.late_trace_events = host.trace()->late_events();
+  }
+  return c;
+}
+
 // What holds of the whole system after teardown: the host's view always, the device's own
 // counters where the backend offers a backdoor to read them.
-void system_checks(Host& host, const WorkloadCounters& wl, Scoreboard& sb) {
-  const HostCounters h = host.host_counters();
-  std::optional<backends::DeviceCounters> dev;
-  if (host.backdoor()) dev = host.backdoor()->counters();
+void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreboard& sb) {
+  const HostCounters& h = sys.host;
+  const std::optional<backends::DeviceCounters>& dev = sys.device;
   sb.record("no_dma_errors", h.dma_errors == 0,
             std::to_string(h.dma_errors) + " DMA access(es) to unmapped host memory");
   const uint64_t mmio_errors = h.mmio_errors + (dev ? dev->bad_mmio : 0);
@@ -47,7 +75,7 @@ void system_checks(Host& host, const WorkloadCounters& wl, Scoreboard& sb) {
   // A flush CQE may stand for many completions (GEN_2), or for none (its WQEs were
   // reported already), and software flushes have none: flushes are left out.
   // CQEs a destroyed QP left unpolled are never reported either.
-  const uint64_t cleaned = host.driver().event_counters().cqes_cleaned;
+  const uint64_t cleaned = sys.events.cqes_cleaned;
   const uint64_t data_cqes = dev->cqes_written - dev->ccq_cqes - dev->flush_cqes - cleaned;
   const uint64_t delivered = wl.completions - wl.flushed;
   sb.record("cqes_written_equal_completions_delivered", data_cqes == delivered,
@@ -62,7 +90,7 @@ void system_checks(Host& host, const WorkloadCounters& wl, Scoreboard& sb) {
             std::to_string(dev->wqe_errors) + " WQE error(s), " + std::to_string(dev->bad_sq_doorbells) +
                 " doorbell(s) for unknown QPs");
   // Completion events: a CEQE needs an arm, and the driver consumed and acknowledged each.
-  const auto& ev = host.driver().event_counters();
+  const auto& ev = sys.events;
   sb.record("ceqes_not_above_arms", dev->ceqes <= dev->arms_taken,
             std::to_string(dev->ceqes) + " CEQEs for " + std::to_string(dev->arms_taken) + " arms taken");
   sb.record("every_ceqe_consumed_and_acknowledged",
@@ -108,22 +136,21 @@ class StopSignals {
 
 volatile std::sig_atomic_t StopSignals::caught_ = 0;
 
-std::string report_json(const Scenario& sc, Host& host, const WorkloadCounters& wl,
+std::string report_json(const Scenario& sc, const SystemCounters& sys, const WorkloadCounters& wl,
                         const std::vector<Check>& checks, const std::vector<std::string>& warnings,
                         bool passed, int interrupted_by, uint64_t interrupted_at_ps, double wall_s) {
-  const HostCounters h = host.host_counters();
+  const HostCounters& h = sys.host;
   // Without a backdoor the device's own counts are unknown: they read as 0.
-  const backends::DeviceCounters dev = host.backdoor() ? host.backdoor()->counters() : backends::DeviceCounters{};
-  const irdma::irdma_event_counters& ev = host.driver().event_counters();
-  const ibcore::ib_poll_counters polls = host.driver().poll_workers ? host.driver().poll_workers->counters()
-                                                                    : ibcore::ib_poll_counters{};
+  const backends::DeviceCounters dev = sys.device.value_or(backends::DeviceCounters{});
+  const irdma::irdma_event_counters& ev = sys.events;
+  const ibcore::ib_poll_counters& polls = sys.polls;
   JsonWriter j;
   j.begin_object()
       .str("scenario", sc.name)
       .str("file", sc.file)
       .num("seed", sc.seed)
       .boolean("passed", passed)
-      .num("sim_time_ps", host.now_ps())
+      .num("sim_time_ps", sys.now_ps)
       .real("wall_time_s", wall_s);
   if (interrupted_by)
     j.begin_object("interrupted").str("signal", signal_name(interrupted_by)).num("sim_time_ps", interrupted_at_ps).end_object();
@@ -173,7 +200,7 @@ std::string report_json(const Scenario& sc, Host& host, const WorkloadCounters& 
       .num("poller_missed_events", polls.missed)
       .num("poller_budget_spent", polls.budget_spent)
       .num("msix_delivered", h.msix_delivered)
-      .num("trace_events", host.trace() ? host.trace()->events_written() : 0)
+      .num("trace_events", sys.trace_events)
       .num("idle_polls", wl.idle_polls)
       .num("pool_cqs", wl.pool_cqs)
       .num("cqs_with_completions", wl.cqs_with_completions)
@@ -202,6 +229,24 @@ std::string report_json(const Scenario& sc, Host& host, const WorkloadCounters& 
   return j.text() + "\n";
 }
 
+// The system `backend` names (RunOptions::backend), with the server child it needs.
+std::unique_ptr<Host> make_host(const SimConfig& cfg, const std::string& backend, const std::string& trace_path,
+                                std::unique_ptr<ServerChild>& server) {
+  if (backend == "sim") return std::make_unique<Simulation>(cfg, trace_path);
+  std::string socket;
+  if (backend == "vfio-user") {
+    ServeOptions serve;
+    serve.trace_path = trace_path;
+    server = std::make_unique<ServerChild>(cfg, serve);
+    socket = server->socket_path();
+  } else if (backend.rfind("vfio-user:", 0) == 0 && backend.size() > 10) {
+    socket = backend.substr(10);
+  } else {
+    throw std::invalid_argument("unknown backend '" + backend + "' (sim, vfio-user, or vfio-user:SOCKET)");
+  }
+  return std::make_unique<PcieSystem>(std::make_unique<pcie::vfio_user::VfioUserClient>(socket), driver_params(cfg));
+}
+
 }  // namespace
 
 RunResult run_scenario(const std::string& scenario_path, const std::string& out_dir,
@@ -223,9 +268,11 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   std::filesystem::remove(out / "report.json");
   if (!options.trace) std::filesystem::remove(out / "trace.jsonl");
 
-  std::unique_ptr<Simulation> made;
+  const std::string trace_path = options.trace ? (out / "trace.jsonl").string() : "";
+  std::unique_ptr<ServerChild> server;
+  std::unique_ptr<Host> made;
   try {
-    made = std::make_unique<Simulation>(sc.config, options.trace ? (out / "trace.jsonl").string() : "");
+    made = make_host(sc.config, options.backend, trace_path, server);
   } catch (const ScenarioError& e) {
     throw ScenarioError(sc.file + ": " + e.what());
   }
@@ -235,23 +282,35 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   CompletionLog completions;
   completions.open((out / "completions.jsonl").string());
   Scoreboard sb(2 * sc.pairs.size());
-  Workload wl(host, sc, sb, completions);
-  wl.set_control({[&] { return signals.caught() != 0; }, options.progress});
-  host.run_on_host([&] { wl.run(); });
-  if (!wl.limit_error().empty()) throw ScenarioError(sc.file + ": " + wl.limit_error());
-  const int interrupted_by = wl.interrupted() ? signals.caught() : 0;
-  system_checks(host, wl.counters(), sb);
+  auto wl = std::make_unique<Workload>(host, sc, sb, completions);
+  wl->set_control({[&] { return signals.caught() != 0; }, options.progress});
+  host.run_on_host([&] { wl->run(); });
+  if (!wl->limit_error().empty()) throw ScenarioError(sc.file + ": " + wl->limit_error());
+  const int interrupted_by = wl->interrupted() ? signals.caught() : 0;
+  const uint64_t interrupted_at_ps = wl->interrupted_at_ps();
+  const WorkloadCounters counts = wl->counters();
+  const std::vector<std::string> warnings = wl->warnings();
   completions.close();
   host.close_trace();
-  if (host.trace() && host.trace()->late_events())
+  const SystemCounters sys = counters_of(host);
+  system_checks(sys, counts, sb);
+  if (sys.late_trace_events)
     sb.record("trace_in_time_order", false,
-              std::to_string(host.trace()->late_events()) + " event(s) were logged after later ones were written");
+              std::to_string(sys.late_trace_events) + " event(s) were logged after later ones were written");
+  // What the workload kept of the driver's goes before the driver does.
+  wl.reset();
+  if (server) {
+    // The driver lets go of the device; the server, done with its one client, ends.
+    made.reset();
+    const std::string how = server->wait(10'000);
+    if (!how.empty()) sb.record("device_server_ended_cleanly", false, "the device server ended with " + how);
+  }
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (interrupted_by)
     sb.record("interrupted", false,
               std::string("stopped by ") + signal_name(interrupted_by) + " after " +
-                  std::to_string(wl.interrupted_at_ps() / 1000) +
+                  std::to_string(interrupted_at_ps / 1000) +
                   " ns of simulated time; the traffic was cut short and torn down");
 
   const std::vector<Check> checks = sb.checks();
@@ -262,8 +321,7 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   const std::string tmp = result.report_path + ".tmp";
   {
     std::ofstream report(tmp);
-    report << report_json(sc, host, wl.counters(), checks, wl.warnings(), passed, interrupted_by,
-                          wl.interrupted_at_ps(), wall);
+    report << report_json(sc, sys, counts, checks, warnings, passed, interrupted_by, interrupted_at_ps, wall);
     if (!report.flush()) throw std::runtime_error("cannot write " + tmp);
   }
   std::filesystem::rename(tmp, result.report_path);

@@ -14,6 +14,10 @@ namespace irdma_sim::system {
 struct RunOptions {
   std::optional<uint64_t> seed;  // overrides the scenario's
   bool trace = true;             // write trace.jsonl
+  // Where the device is: "sim" (simulated in this process), "vfio-user" (the model served
+  // by a child process, the driver on this process's threads), "vfio-user:PATH" (a device
+  // served at PATH already; no trace.jsonl: the server keeps its own).
+  std::string backend = "sim";
   // Called about twice a second of wall time while the traffic runs.
   std::function<void(const RunProgress&)> progress;
 };
@@ -24,8 +28,9 @@ struct RunResult {
   std::string report_path;
 };
 
-// Throws ScenarioError for a malformed scenario and std::runtime_error when the outputs
-// cannot be written or the simulation cannot run; check failures are in the report.
+// Throws ScenarioError for a malformed scenario, std::invalid_argument for an unknown
+// backend, and std::runtime_error when the outputs cannot be written or the system cannot
+// run; check failures are in the report.
 // SIGINT and SIGTERM during the run stop the traffic: everything is torn down, the
 // outputs are completed and the report says the run was interrupted (a second SIGINT
 // kills the process as usual).

@@ -76,9 +76,7 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
   backdoor_ = std::make_unique<SimBackdoor>(*device_);
 
   hal_ = std::make_unique<hal::Platform>(hal::Platform{*pci_config_, *bar0_, *dma_, *irq_, *exec_});
-  irdma::irdma_params params;
-  params.ceq_itr_us = cfg.device.ceq_itr_us;
-  driver_ = std::make_unique<irdma::irdma_device>(*hal_, params);
+  driver_ = std::make_unique<irdma::irdma_device>(*hal_, driver_params(cfg));
   int ret = 0;
   run_on_host([&] { ret = driver_->probe(); });
   if (ret == -ENOMEM)

@@ -1,0 +1,32 @@
+#include "model/system/pcie_system.h"
+
+#include <stdexcept>
+
+namespace irdma_sim::system {
+
+PcieSystem::PcieSystem(std::unique_ptr<pcie::PciTransport> transport, const irdma::irdma_params& params)
+    : start_(std::chrono::steady_clock::now()), backend_(std::make_unique<pcie::PcieHost>(std::move(transport))) {
+  if (backends::RegionBackdoor::has_backdoor_region(backend_->transport()))
+    backdoor_ = std::make_unique<backends::RegionBackdoor>(backend_->transport());
+  driver_ = std::make_unique<irdma::irdma_device>(backend_->platform(), params);
+  if (int ret = driver_->probe())
+    throw std::runtime_error("driver probe failed: " + driver_->probe_error() + " (errno " + std::to_string(-ret) + ")");
+}
+
+// The driver's memory goes back to the pool before the backend unmaps it.
+PcieSystem::~PcieSystem() { driver_.reset(); }
+
+uint64_t PcieSystem::now_ps() const {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count()) * 1000;
+}
+
+HostCounters PcieSystem::host_counters() const {
+  HostCounters c;
+  c.mmio_errors = backend_->bar0().errors().count() + backend_->config().errors().count();
+  c.dma_bytes_mapped = backend_->dma().mapped_bytes();
+  c.msix_delivered = backend_->irq().delivered();
+  c.spurious_interrupts = backend_->irq().spurious();
+  return c;
+}
+
+}  // namespace irdma_sim::system

@@ -1,0 +1,39 @@
+// The driver on this machine's OS threads, driving a PCIe function through a transport: the
+// model served in another process over vfio-user today, silicon through kernel VFIO
+// tomorrow. A Host like Simulation, on the wall clock: nothing here is simulated.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "driver/backends/pcie/pcie_host.h"
+#include "driver/backends/region_backdoor.h"
+#include "driver/irdma/irdma_device.h"
+#include "model/system/host.h"
+
+namespace irdma_sim::system {
+
+class PcieSystem final : public Host {
+ public:
+  // Builds the backend on `transport` and probes the driver. Throws
+  // pcie::PciTransportError when the function is not there to drive, and
+  // std::runtime_error naming the step when the probe fails.
+  PcieSystem(std::unique_ptr<pcie::PciTransport> transport, const irdma::irdma_params& params);
+  ~PcieSystem() override;
+
+  irdma::irdma_device& driver() override { return *driver_; }
+  // The job runs on the calling thread; completions arrive on the backend's own threads.
+  void run_on_host(const std::function<void()>& job) override { job(); }
+  uint64_t now_ps() const override;
+  backends::DeviceBackdoor* backdoor() override { return backdoor_.get(); }
+  HostCounters host_counters() const override;
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  std::unique_ptr<pcie::PcieHost> backend_;
+  std::unique_ptr<backends::RegionBackdoor> backdoor_;
+  std::unique_ptr<irdma::irdma_device> driver_;
+};
+
+}  // namespace irdma_sim::system
