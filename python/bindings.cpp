@@ -8,6 +8,7 @@
 #include "driver/core/ib_device.h"
 #include "model/system/host_session.h"
 #include "model/system/run_scenario.h"
+#include "model/system/served_device.h"
 #include "model/system/scenario.h"
 #include "model/system/yaml_reader.h"
 
@@ -82,10 +83,11 @@ PYBIND11_MODULE(_irdma_sim, m) {
 
   m.def("run_scenario",
         [](const std::string& path, const std::string& out, std::optional<uint64_t> seed, bool trace,
-           std::optional<py::function> progress) {
+           std::optional<py::function> progress, const std::string& backend) {
           RunOptions options;
           options.seed = seed;
           options.trace = trace;
+          options.backend = backend;
           if (progress)
             options.progress = [progress](const RunProgress& p) {
               py::gil_scoped_acquire locked;
@@ -99,10 +101,26 @@ PYBIND11_MODULE(_irdma_sim, m) {
           return py::make_tuple(r.passed, r.interrupted_by, r.report_path);
         },
         py::arg("path"), py::arg("out"), py::arg("seed") = py::none(), py::arg("trace") = true,
-        py::arg("progress") = py::none(),
-        "Runs a scenario in this process (once per process: SystemC elaborates once); returns "
+        py::arg("progress") = py::none(), py::arg("backend") = "sim",
+        "Runs a scenario from this process (once per process: SystemC elaborates once); returns "
         "(passed, the signal that interrupted it or 0, the report's path). `progress` is called "
-        "with a line of text about twice a second while the traffic runs.");
+        "with a line of text about twice a second while the traffic runs. `backend`: 'sim' (the "
+        "device simulated here), 'vfio-user' (served by a child process, the driver on this "
+        "process's threads) or 'vfio-user:SOCKET' (served there already).");
+
+  m.def("serve",
+        [](const std::string& socket, const std::string& config_path, const std::string& trace, bool once) {
+          ServeOptions options;
+          options.trace_path = trace;
+          options.serve_next_client = !once;
+          const SimConfig cfg = config_path.empty() ? SimConfig{} : load_config_file(config_path);
+          py::gil_scoped_release unlocked;
+          return serve_device(cfg, socket, options);
+        },
+        py::arg("socket"), py::arg("config") = "", py::arg("trace") = "", py::arg("once") = false,
+        "Serves the device model over vfio-user at `socket` in this process until SIGINT or SIGTERM "
+        "(or, `once`, until its first client leaves); returns the signal or 0. `config` is a scenario "
+        "file, whose config: section describes the device, or such a section alone.");
 
   py::class_<HostSession>(m, "Session")
       .def(py::init([](const std::string& config_yaml, const std::string& trace_path) {

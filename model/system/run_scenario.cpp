@@ -266,9 +266,11 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   if (!vcd.empty() && std::filesystem::path(vcd).is_relative()) vcd = (out / vcd).string();
   // Outputs an earlier run left in this directory would pass for this run's.
   std::filesystem::remove(out / "report.json");
-  if (!options.trace) std::filesystem::remove(out / "trace.jsonl");
+  // An attached device's server keeps its own log, if any.
+  const bool trace = options.trace && options.backend.rfind("vfio-user:", 0) != 0;
+  if (!trace) std::filesystem::remove(out / "trace.jsonl");
 
-  const std::string trace_path = options.trace ? (out / "trace.jsonl").string() : "";
+  const std::string trace_path = trace ? (out / "trace.jsonl").string() : "";
   std::unique_ptr<ServerChild> server;
   std::unique_ptr<Host> made;
   try {

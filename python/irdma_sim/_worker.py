@@ -1,8 +1,9 @@
 """Child process of irdma_sim.run: one scenario, one SystemC elaboration.
 
-  _worker SCENARIO OUT SEED|'' trace|no-trace progress|quiet PARENT_PID
+  _worker SCENARIO OUT SEED|'' trace|no-trace progress|quiet BACKEND PARENT_PID
 
-Exit status: 0 all checks passed, 1 a check failed, 2 malformed scenario, 3 the run failed,
+Exit status: 0 all checks passed, 1 a check failed, 2 malformed scenario or unknown backend,
+3 the run failed,
 128 + the signal when SIGINT or SIGTERM cut the run short (its outputs are whole). It gets
 SIGTERM when its parent dies.
 """
@@ -23,7 +24,7 @@ def die_with_parent(parent_pid):
 
 
 def main(argv):
-    scenario, out, seed, trace, progress, parent = argv
+    scenario, out, seed, trace, progress, backend, parent = argv
     die_with_parent(int(parent))
     from irdma_sim._irdma_sim import ScenarioError, run_scenario
 
@@ -32,8 +33,8 @@ def main(argv):
 
     try:
         passed, interrupted_by, _ = run_scenario(scenario, out, int(seed, 0) if seed else None, trace == "trace",
-                                                 report if progress == "progress" else None)
-    except ScenarioError as e:
+                                                 report if progress == "progress" else None, backend)
+    except (ScenarioError, ValueError) as e:
         print(e, file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - anything else is a failed run, reported as such

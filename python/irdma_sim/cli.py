@@ -74,7 +74,8 @@ def cmd_run(args):
     progress = Progress(sys.stderr) if sys.stderr.isatty() else None
     interruption = None
     try:
-        report = run(args.scenario, out, seed=args.seed, trace=not args.no_trace, progress=progress)
+        report = run(args.scenario, out, seed=args.seed, trace=not args.no_trace, progress=progress,
+                     backend=args.backend)
     except RunFailed as e:
         print(f"irdma-sim: {e}", file=sys.stderr)
         return 2
@@ -91,7 +92,7 @@ def cmd_run(args):
             print(f"irdma-sim: interrupted; {out} holds no report", file=sys.stderr)
             return 128 + signal_of(interruption)
     print(summary(report))
-    files = ["report.json"] + ([] if args.no_trace else ["trace.jsonl"]) + ["completions.jsonl"]
+    files = [f for f in ("report.json", "trace.jsonl", "completions.jsonl") if (Path(out) / f).exists()]
     print(f"outputs    {out}/{', '.join(files)}")
     if report.get("interrupted"):
         return 128 + getattr(signal, report["interrupted"]["signal"])
@@ -123,7 +124,7 @@ def cmd_sweep(args):
         return 2
     outcomes, interruption = [], None
     try:
-        for outcome in sweep(args.scenarios, seeds, args.out, args.jobs, args.trace):
+        for outcome in sweep(args.scenarios, seeds, args.out, args.jobs, args.trace, args.backend):
             print(outcome.line(), flush=True)
             outcomes.append(outcome)
     except (KeyboardInterrupt, Terminated) as e:
@@ -154,6 +155,30 @@ def cmd_diff(args):
     return 1
 
 
+def backend_value(text):
+    if text in ("sim", "vfio-user") or (text.startswith("vfio-user:") and len(text) > len("vfio-user:")):
+        return text
+    raise argparse.ArgumentTypeError(f"'{text}' is none of sim, vfio-user, vfio-user:SOCKET")
+
+
+def cmd_serve(args):
+    from irdma_sim._irdma_sim import serve
+    print(f"irdma-sim: serving the device at {args.socket} (Ctrl-C stops it)", file=sys.stderr, flush=True)
+    try:
+        serve(args.socket, args.config or "", args.trace or "", args.once)
+    except ScenarioError as e:
+        print(f"irdma-sim serve: {e}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - the socket or the model failed: said in one line
+        print(f"irdma-sim serve: {e}", file=sys.stderr)
+        return 3
+    return 0
+
+
+BACKEND_HELP = ("where the device is: sim (simulated in the run's process, the default), vfio-user (served by a "
+                "process of the run's own, the driver on OS threads) or vfio-user:SOCKET (served there already)")
+
+
 def main(argv=None):
     parser = Parser(prog="irdma-sim", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"irdma-sim {__version__}")
@@ -163,6 +188,7 @@ def main(argv=None):
     p.add_argument("--out", help="output directory (default: out/<scenario file's stem>)")
     p.add_argument("--seed", type=seed_value, help="override the scenario's seed (0 to 2^64 - 1)")
     p.add_argument("--no-trace", action="store_true", help="skip trace.jsonl")
+    p.add_argument("--backend", type=backend_value, default="sim", help=BACKEND_HELP)
     p.set_defaults(func=cmd_run)
     c = sub.add_parser("check", help="validate scenario files without running them")
     c.add_argument("scenarios", nargs="+")
@@ -173,7 +199,14 @@ def main(argv=None):
     s.add_argument("--out", default="out/sweep", help="output root (default: out/sweep)")
     s.add_argument("--jobs", type=jobs_value, help="parallel runs (default: one per CPU)")
     s.add_argument("--trace", action="store_true", help="also write trace.jsonl")
+    s.add_argument("--backend", type=backend_value, default="sim", help=BACKEND_HELP)
     s.set_defaults(func=cmd_sweep)
+    v = sub.add_parser("serve", help="serve the device model over vfio-user until Ctrl-C")
+    v.add_argument("--socket", required=True, help="the listening socket's path")
+    v.add_argument("--config", help="a scenario (its config: section) or such a section alone")
+    v.add_argument("--trace", help="write the device's transaction log here")
+    v.add_argument("--once", action="store_true", help="stop when the first client leaves")
+    v.set_defaults(func=cmd_serve)
     d = sub.add_parser("diff", help="where two runs' outputs first differ")
     d.add_argument("a")
     d.add_argument("b")

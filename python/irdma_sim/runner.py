@@ -108,8 +108,12 @@ def stop_runs(exc, wait):
         RUNS.reset()
 
 
-def run(scenario, out, seed=None, trace=True, timeout=None, progress=None):
+def run(scenario, out, seed=None, trace=True, timeout=None, progress=None, backend="sim"):
     """Runs `scenario` into directory `out` in a child process; returns report.json as a dict.
+
+    `backend` says where the device is: "sim" (simulated in the child), "vfio-user" (served by
+    a process of the child's own, the driver on the child's threads) or "vfio-user:SOCKET"
+    (served there already, e.g. by `irdma-sim serve`).
 
     Check failures are in the report (report["passed"] is False), and so is an interrupted
     run (report["interrupted"] names the signal). RunFailed is raised only when no report
@@ -119,7 +123,7 @@ def run(scenario, out, seed=None, trace=True, timeout=None, progress=None):
     """
     cmd = [sys.executable, "-m", "irdma_sim._worker", str(scenario), str(out),
            "" if seed is None else str(seed), "trace" if trace else "no-trace",
-           "progress" if progress else "quiet", str(os.getpid())]
+           "progress" if progress else "quiet", backend, str(os.getpid())]
     env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
     with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
         proc = RUNS.start(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)

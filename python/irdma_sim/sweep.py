@@ -85,7 +85,7 @@ class Outcome:
         return f"FAIL  {name}: {', '.join(self.failed_checks())}"
 
 
-def sweep(scenarios, seeds, out, workers=None, trace=False):
+def sweep(scenarios, seeds, out, workers=None, trace=False, backend="sim"):
     """Runs every (scenario, seed) into out/<name>/seed<N>; yields an Outcome per run, in
     submission order, and appends it to out/runs.jsonl. On KeyboardInterrupt or Terminated
     the runs under way stop cleanly (their outcomes still come), none starts, and the
@@ -98,7 +98,7 @@ def sweep(scenarios, seeds, out, workers=None, trace=False):
     def one(job):
         scenario, name, seed, job_out = job
         try:
-            return Outcome(scenario, name, seed, job_out, report=run(scenario, job_out, seed=seed, trace=trace))
+            return Outcome(scenario, name, seed, job_out, report=run(scenario, job_out, seed=seed, trace=trace, backend=backend))
         except RunInterrupted as e:
             return Outcome(scenario, name, seed, job_out, error=str(e), interrupted=True)
         except RunFailed as e:
