@@ -25,6 +25,9 @@ bench: build
 	  $(BUILD)/tests/bench/irdma-sim-bench model $$mode; \
 	  $(BUILD)/tests/bench/irdma-sim-bench e2e $$mode; \
 	done
+	$(BUILD)/tests/bench/irdma-sim-bench e2e vfio-user
+	$(BUILD)/tests/bench/irdma-sim-bench doorbell-msix
+	$(BUILD)/tests/bench/vfio_user_bench
 
 build: deps
 	@cmake --preset release -B $(BUILD) --log-level=WARNING > /dev/null

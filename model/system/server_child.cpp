@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -36,6 +37,9 @@ std::string describe(int status) {
 ServerChild::ServerChild(const SimConfig& cfg, ServeOptions options) : path_(fresh_socket_path()) {
   options.serve_next_client = false;
   const pid_t parent = getpid();
+  // Output buffered here would otherwise be written twice, once by the child.
+  std::cout.flush();
+  std::fflush(nullptr);
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error(std::string("cannot start the device server: fork: ") + strerror(errno));
   if (pid_ > 0) return;
@@ -49,7 +53,6 @@ ServerChild::ServerChild(const SimConfig& cfg, ServeOptions options) : path_(fre
     std::cerr << "irdma-sim: device server: " << e.what() << "\n";
     code = 3;
   }
-  std::cout.flush();
   _exit(code);
 }
 

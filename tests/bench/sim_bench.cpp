@@ -1,13 +1,19 @@
 // Figures that elaborate SystemC, one elaboration per process:
-//   irdma-sim-bench e2e approximate|loose [SENDS_PER_QP] [MAX_BYTES] [CEQ_ITR_US]
+//   irdma-sim-bench e2e approximate|loose|vfio-user [SENDS_PER_QP] [MAX_BYTES] [CEQ_ITR_US]
 //     the smoke scenario's topology with tracing off: completions per wall-clock second
 //     (device writes, driver polls, scoreboard checks, payloads compared). Messages are
 //     1..MAX_BYTES (default 64): the figure is about completions, not bytes. CEQ_ITR_US
-//     (default 0) moderates interrupts, as a NIC under steady load is run.
+//     (default 0) moderates interrupts, as a NIC under steady load is run. vfio-user: the
+//     model served by a child process, the driver and workload here on OS threads.
+//   irdma-sim-bench doorbell-msix [ROUNDS]
+//     through vfio-user: a doorbell (a signaled NOP on an armed CQ) to the completion
+//     handler on the interrupt thread, in microseconds.
 //   irdma-sim-bench model approximate|loose [CQES]
 //     the device's CQ engine alone writing CQEs (a quarter extended) into host memory
 //     through the PCIe link: CQEs per wall-clock second.
 #include <algorithm>
+#include <atomic>
+#include <vector>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -26,7 +32,12 @@
 #include "model/system/completion_log.h"
 #include "model/system/scenario.h"
 #include "model/system/scoreboard.h"
+#include "model/system/pcie_system.h"
+#include "model/system/server_child.h"
 #include "model/system/simulation.h"
+#include "model/system/buffered_qp.h"
+#include "driver/backends/vfio_user/client.h"
+#include "driver/core/cq.h"
 #include "model/system/workload.h"
 
 using namespace irdma_sim;
@@ -37,35 +48,101 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-int e2e(bool loose, uint32_t sends, uint32_t max_bytes, uint32_t itr_us) {
+system::Scenario e2e_scenario(uint32_t sends, uint32_t max_bytes, uint32_t itr_us) {
   system::Scenario sc = system::load_scenario(IRDMA_SIM_SOURCE_DIR "/scenarios/smoke.yaml");
-  sc.config.sync = loose ? system::SyncMode::loose : system::SyncMode::approximate;
   sc.traffic.sends_per_qp = sends;
   sc.traffic.max_bytes = max_bytes;
   sc.traffic.min_bytes = std::min(sc.traffic.min_bytes, max_bytes);
   sc.config.device.ceq_itr_us = itr_us;
+  return sc;
+}
 
-  system::Simulation sim(sc.config);
+// The workload on `host`, timed: one line of figures, exit status 0 when every check held.
+int e2e_on(system::Host& host, const system::Scenario& sc, const char* mode) {
   system::CompletionLog no_log;
   system::Scoreboard sb(2 * sc.pairs.size());
-  system::Workload wl(sim, sc, sb, no_log);
+  system::Workload wl(host, sc, sb, no_log);
   const auto start = std::chrono::steady_clock::now();
-  sim.run_on_host([&] { wl.run(); });
+  host.run_on_host([&] { wl.run(); });
   const double wall = seconds_since(start);
   bool passed = true;
   for (const system::Check& c : sb.checks()) passed = passed && c.passed;
   const uint64_t n = wl.counters().completions;
   // Completions arrive by interrupt: how many, and how many completions each brought.
-  const uint64_t irqs = sim.driver().event_counters().interrupts;
-  const double sim_s = sim.now_ps() / 1e12;
-  std::printf("e2e %-11s itr_us=%u completions=%llu wall_s=%.3f completions_per_second=%.0f sim_us=%.1f "
-              "interrupts=%llu interrupts_per_sim_second=%.0f interrupts_per_wall_second=%.0f "
+  const uint64_t irqs = host.driver().event_counters().interrupts;
+  const double host_s = host.now_ps() / 1e12;
+  std::printf("e2e %-11s itr_us=%u completions=%llu wall_s=%.3f completions_per_second=%.0f host_us=%.1f "
+              "interrupts=%llu interrupts_per_host_second=%.0f interrupts_per_wall_second=%.0f "
               "completions_per_interrupt=%.2f idle_waits=%llu doorbells=%llu checks=%s\n",
-              loose ? "loose" : "approximate", itr_us, (unsigned long long)n, wall, double(n) / wall,
-              sim.now_ps() / 1e6, (unsigned long long)irqs, double(irqs) / sim_s, double(irqs) / wall,
+              mode, sc.config.device.ceq_itr_us, (unsigned long long)n, wall, double(n) / wall,
+              host.now_ps() / 1e6, (unsigned long long)irqs, double(irqs) / host_s, double(irqs) / wall,
               irqs ? double(n) / double(irqs) : 0.0, (unsigned long long)wl.counters().idle_polls,
               (unsigned long long)wl.counters().doorbells, passed ? "passed" : "FAILED");
   return passed ? 0 : 1;
+}
+
+int e2e(bool loose, uint32_t sends, uint32_t max_bytes, uint32_t itr_us) {
+  system::Scenario sc = e2e_scenario(sends, max_bytes, itr_us);
+  sc.config.sync = loose ? system::SyncMode::loose : system::SyncMode::approximate;
+  system::Simulation sim(sc.config);
+  return e2e_on(sim, sc, loose ? "loose" : "approximate");
+}
+
+// The model served by a child process, the driver and the workload here on OS threads.
+std::unique_ptr<system::PcieSystem> served(system::ServerChild& server, const system::SimConfig& cfg) {
+  pcie::vfio_user::VfioUserClientOptions options;
+  options.posted_writes = true;
+  return std::make_unique<system::PcieSystem>(
+      std::make_unique<pcie::vfio_user::VfioUserClient>(server.socket_path(), options), system::driver_params(cfg));
+}
+
+int e2e_vfio_user(uint32_t sends, uint32_t max_bytes, uint32_t itr_us) {
+  const system::Scenario sc = e2e_scenario(sends, max_bytes, itr_us);
+  system::ServerChild server(sc.config, {});
+  return e2e_on(*served(server, sc.config), sc, "vfio-user");
+}
+
+// Doorbell to MSI-X through vfio-user: a signaled NOP posted on a QP whose CQ is armed
+// (the WQEALLOC doorbell) until the CQ's completion handler runs on the interrupt thread.
+int doorbell_to_msix(uint32_t rounds) {
+  system::ServerChild server(system::SimConfig{}, {});
+  auto host = served(server, system::SimConfig{});
+  irdma::irdma_device& dev = host->driver();
+  auto got = ibcore::ib_alloc_cq(&dev, nullptr, 64, 0, ibcore::IB_POLL_DIRECT);
+  if (got.is_err()) return 1;
+  ibcore::ib_cq* cq = got.get();
+  const auto now_ns = [] {
+    return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now().time_since_epoch()).count());
+  };
+  std::atomic<uint64_t> fired_ns{0};
+  cq->comp_handler = [&](ibcore::ib_cq*) { fired_ns = now_ns(); };
+  int err = 0;
+  std::unique_ptr<system::BufferedQp> a(system::BufferedQp::create(dev, cq, 8, 8, 64, err));
+  std::unique_ptr<system::BufferedQp> b(err ? nullptr : system::BufferedQp::create(dev, cq, 8, 8, 64, err));
+  if (err || dev.connect_qp(a->qp(), b->qp_num()) || dev.connect_qp(b->qp(), a->qp_num())) return 1;
+  std::vector<double> us;
+  for (uint32_t i = 0; i < rounds; i++) {
+    fired_ns = 0;
+    ibcore::ib_req_notify_cq(cq, ibcore::IB_CQ_NEXT_COMP);
+    const uint64_t t0 = now_ns();
+    dev.post_nop(a->qp(), i, true);
+    while (!fired_ns && now_ns() - t0 < 1'000'000'000) {
+    }
+    if (!fired_ns) return 1;
+    us.push_back(double(fired_ns - t0) / 1000);
+    ibcore::ib_wc wc;
+    while (ibcore::ib_poll_cq(cq, 1, &wc) == 0) {
+    }
+  }
+  std::sort(us.begin(), us.end());
+  double sum = 0;
+  for (double v : us) sum += v;
+  std::printf("vfio-user doorbell_to_msix rounds=%u min_us=%.1f p50_us=%.1f mean_us=%.1f p99_us=%.1f\n", rounds,
+              us.front(), us[us.size() / 2], sum / double(us.size()), us[us.size() * 99 / 100]);
+  const bool clean = !a->destroy() && !b->destroy() && !ibcore::ib_free_cq(cq);
+  dev.remove();
+  return clean ? 0 : 1;
 }
 
 // The CQ engine with nothing in front of it: completions straight into CqEngine::post.
@@ -139,18 +216,25 @@ int model(bool loose, uint64_t cqes) {
 
 }  // namespace
 
+// libsystemc prints its banner before sc_main unless told not to: this main tells it.
+int main(int argc, char** argv) {
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+  return sc_core::sc_elab_and_sim(argc, argv);
+}
+
 int sc_main(int argc, char** argv) {
-  const bool e2e_mode = argc >= 3 && std::strcmp(argv[1], "e2e") == 0;
-  const bool model_mode = argc >= 3 && std::strcmp(argv[1], "model") == 0;
-  if (!e2e_mode && !model_mode) {
-    std::fprintf(stderr,
-                 "usage: irdma-sim-bench e2e approximate|loose [SENDS_PER_QP] [MAX_BYTES] [CEQ_ITR_US]\n"
-                 "       irdma-sim-bench model approximate|loose [CQES]\n");
-    return 2;
-  }
-  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
-  const bool loose = std::strcmp(argv[2], "loose") == 0;
+  const std::string what = argc >= 2 ? argv[1] : "";
+  const std::string mode = argc >= 3 ? argv[2] : "";
+  const bool sim_mode = mode == "approximate" || mode == "loose";
   const auto arg = [&](int i, uint64_t def) { return argc > i ? std::strtoull(argv[i], nullptr, 0) : def; };
-  if (e2e_mode) return e2e(loose, uint32_t(arg(3, 200000)), uint32_t(arg(4, 64)), uint32_t(arg(5, 0)));
-  return model(loose, arg(3, 4'000'000));
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+  if (what == "e2e" && sim_mode) return e2e(mode == "loose", uint32_t(arg(3, 200000)), uint32_t(arg(4, 64)), uint32_t(arg(5, 0)));
+  if (what == "e2e" && mode == "vfio-user") return e2e_vfio_user(uint32_t(arg(3, 20000)), uint32_t(arg(4, 64)), uint32_t(arg(5, 0)));
+  if (what == "model" && sim_mode) return model(mode == "loose", arg(3, 4'000'000));
+  if (what == "doorbell-msix") return doorbell_to_msix(uint32_t(arg(2, 2000)));
+  std::fprintf(stderr,
+               "usage: irdma-sim-bench e2e approximate|loose|vfio-user [SENDS_PER_QP] [MAX_BYTES] [CEQ_ITR_US]\n"
+               "       irdma-sim-bench model approximate|loose [CQES]\n"
+               "       irdma-sim-bench doorbell-msix [ROUNDS]\n");
+  return 2;
 }
