@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -79,41 +78,48 @@ class Workload {
   uint64_t interrupted_at_ps() const { return interrupted_at_ps_; }
 
  private:
-  struct Qp;
+  // The records below, and the parts of the program, each in its file under workload/.
+  struct Qp;  // bookkeeping.h
   struct WrCtx;
   struct Incoming;
-  static void on_send_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
-  static void on_recv_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
 
+  // setup.cpp: CQs, QP pairs, memory keys, faults, the first receives.
   bool setup();
   // For a resource error `err` (ENOSPC: `key`'s id space is used up; ENOMEM: host memory)
   // while setup did `what`: notes the limit error and returns true.
   bool out_of(int err, const char* key, uint64_t limit, const std::string& what);
   void inject_faults();
-  int flush_peer(Qp& q);
-  int maybe_resize(Qp& q);
-  int tear_down_pair(Qp& q);
-  void cq_error(const ibcore::ib_event& ev);
-  void wake_poster(const Qp& q);
+  // memory_keys.cpp
+  bool make_keys(Qp& q);
+  static void forget_region(Qp& q);
+  // posting.cpp: the posting thread's loop, sends and receives.
   void traffic();
-  // Every QP to error and destroyed with work in flight; nothing more expected of them.
-  void stop_traffic();
+  bool finished() const;
   void report_progress();
-  void teardown();
   uint64_t room(const Qp& q) const;
   bool batch_fits(const Qp& q) const;
   int post_sends(Qp& qp);
-  void describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ibcore::ib_send_wr& wr,
-                ibcore::ib_sge& sge, ExpectedCompletion& done, ExpectedCompletion& msg);
-  static void forget_region(Qp& q);
-  bool make_keys(Qp& q);
   void send_batch(Qp& q);
   void post_failed(const char* verb, int ret);
   int post_recv(Qp& qp);
+  void wake_poster(const Qp& q);
+  // work_requests.cpp
+  void describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ibcore::ib_send_wr& wr,
+                ibcore::ib_sge& sge, ExpectedCompletion& done, ExpectedCompletion& msg);
+  // completions.cpp: the done callbacks, run by the CQs' poll contexts.
+  static void on_send_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
+  static void on_recv_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
   void completed(const ibcore::ib_cq* cq, const WrCtx& ctx, const ibcore::ib_wc& wc);
-  uint32_t message_size(const Qp& qp, uint64_t seq) const;
   bool moved_right(const Qp& q, const WrCtx& ctx) const;
-  bool finished() const;
+  // recovery.cpp: broken connections, CQ errors, resizes, stopping early.
+  void cq_error(const ibcore::ib_event& ev);
+  int tear_down_pair(Qp& q);
+  int flush_peer(Qp& q);
+  int maybe_resize(Qp& q);
+  // Every QP to error and destroyed with work in flight; nothing more expected of them.
+  void stop_traffic();
+  // teardown.cpp: what is left drained, everything destroyed, the final checks.
+  void teardown();
 
   Host& host_;
   irdma::irdma_device& dev_;
