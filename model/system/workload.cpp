@@ -2,6 +2,8 @@
 // per job.
 #include "model/system/workload.h"
 
+#include <mutex>
+
 #include "model/system/host.h"
 #include "model/system/workload/bookkeeping.h"
 
@@ -13,13 +15,19 @@ Workload::Workload(Host& host, const Scenario& sc, Scoreboard& sb, CompletionLog
 Workload::~Workload() = default;
 
 void Workload::run() {
-  completed_ = dev_.hw().exec.make_event();
+  hal::Exec& exec = dev_.hw().exec;
+  completed_ = exec.make_event();
+  lock_ = exec.make_lock();
   uint64_t warnings = 0;
   std::string first_warning;
+  // ib-core warns from its pool and CQ calls and its poll loop, never under the lock.
   dev_.warnings.sink = [&](const std::string& w) {
+    const std::lock_guard<hal::Lock> held(*lock_);
     if (warnings++ == 0) first_warning = w;
   };
-  if (setup()) traffic();
+  const bool ready = setup();
+  const std::lock_guard<hal::Lock> held(*lock_);
+  if (ready) traffic();
   teardown();
   sb_.record("no_driver_warnings", warnings == 0,
              warnings ? std::to_string(warnings) + " warning(s); first: " + first_warning

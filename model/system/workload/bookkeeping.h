@@ -69,4 +69,14 @@ struct Workload::Qp {
   uint32_t rkey = 0;
 };
 
+template <typename Call>
+decltype(auto) Workload::unlocked(Call&& call) {
+  lock_->unlock();
+  struct Relock {
+    hal::Lock& lock;
+    ~Relock() { lock.lock(); }
+  } relock{*lock_};
+  return call();
+}
+
 }  // namespace irdma_sim::system

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "driver/irdma/irdmadv.h"
 #include "model/system/host.h"
@@ -45,6 +46,7 @@ void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
 void Workload::on_send_done(ib_cq* cq, ib_wc* wc) {
   const WrCtx& ctx = *reinterpret_cast<WrCtx*>(wc->wr_cqe);
   Workload& wl = *ctx.wl;
+  const std::lock_guard<hal::Lock> held(*wl.lock_);
   Qp& q = *ctx.qp;
   ib_wc copy = *wc;
   copy.wr_id = ctx.wr_id;
@@ -57,6 +59,7 @@ void Workload::on_send_done(ib_cq* cq, ib_wc* wc) {
 void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {
   const WrCtx& ctx = *reinterpret_cast<WrCtx*>(wc->wr_cqe);
   Workload& wl = *ctx.wl;
+  const std::lock_guard<hal::Lock> held(*wl.lock_);
   Qp& q = *ctx.qp;
   ib_wc copy = *wc;
   copy.wr_id = ctx.wr_id;

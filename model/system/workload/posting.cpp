@@ -13,6 +13,7 @@ using namespace ibcore;
 
 namespace {
 
+// On the host's clock (dev.hw().exec): simulated time, or wall time on silicon.
 constexpr uint64_t kStallNs = 50'000'000;  // no progress for this long: the run is stuck
 constexpr uint64_t kWaitSliceNs = 100'000;  // the posting thread's longest sleep
 
@@ -20,7 +21,7 @@ constexpr uint64_t kWaitSliceNs = 100'000;  // the posting thread's longest slee
 
 // The posting side: completions arrive through interrupts, on the pool CQs' poll context
 // (softirq or workqueue workers), which call the workload's done callbacks; this thread
-// posts what fits and sleeps until a completion wakes it.
+// posts what fits and sleeps until a completion wakes it. Called with lock_ held.
 void Workload::traffic() {
   const uint64_t start = dev_.hw().exec.now_ns();
   const uint64_t stop = sc_.traffic.stop_after_ns;
@@ -58,7 +59,7 @@ void Workload::traffic() {
     }
     if (now - last_progress > kStallNs) {
       sb_.record("no_stall", false,
-                 "no completion for " + std::to_string(kStallNs / 1000000) + " ms of simulated time");
+                 "no completion for " + std::to_string(kStallNs / 1000000) + " ms");
       return;
     }
     counters_.idle_polls++;
@@ -69,7 +70,7 @@ void Workload::traffic() {
     for (const auto& q : qps_)
       if (q->idle_until_ns > now && q->sends_posted < q->sends_total) wake = std::min(wake, q->idle_until_ns);
     if (stop) wake = std::min(wake, start + stop);
-    completed_->wait_for(wake - now);
+    unlocked([&] { completed_->wait_for(wake - now); });
   }
   if (stop)
     warnings_.push_back("traffic.stop_after_ns = " + std::to_string(stop) + ": the traffic finished after " +
@@ -95,7 +96,7 @@ void Workload::report_progress() {
     p.sends_total += q->sends_total;
   }
   p.wall_s = std::chrono::duration<double>(now - started_).count();
-  control_.progress(p);
+  unlocked([&] { control_.progress(p); });
 }
 
 // How many more work requests `q` may post now: its SQ slots hold what is not yet retired,
@@ -216,7 +217,7 @@ int Workload::post_recv(Qp& q) {
 
 // The posting thread is woken only when it has something to do: a batch fits in the QP's
 // SQ, the QP broke or needs a resize, a UD peer may have credit, or the run is over. Each
-// wake is a context switch of the simulator's.
+// wake is a context switch.
 void Workload::wake_poster(const Qp& q) {
   const TrafficSpec& t = sc_.traffic;
   const bool resize_due = q.own_cq && t.resize_every && q.completions - q.resized_at >= t.resize_every;

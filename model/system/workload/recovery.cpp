@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <mutex>
 
 #include "driver/core/cq.h"
 #include "model/system/workload/bookkeeping.h"
@@ -15,6 +16,7 @@ using namespace ibcore;
 // event's interrupt; the posting thread tears their pairs down.
 void Workload::cq_error(const ib_event& ev) {
   if (ev.event != IB_EVENT_CQ_ERR) return;
+  const std::lock_guard<hal::Lock> held(*lock_);
   counters_.cq_errors++;
   for (auto& q : qps_)
     if (q->cq == ev.cq) q->cq_error = true;
@@ -27,17 +29,15 @@ int Workload::tear_down_pair(Qp& q) {
   for (Qp* x : {&q, q.peer}) {
     x->torn_down = true;
     sb_.abandon(x->index);
-    if (x->bq && x->bq->destroy())  // the device may still use its buffers: keep them
-      sb_.record("tear_down_pair", false, "destroying a QP failed");
-    else
-      x->bq.reset();
+    if (!destroy_qp(*x)) sb_.record("tear_down_pair", false, "destroying a QP failed");
     x->sends_done = x->sends_posted = x->sends_total;
     x->recvs_done = x->recvs_posted = x->recvs_total;
   }
   for (Qp* x : {&q, q.peer}) {
     if (!x->own_cq || !x->cq) continue;
     cqs_.erase(std::remove(cqs_.begin(), cqs_.end(), x->cq), cqs_.end());
-    if (ib_free_cq(x->cq)) sb_.record("tear_down_pair", false, "freeing a CQ in error failed");
+    if (unlocked([&] { return ib_free_cq(x->cq); }))
+      sb_.record("tear_down_pair", false, "freeing a CQ in error failed");
     x->cq = nullptr;
   }
   counters_.pairs_torn_down++;
@@ -46,7 +46,8 @@ int Workload::tear_down_pair(Qp& q) {
 
 int Workload::flush_peer(Qp& q) {
   q.peer_flushed = true;
-  const int ret = dev_.flush_qp(q.peer->bq->qp());
+  irdma::irdma_qp* const peer = q.peer->bq->qp();
+  const int ret = unlocked([&] { return dev_.flush_qp(peer); });
   if (ret && ret != -EALREADY)
     sb_.record("flush_qp", false, "moving a QP to error failed, errno " + std::to_string(-ret));
   return 1;
@@ -67,7 +68,7 @@ int Workload::maybe_resize(Qp& q) {
   if (!q.own_cq || !t.resize_every || q.completions - q.resized_at < t.resize_every) return 0;
   q.resized_at = q.completions;
   const uint32_t cqe = t.resize_cqes[q.resizes++ % t.resize_cqes.size()];
-  if (int ret = ib_resize_cq(q.cq, int(cqe)))
+  if (int ret = unlocked([&] { return ib_resize_cq(q.cq, int(cqe)); }))
     sb_.record("resize_cq", false, "resizing a CQ to " + std::to_string(cqe) + " failed, errno " + std::to_string(-ret));
   counters_.cq_resizes++;
   return 1;

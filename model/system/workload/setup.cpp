@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 
 #include "driver/core/cq.h"
 #include "driver/core/cq_pool.h"
@@ -112,6 +113,7 @@ bool Workload::setup() {
       fill_payload(bq.window_slot(bq.sq_depth() + slot), bq.slot_bytes(),
                    read_source_key(sc_.seed, q->index, slot));
   }
+  const std::lock_guard<hal::Lock> held(*lock_);
   for (auto& q : qps_) {
     const uint64_t initial = std::min<uint64_t>(q->bq->rq_depth(), q->recvs_total);
     for (uint64_t i = 0; i < initial; i++)
