@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -54,7 +53,7 @@ class Workload {
   Workload(Host& host, const Scenario& sc, Scoreboard& sb, CompletionLog& log);
   ~Workload();
 
-  // What runs the workload from outside the simulation: `stop` is asked between steps and,
+  // The runner's hold on the workload: `stop` is asked between steps and,
   // once it says so, the traffic stops as with traffic.stop_after_ns; `progress` hears how
   // far the traffic has come about twice a second of wall time.
   struct Control {
@@ -74,52 +73,78 @@ class Workload {
   // whose rate drew no request, a resize that does not apply to pool CQs, a stop the
   // traffic finished before).
   const std::vector<std::string>& warnings() const { return warnings_; }
-  // The traffic was cut short by Control::stop, at this simulated time.
+  // The traffic was cut short by Control::stop, at this time of the host's clock.
   bool interrupted() const { return interrupted_; }
   uint64_t interrupted_at_ps() const { return interrupted_at_ps_; }
 
  private:
-  struct Qp;
+  // The records below, and the parts of the program, each in its file under workload/.
+  struct Qp;  // bookkeeping.h
   struct WrCtx;
   struct Incoming;
-  static void on_send_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
-  static void on_recv_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
+  // Runs `call` with lock_ let go of; the caller holds it before and after.
+  template <typename Call>
+  decltype(auto) unlocked(Call&& call);
 
+  // setup.cpp: CQs, QP pairs, memory keys, faults, the first receives.
   bool setup();
   // For a resource error `err` (ENOSPC: `key`'s id space is used up; ENOMEM: host memory)
   // while setup did `what`: notes the limit error and returns true.
   bool out_of(int err, const char* key, uint64_t limit, const std::string& what);
   void inject_faults();
-  int flush_peer(Qp& q);
-  int maybe_resize(Qp& q);
-  int tear_down_pair(Qp& q);
-  void cq_error(const ibcore::ib_event& ev);
-  void wake_poster(const Qp& q);
+  // memory_keys.cpp
+  bool make_keys(Qp& q);
+  static void forget_region(Qp& q);
+  // posting.cpp: the posting thread's loop, sends and receives.
   void traffic();
-  // Every QP to error and destroyed with work in flight; nothing more expected of them.
-  void stop_traffic();
+  bool finished() const;
   void report_progress();
-  void teardown();
   uint64_t room(const Qp& q) const;
   bool batch_fits(const Qp& q) const;
   int post_sends(Qp& qp);
-  void describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ibcore::ib_send_wr& wr,
-                ibcore::ib_sge& sge, ExpectedCompletion& done, ExpectedCompletion& msg);
-  static void forget_region(Qp& q);
-  bool make_keys(Qp& q);
   void send_batch(Qp& q);
   void post_failed(const char* verb, int ret);
   int post_recv(Qp& qp);
+  void wake_poster(const Qp& q);
+  // work_requests.cpp
+  void describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ibcore::ib_send_wr& wr,
+                ibcore::ib_sge& sge, ExpectedCompletion& done, ExpectedCompletion& msg);
+  // completions.cpp: the done callbacks, run by the CQs' poll contexts.
+  static void on_send_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
+  static void on_recv_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
   void completed(const ibcore::ib_cq* cq, const WrCtx& ctx, const ibcore::ib_wc& wc);
-  uint32_t message_size(const Qp& qp, uint64_t seq) const;
   bool moved_right(const Qp& q, const WrCtx& ctx) const;
-  bool finished() const;
+  // recovery.cpp: broken connections, CQ errors, resizes, stopping early.
+  void cq_error(const ibcore::ib_event& ev);
+  int tear_down_pair(Qp& q);
+  int flush_peer(Qp& q);
+  int maybe_resize(Qp& q);
+  // Every QP to error and destroyed with work in flight; nothing more expected of them.
+  void stop_traffic();
+  // teardown.cpp: what is left drained, everything destroyed, the final checks.
+  void teardown();
+  // Destroys `q`'s QP and frees its buffers (kept when the destroy failed: the device may
+  // still use them); false on failure. Called with lock_ held; lets go of it meanwhile.
+  bool destroy_qp(Qp& q);
 
   Host& host_;
   irdma::irdma_device& dev_;
   const Scenario& sc_;
   Scoreboard& sb_;
   CompletionLog& log_;
+  // The workload lock, held as a Linux ULP holds a spinlock. The done callbacks and
+  // cq_error run on the CQs' poll contexts and the interrupt thread, on OS threads at the
+  // same time as the posting thread, and share with it the QPs' records, next_wr_id_,
+  // counters_, delivered_on_, the scoreboard, the completion log and run()'s count of
+  // ib-core warnings. Each callback holds it for its whole body. The posting thread holds
+  // it from the end of setup (which runs before anything can complete, and takes it only
+  // to post) to the end of run(), posts included (they do not sleep), and lets go of it,
+  // through unlocked(), only to sleep until a completion, to report progress, and around
+  // every driver call that may sleep or wait for a poll worker (which may be waiting for
+  // this lock): CQ free, resize and pool put, QP flush and destroy, MR and MW release, the
+  // teardown's ib_process_cq_direct (it runs the callbacks on the calling thread) and
+  // dev.remove(). Not recursive: nothing done under it may call back into the workload.
+  std::unique_ptr<hal::Lock> lock_;
   std::vector<std::unique_ptr<Qp>> qps_;
   std::vector<ibcore::ib_cq*> cqs_;  // distinct pool CQs, in the order they were got
   uint64_t next_wr_id_ = 1;

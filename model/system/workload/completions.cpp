@@ -1,0 +1,121 @@
+// Completion handling: the done callbacks the CQs' poll contexts run, which count and log
+// each ib_wc and check it, and the data it moved, against the scoreboard.
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "driver/irdma/irdmadv.h"
+#include "model/system/host.h"
+#include "model/system/workload/bookkeeping.h"
+#include "model/system/workload/payload.h"
+
+namespace irdma_sim::system {
+
+using namespace ibcore;
+
+void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
+  counters_.completions++;
+  if (wc.status < counters_.by_status.size()) counters_.by_status[wc.status]++;
+  // The kernel has no ib_wc opcode for a BIND_MW or a signaled NOP: they complete as
+  // IB_WC_GENERAL_ERR, flushed or not; before the QP broke, that was a success.
+  const bool unmapped_success = (ctx.op == TrafficOp::bind_mw || ctx.op == TrafficOp::nop) &&
+                                wc.status == IB_WC_GENERAL_ERR && !ctx.qp->broken;
+  ctx.qp->completions++;
+  if (wc.status != IB_WC_SUCCESS && !unmapped_success) {
+    ctx.qp->broken = true;
+    if (wc.vendor_err >> 16 == irdma::IRDMA_FLUSH_MAJOR_ERR) counters_.flushed++;
+  }
+  auto it = std::find_if(counters_.by_opcode.begin(), counters_.by_opcode.end(),
+                         [&](const auto& p) { return p.first == wc.opcode; });
+  if (it == counters_.by_opcode.end())
+    counters_.by_opcode.emplace_back(wc.opcode, 1);
+  else
+    it->second++;
+  irdma::irdmadv_cq dv;
+  irdma::irdmadv_query_cq(cq, &dv);
+  const uint32_t cq_num = dv.cq_num;
+  if (cq_num >= delivered_on_.size()) delivered_on_.resize(cq_num + 1);
+  if (!delivered_on_[cq_num]) {
+    delivered_on_[cq_num] = true;
+    counters_.cqs_with_completions++;
+  }
+  log_.write(host_.now_ps(), cq_num, ctx.wr_id, wc.qp ? wc.qp->qp_num : 0, wc);
+}
+
+void Workload::on_send_done(ib_cq* cq, ib_wc* wc) {
+  const WrCtx& ctx = *reinterpret_cast<WrCtx*>(wc->wr_cqe);
+  Workload& wl = *ctx.wl;
+  const std::lock_guard<hal::Lock> held(*wl.lock_);
+  Qp& q = *ctx.qp;
+  ib_wc copy = *wc;
+  copy.wr_id = ctx.wr_id;
+  wl.completed(cq, ctx, copy);
+  wl.sb_.check_send(q.index, copy, wc->status != IB_WC_SUCCESS || wl.moved_right(q, ctx));
+  q.sends_done = ctx.seq + 1;  // it retires every unsignaled WR before it
+  wl.wake_poster(q);
+}
+
+void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {
+  const WrCtx& ctx = *reinterpret_cast<WrCtx*>(wc->wr_cqe);
+  Workload& wl = *ctx.wl;
+  const std::lock_guard<hal::Lock> held(*wl.lock_);
+  Qp& q = *ctx.qp;
+  ib_wc copy = *wc;
+  copy.wr_id = ctx.wr_id;
+  wl.completed(cq, ctx, copy);
+  q.recvs_done++;
+  bool payload_ok = true;
+  if (wc->status != IB_WC_SUCCESS) {
+    q.rq_error = true;
+    q.incoming.clear();
+    q.writes_to_check.clear();
+  } else if (!q.incoming.empty()) {
+    // A SEND's bytes are in the receive buffer, a WRITE's in this QP's window.
+    const Incoming msg = q.incoming.front();
+    q.incoming.pop_front();
+    if (msg.op == TrafficOp::write_imm) q.writes_to_check.pop_front();
+    const uint8_t* at = msg.op == TrafficOp::send
+                            ? q.bq->recv_slot(ctx.slot)
+                            : q.bq->window_slot(uint32_t(msg.seq % q.peer->bq->sq_depth()));
+    const uint32_t len = std::min(wc->byte_len, q.bq->slot_bytes());
+    payload_ok = payload_equals(at, len, payload_key(wl.sc_.seed, q.peer->index, msg.seq));
+  }
+  wl.sb_.check_recv(q.index, copy, payload_ok);
+  if (q.recvs_posted < q.recvs_total && !q.torn_down) wl.post_recv(q);
+  wl.wake_poster(q);
+  if (q.peer->bq) wl.wake_poster(*q.peer);  // a window slot it waits for may be free
+}
+
+// After a successful SQ completion: an RDMA WRITE's data is at the peer, a READ's is here,
+// an atomic returned the original value and left the new one.
+bool Workload::moved_right(const Qp& q, const WrCtx& ctx) const {
+  const BufferedQp& peer = *q.peer->bq;
+  switch (ctx.op) {
+    case TrafficOp::send:       // checked at the receiver
+    case TrafficOp::local_inv:  // moves no data
+      return true;
+    case TrafficOp::reg_mr:
+    case TrafficOp::bind_mw:
+    case TrafficOp::nop:
+      return true;
+    case TrafficOp::read:
+    case TrafficOp::read_inv:
+      return payload_equals(q.bq->send_slot(ctx.slot), ctx.len,
+                            read_source_key(sc_.seed, q.peer->index, ctx.slot));
+    case TrafficOp::write:
+    case TrafficOp::write_imm:
+      return payload_equals(peer.window_slot(ctx.slot), ctx.len,
+                            payload_key(sc_.seed, q.index, ctx.seq));
+    case TrafficOp::fetch_add:
+    case TrafficOp::cmp_swap: {
+      uint64_t returned, left;
+      std::memcpy(&returned, q.bq->send_slot(ctx.slot), 8);
+      std::memcpy(&left, peer.window_slot(2 * peer.sq_depth() + ctx.slot), 8);
+      return returned == ctx.original && left == ctx.after;
+    }
+  }
+  return false;
+}
+
+}  // namespace irdma_sim::system
