@@ -2,6 +2,7 @@
 // simulated CPU and simulated time; on silicon, OS threads and the wall clock.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -20,11 +21,39 @@ class Event {
   virtual bool wait_for(uint64_t timeout_ns) = 0;
 };
 
+// A sleeping lock (what spinlock_t and struct mutex are to the kernel). lock() and unlock()
+// are inline atomics while the lock is free, so a hot path (a CQ poll) pays no virtual
+// call; only a contended lock reaches the backend, which blocks the caller in wait() and
+// releases a waiter in wake(): a futex on OS threads, an event in simulation, where a
+// holder may wait with the lock held. Usable with std::lock_guard and std::unique_lock.
 class Lock {
  public:
   virtual ~Lock() = default;
-  virtual void lock() = 0;
-  virtual void unlock() = 0;
+  void lock() {
+    uint32_t free = kUnlocked;
+    if (!state_.compare_exchange_strong(free, kLocked, std::memory_order_acquire,
+                                        std::memory_order_relaxed))
+      lock_contended();
+  }
+  void unlock() {
+    if (state_.exchange(kUnlocked, std::memory_order_release) == kContended) wake();
+  }
+
+ protected:
+  static constexpr uint32_t kUnlocked = 0, kLocked = 1, kContended = 2;
+  // Returns once state_ may no longer read kContended (spurious returns are fine): the
+  // backend must not sleep through a wake() that follows a state_ change.
+  virtual void wait() = 0;
+  // Releases at least one caller blocked in wait().
+  virtual void wake() = 0;
+  std::atomic<uint32_t> state_{kUnlocked};
+
+ private:
+  // Drepper's "Futexes Are Tricky" mutex: a waiter marks the lock contended, so the
+  // holder's unlock() knows to wake someone.
+  void lock_contended() {
+    while (state_.exchange(kContended, std::memory_order_acquire) != kUnlocked) wait();
+  }
 };
 
 class Exec {

@@ -1,4 +1,4 @@
-// ib-core's poll contexts on OS threads (hal::OsExec): completion events raised from many
+// ib-core's poll contexts on OS threads (backends::OsExec): completion events raised from many
 // threads at once for many CQs; every completion is processed exactly once, a CQ is never
 // polled by two workers at a time, and the workers stop and join.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "driver/core/cq_poll.h"
-#include "driver/hal/os_exec.h"
+#include "driver/backends/os_exec.h"
 
 namespace {
 
@@ -66,7 +66,7 @@ TEST(PollContextsOnOsThreads, EveryCompletionOnceNoCqPolledTwiceAtOnce) {
   }
   constexpr int kPerThread = 20000;
   {
-    auto exec = std::make_unique<hal::OsExec>();
+    auto exec = std::make_unique<backends::OsExec>();
     auto workers = std::make_unique<ib_poll_workers>(*exec);
     dev.poll_workers = workers.get();
     // Four "interrupt" threads: each makes completions ready, then raises the CQ's event.
@@ -113,7 +113,7 @@ TEST(PollContextsOnOsThreads, CancelWaitsForARunningPollAndDisablesTheCq) {
   ib_cq cq;
   cq.device = &dev;
   cq.poll_ctx = IB_POLL_SOFTIRQ;
-  auto exec = std::make_unique<hal::OsExec>();
+  auto exec = std::make_unique<backends::OsExec>();
   auto workers = std::make_unique<ib_poll_workers>(*exec);
   workers->schedule(&cq);
   while (!dev.inside) std::this_thread::yield();
