@@ -61,9 +61,12 @@ class OsLock final : public hal::Lock {
     syscall(SYS_futex, reinterpret_cast<uint32_t*>(&state_), FUTEX_WAIT_PRIVATE, kContended,
             nullptr, nullptr, 0);
   }
-  void wake() override {
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&state_), FUTEX_WAKE_PRIVATE, 1, nullptr,
-            nullptr, 0);
+  // The address is computed before the store; waking a futex that was freed meanwhile
+  // wakes no one (glibc's mutexes live with the same).
+  void unlock_contended() override {
+    auto* word = reinterpret_cast<uint32_t*>(&state_);
+    state_.store(kUnlocked, std::memory_order_release);
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
   }
 
  private:

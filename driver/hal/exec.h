@@ -23,9 +23,10 @@ class Event {
 
 // A sleeping lock (what spinlock_t and struct mutex are to the kernel). lock() and unlock()
 // are inline atomics while the lock is free, so a hot path (a CQ poll) pays no virtual
-// call; only a contended lock reaches the backend, which blocks the caller in wait() and
-// releases a waiter in wake(): a futex on OS threads, an event in simulation, where a
-// holder may wait with the lock held. Usable with std::lock_guard and std::unique_lock.
+// call; only a contended lock reaches the backend, which blocks a caller in wait() and
+// hands the lock over in unlock_contended(): a futex on OS threads, an event in
+// simulation, where a holder may wait with the lock held. Usable with std::lock_guard and
+// std::unique_lock.
 class Lock {
  public:
   virtual ~Lock() = default;
@@ -36,16 +37,21 @@ class Lock {
       lock_contended();
   }
   void unlock() {
-    if (state_.exchange(kUnlocked, std::memory_order_release) == kContended) wake();
+    uint32_t held = kLocked;
+    if (!state_.compare_exchange_strong(held, kUnlocked, std::memory_order_release,
+                                        std::memory_order_relaxed))
+      unlock_contended();
   }
 
  protected:
   static constexpr uint32_t kUnlocked = 0, kLocked = 1, kContended = 2;
   // Returns once state_ may no longer read kContended (spurious returns are fine): the
-  // backend must not sleep through a wake() that follows a state_ change.
+  // backend must not sleep through an unlock_contended() that follows a state_ change.
   virtual void wait() = 0;
-  // Releases at least one caller blocked in wait().
-  virtual void wake() = 0;
+  // Called by the holder of a contended lock: stores kUnlocked (release) and wakes at least
+  // one waiter. After the store it may use state_'s address but read nothing of the lock:
+  // the next holder may free it at once.
+  virtual void unlock_contended() = 0;
   std::atomic<uint32_t> state_{kUnlocked};
 
  private:

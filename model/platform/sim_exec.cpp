@@ -53,7 +53,9 @@ class SimLock final : public hal::Lock {
     sc_core::wait(released_);
     waiters_--;
   }
-  void wake() override {
+  // Nothing runs between the store and the notification: no thread can free the lock there.
+  void unlock_contended() override {
+    state_.store(kUnlocked, std::memory_order_release);
     if (waiters_) released_.notify(sc_core::SC_ZERO_TIME);
   }
 

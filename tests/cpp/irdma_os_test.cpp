@@ -282,16 +282,30 @@ struct Seen {
   }
 };
 
+CqeFields completion(const irdma_qp* qp, bool sq, uint32_t wqe_idx) {
+  CqeFields f;
+  f.qp_ctx = qp->qp_uk.compl_ctx;
+  f.qp_id = qp->qp_num;
+  f.sq = sq;
+  f.wqe_idx = uint16_t(wqe_idx);
+  f.payload_len = 64;
+  f.op = sq ? IRDMA_OP_TYPE_SEND : 0x04;
+  return f;
+}
+
+uint32_t cq_num(ib_cq* cq) { return static_cast<irdma_cq*>(cq)->cq_num; }
+
 // Posts `n` sends (or receives) on one queue, each completed by the device right away but
-// for the last `unfinished`: those are left for the flush to complete. wr_ids start at
-// `first`.
+// for the last `unfinished`: those are left to someone else (the flush, or a device thread
+// that reads the queue). wr_ids start at `first`. A thread that has the device complete
+// its posts must be the queue's only poster.
 void post_queue(Host& h, PlainDevice& device, irdma_qp* qp, bool sq, uint64_t first, int n, int unfinished) {
-  const auto cq_num = static_cast<irdma_cq*>(sq ? qp->send_cq : qp->recv_cq)->cq_num;
   for (int i = 0; i < n; i++) {
     const uint64_t wr_id = first + uint64_t(i);
-    uint32_t idx;
+    const bool complete = i < n - unfinished;
+    uint32_t idx = 0;
     for (;;) {  // a full queue waits for the pollers
-      idx = sq ? qp->qp_uk.sq_ring.head : qp->qp_uk.rq_ring.head;  // this thread's alone
+      if (complete) idx = sq ? qp->qp_uk.sq_ring.head : qp->qp_uk.rq_ring.head;
       ib_sge sge{0x1000, 64, 0};
       int ret;
       if (sq) {
@@ -312,15 +326,29 @@ void post_queue(Host& h, PlainDevice& device, irdma_qp* qp, bool sq, uint64_t fi
       ASSERT_EQ(ret, -ENOMEM);
       std::this_thread::yield();
     }
-    if (i >= n - unfinished) continue;
-    CqeFields f;
-    f.qp_ctx = qp->qp_uk.compl_ctx;
-    f.qp_id = qp->qp_num;
-    f.sq = sq;
-    f.wqe_idx = uint16_t(idx);
-    f.payload_len = 64;
-    f.op = sq ? IRDMA_OP_TYPE_SEND : 0x04;
-    device.complete(cq_num, f);
+    if (complete) device.complete(cq_num(sq ? qp->send_cq : qp->recv_cq), completion(qp, sq, idx));
+  }
+}
+
+// The device's side of a send queue: executes `n` one-quantum WQEs in ring order as their
+// valid bits appear, completing each.
+void execute_sq(PlainDevice& device, const irdma_qp* qp, int n) {
+  const uint32_t size = qp->qp_uk.sq_ring.size;
+  uint32_t idx = 0;
+  uint8_t polarity = 1;
+  for (int done = 0; done < n;) {
+    const uint64_t hdr = __atomic_load_n(&qp->qp_uk.sq_base[4 * idx + 3], __ATOMIC_RELAXED);
+    if (FIELD_GET(IRDMAQPSQ_VALID, hdr) != polarity) {
+      std::this_thread::yield();
+      continue;
+    }
+    hal::dma_rmb();
+    device.complete(cq_num(qp->send_cq), completion(qp, true, idx));
+    done++;
+    if (++idx == size) {
+      idx = 0;
+      polarity ^= 1;
+    }
   }
 }
 
@@ -359,8 +387,11 @@ TEST(IrdmaOnOsThreads, PollNotifyPostAndFlushOnOneCq) {
       }
     });
   }
-  // QP a's SQ and RQ from two threads (one QP lock); QP b's SQ, flushed partway.
-  std::thread a_sq([&] { post_queue(h, h.device, a, true, 1'000'000, kPerQueue, 0); });
+  // QP a's SQ from two threads, the device executing it in order, and its RQ from a third
+  // (one QP lock); QP b's SQ, flushed partway.
+  std::thread a_sq1([&] { post_queue(h, h.device, a, true, 1'000'000, kPerQueue / 2, kPerQueue / 2); });
+  std::thread a_sq2([&] { post_queue(h, h.device, a, true, 1'500'000, kPerQueue / 2, kPerQueue / 2); });
+  std::thread a_exec([&] { execute_sq(h.device, a, kPerQueue); });
   std::thread a_rq([&] { post_queue(h, h.device, a, false, 2'000'000, kPerQueue, 0); });
   std::thread b_sq([&] {
     post_queue(h, h.device, b, true, kFirstB, kBeforeFlush, kUnfinished);
@@ -370,7 +401,7 @@ TEST(IrdmaOnOsThreads, PollNotifyPostAndFlushOnOneCq) {
       std::this_thread::sleep_for(std::chrono::milliseconds(30));
     }
   });
-  for (std::thread* t : {&a_sq, &a_rq, &b_sq}) t->join();
+  for (std::thread* t : {&a_sq1, &a_sq2, &a_exec, &a_rq, &b_sq}) t->join();
   for (int wait = 0; seen.count() < kTotal && wait < 10'000; wait++)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   done = true;
