@@ -10,9 +10,11 @@ irdma_device::irdma_device(hal::Platform& hw, const irdma_params& params)
   num_online_cpus = hw.exec.num_cpus();
 }
 
+// Only rsrc_lock_ is taken, which nothing holds across a wait: a simulation may have ended
+// with a driver thread suspended holding a CQ, QP or CQP lock.
 irdma_device::~irdma_device() {
   for (irdma_qp_uk* q : qp_table_)
-    if (q) free_qp(to_iwqp(q));
+    if (q) release_qp(to_iwqp(q));
   for (irdma_cq* cq : cq_table_)
     if (cq) free_cq(cq);
   for (irdma_ceq& ceq : ceqs_) hw_.dma.free_coherent(ceq.ring);

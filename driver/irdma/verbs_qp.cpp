@@ -169,6 +169,10 @@ void irdma_device::free_qp(irdma_qp* qp) {
                              [&](const irdma_cq_poll_info& r) { return r.qp_handle == &qp->qp_uk; }),
               gen.end());
   }
+  release_qp(qp);
+}
+
+void irdma_device::release_qp(irdma_qp* qp) {
   qp->send_cq->usecnt--;
   qp->recv_cq->usecnt--;
   hw_.dma.free_coherent(qp->queues);
