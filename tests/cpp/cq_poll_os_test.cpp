@@ -1,14 +1,15 @@
 // ib-core's poll contexts on OS threads (backends::OsExec): completion events raised from many
 // threads at once for many CQs; every completion is processed exactly once, a CQ is never
-// polled by two workers at a time, and the workers stop and join.
+// polled by two workers at a time, and the workers stop and join. And OsExec's lock.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 #include <vector>
 
-#include "driver/core/cq_poll.h"
 #include "driver/backends/os_exec.h"
+#include "driver/core/cq_poll.h"
 
 namespace {
 
@@ -52,6 +53,30 @@ struct CountingDevice final : ib_device {
   }
 };
 std::atomic<uint64_t> CountingDevice::processed{0};
+
+// hal::Lock on OS threads: mutual exclusion under contention (the futex path), and a lock
+// whose holder sleeps makes the next taker wait for it.
+TEST(OsExecLock, ExcludesUnderContention) {
+  backends::OsExec exec;
+  auto lock = exec.make_lock();
+  uint64_t counter = 0;  // plain: only the lock keeps the increments whole
+  std::atomic<int> inside{0}, overlap{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; t++) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50000; i++) {
+        std::lock_guard<hal::Lock> guard(*lock);
+        if (inside++) overlap++;
+        counter++;
+        if (t == 0 && i % 10000 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        inside--;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(counter, 200000u);
+  EXPECT_EQ(overlap.load(), 0);
+}
 
 TEST(PollContextsOnOsThreads, EveryCompletionOnceNoCqPolledTwiceAtOnce) {
   CountingDevice dev;

@@ -424,6 +424,42 @@ TEST(IrdmaOnOsThreads, PollNotifyPostAndFlushOnOneCq) {
   EXPECT_EQ(ib_free_cq(cq), 0);
 }
 
+// Software completions notify as irdma_comp_handler does: an armed CQ's handler runs once
+// and the CQ is disarmed, so a second flush's completions raise nothing until it is armed
+// again.
+TEST(IrdmaOnOsThreads, FlushCompletionsNotifyAnArmedCqOnceAndDisarmIt) {
+  Host h;
+  irdma_cq* cq = h.create_cq(64);
+  std::atomic<int> events{0};
+  cq->comp_handler = [&](ib_cq*) { events++; };
+  irdma_qp* a = h.create_qp(cq, 8);
+  irdma_qp* b = h.create_qp(cq, 8);
+  post_queue(h, h.device, a, false, 100, 3, 3);  // never seen by the device
+  post_queue(h, h.device, b, false, 200, 2, 2);
+  ASSERT_EQ(ib_req_notify_cq(cq, IB_CQ_NEXT_COMP), 0);
+  ASSERT_EQ(h.dev->flush_qp(a), 0);
+  ib_wc wc[8];
+  int got = 0;
+  for (int wait = 0; got < 3 && wait < 5000; wait++) {
+    got += ib_poll_cq(cq, 8, wc + got);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(got, 3);
+  EXPECT_EQ(events.load(), 1);
+  EXPECT_FALSE(cq->armed) << "the notification consumed the arm";
+  ASSERT_EQ(h.dev->flush_qp(b), 0);
+  for (int wait = 0; got < 5 && wait < 5000; wait++) {
+    got += ib_poll_cq(cq, 8, wc + got);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(got, 5);
+  EXPECT_EQ(events.load(), 1) << "not armed: no second notification";
+  for (int i = 0; i < got; i++) EXPECT_EQ(wc[i].status, IB_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(h.dev->destroy_qp(a), 0);
+  EXPECT_EQ(h.dev->destroy_qp(b), 0);
+  EXPECT_EQ(ib_free_cq(cq), 0);
+}
+
 // CQs and QPs made and destroyed from several threads at once: the CQP ring, its
 // completion slots and the id tables are shared; every command completes and every id
 // comes back.
