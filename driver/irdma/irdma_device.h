@@ -144,8 +144,9 @@ struct irdma_mw : ibcore::ib_mw {
 //     takes it once per call, never per CQE). irdma_qp::lock: a QP's posting side.
 //   - ceq.ce_lock: a CEQ's ring. rsrc_lock_: the id bitmaps and the CQ and QP tables
 //     (Linux's rsrc_lock, cqtable_lock and qptable_lock in one). flush_lock_: the flush
-//     work list and its worker's state. irdma_cqp's lock: its SQ ring and slots, never held
-//     across a command's wait. ib_device::cq_pools_lock: ib-core's pool lists.
+//     work list and its worker's state. irdma_cqp's lock: its SQ ring, slots and CCQ, not
+//     held while a caller waits for its command (but at probe, before the CCQ exists).
+//     ib_device::cq_pools_lock: ib-core's pool lists.
 // Order: CQ lock -> QP lock -> flush_lock_ (flush completions, as irdma_generate_flush_
 // completions nests them); ce_lock -> rsrc_lock_. rsrc_lock_, flush_lock_, the CQP's and
 // the pool's locks are leaves; no two CQ locks nor two QP locks are ever held together.
