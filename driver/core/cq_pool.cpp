@@ -17,7 +17,8 @@ unsigned pool_cq_size(const ib_device* dev, unsigned nr_cqe) {
   return std::min(unsigned(dev->attrs.max_cqe), std::max(nr_cqe, IB_MAX_SHARED_CQ_SZ));
 }
 
-// ib_alloc_cqs: one CQ per vector, spliced at the head of the pool as one batch.
+// ib_alloc_cqs: one CQ per vector, made unlocked, spliced at the head of the pool as one
+// batch.
 int grow_pool(ib_device* dev, unsigned nr_cqe, ib_poll_context poll_ctx) {
   const unsigned size = pool_cq_size(dev, nr_cqe);
   std::list<ib_cq*> batch;
@@ -30,6 +31,7 @@ int grow_pool(ib_device* dev, unsigned nr_cqe, ib_poll_context poll_ctx) {
     cq->shared = true;
     batch.push_back(cq.get());
   }
+  std::lock_guard<std::mutex> guard(dev->cq_pools_lock);
   auto& pool = dev->cq_pools[poll_ctx];
   pool.splice(pool.begin(), batch);
   return 0;
@@ -70,6 +72,7 @@ ErrPtr<ib_cq> ib_cq_pool_get(ib_device* dev, unsigned nr_cqe, int comp_vector_hi
   // The kernel would grow the pool forever for a request a fresh CQ cannot hold.
   if (nr_cqe == 0 || nr_cqe > pool_cq_size(dev, nr_cqe)) return ErrPtr<ib_cq>::error(-EINVAL);
 
+  std::unique_lock<std::mutex> guard(dev->cq_pools_lock);
   int vector = -1;
   if (dev->pool_policy == cq_pool_policy::kernel_first_fit) {
     if (comp_vector_hint < 0) {
@@ -90,7 +93,9 @@ ErrPtr<ib_cq> ib_cq_pool_get(ib_device* dev, unsigned nr_cqe, int comp_vector_hi
       return found;
     }
     if (attempt == 0) {
+      guard.unlock();
       if (int err = grow_pool(dev, nr_cqe, poll_ctx)) return ErrPtr<ib_cq>::error(err);
+      guard.lock();
     }
   }
   // A fresh batch always fits a request that passed the size check; a driver reporting
@@ -99,6 +104,7 @@ ErrPtr<ib_cq> ib_cq_pool_get(ib_device* dev, unsigned nr_cqe, int comp_vector_hi
 }
 
 int ib_cq_pool_put(ib_cq* cq, unsigned nr_cqe) {
+  std::lock_guard<std::mutex> guard(cq->device->cq_pools_lock);
   if (nr_cqe > cq->cqe_used) {
     cq->device->warnings.warn("ib_cq_pool_put: returning more than was taken");
     return -EINVAL;
@@ -109,19 +115,25 @@ int ib_cq_pool_put(ib_cq* cq, unsigned nr_cqe) {
 
 int ib_cq_pool_cleanup(ib_device* dev) {
   int kept = 0;
-  for (auto& pool : dev->cq_pools) {
-    for (auto it = pool.begin(); it != pool.end();) {
-      ib_cq* cq = *it;
-      if (cq->cqe_used != 0) {
-        dev->warnings.warn("ib_cq_pool_cleanup: pool CQ still in use");
-        kept++;
-        ++it;
-        continue;
+  std::list<ib_cq*> unused;
+  {
+    std::lock_guard<std::mutex> guard(dev->cq_pools_lock);
+    for (auto& pool : dev->cq_pools) {
+      for (auto it = pool.begin(); it != pool.end();) {
+        auto next = std::next(it);
+        if ((*it)->cqe_used != 0) {
+          dev->warnings.warn("ib_cq_pool_cleanup: pool CQ still in use");
+          kept++;
+        } else {
+          unused.splice(unused.end(), pool, it);
+        }
+        it = next;
       }
-      cq->shared = false;
-      it = pool.erase(it);
-      ib_free_cq(cq);
     }
+  }
+  for (ib_cq* cq : unused) {
+    cq->shared = false;
+    ib_free_cq(cq);
   }
   return kept;
 }

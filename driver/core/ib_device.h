@@ -3,9 +3,11 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <mutex>
 #include <string>
 
 #include "driver/core/ib_verbs.h"
@@ -44,8 +46,8 @@ struct ib_cq {
   std::function<void(const ib_event&)> event_handler;
   void* cq_context = nullptr;
   int cqe = 0;                 // capacity as the driver reports it
-  unsigned cqe_used = 0;       // pool accounting
-  unsigned usecnt = 0;         // QPs using this CQ
+  unsigned cqe_used = 0;       // pool accounting (under the device's cq_pools_lock)
+  std::atomic<unsigned> usecnt{0};  // QPs using this CQ
   ib_poll_context poll_ctx = IB_POLL_DIRECT;
   std::array<ib_wc, IB_POLL_BATCH> wc{};
   unsigned comp_vector = 0;
@@ -93,6 +95,10 @@ class ib_device {
   unsigned num_online_cpus = 1;
 
   cq_pool_policy pool_policy = cq_pool_policy::least_used;
+  // The pools, their CQs' cqe_used and default_comp_vector. Never held across a CQ's
+  // creation or anything else that waits, so it needs no SystemC-aware lock: SystemC
+  // threads interleave only where they wait.
+  std::mutex cq_pools_lock;
   // The shared CQ pools, one list per pool poll context, newest growth batch first.
   std::array<std::list<ib_cq*>, IB_POLL_LAST_POOL_TYPE + 1> cq_pools;
   // The kernel keeps this counter static in ib_cq_pool_get; per device keeps runs reproducible.

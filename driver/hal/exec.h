@@ -2,6 +2,7 @@
 // simulated CPU and simulated time; on silicon, OS threads and the wall clock.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -20,11 +21,45 @@ class Event {
   virtual bool wait_for(uint64_t timeout_ns) = 0;
 };
 
+// A sleeping lock (what spinlock_t and struct mutex are to the kernel). lock() and unlock()
+// are inline atomics while the lock is free, so a hot path (a CQ poll) pays no virtual
+// call; only a contended lock reaches the backend, which blocks a caller in wait() and
+// hands the lock over in unlock_contended(): a futex on OS threads, an event in
+// simulation, where a holder may wait with the lock held. Usable with std::lock_guard and
+// std::unique_lock.
 class Lock {
  public:
   virtual ~Lock() = default;
-  virtual void lock() = 0;
-  virtual void unlock() = 0;
+  void lock() {
+    uint32_t free = kUnlocked;
+    if (!state_.compare_exchange_strong(free, kLocked, std::memory_order_acquire,
+                                        std::memory_order_relaxed))
+      lock_contended();
+  }
+  void unlock() {
+    uint32_t held = kLocked;
+    if (!state_.compare_exchange_strong(held, kUnlocked, std::memory_order_release,
+                                        std::memory_order_relaxed))
+      unlock_contended();
+  }
+
+ protected:
+  static constexpr uint32_t kUnlocked = 0, kLocked = 1, kContended = 2;
+  // Returns once state_ may no longer read kContended (spurious returns are fine): the
+  // backend must not sleep through an unlock_contended() that follows a state_ change.
+  virtual void wait() = 0;
+  // Called by the holder of a contended lock: stores kUnlocked (release) and wakes at least
+  // one waiter. After the store it may use state_'s address but read nothing of the lock:
+  // the next holder may free it at once.
+  virtual void unlock_contended() = 0;
+  std::atomic<uint32_t> state_{kUnlocked};
+
+ private:
+  // Drepper's "Futexes Are Tricky" mutex: a waiter marks the lock contended, so the
+  // holder's unlock() knows to wake someone.
+  void lock_contended() {
+    while (state_.exchange(kContended, std::memory_order_acquire) != kUnlocked) wait();
+  }
 };
 
 class Exec {

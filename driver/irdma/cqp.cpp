@@ -85,6 +85,7 @@ int irdma_cqp::create_ccq() {
            IRDMA_CQPSQ_CQ_CEQIDVALID;
   });
   if (ret) return ret;
+  std::lock_guard<hal::Lock> guard(*lock_);
   ccq_ready_ = true;
   return 0;
 }
@@ -106,6 +107,7 @@ int irdma_cqp::wait_by_tail(uint32_t old_tail, cqp_completion* out) {
 }
 
 void irdma_cqp::destroy() {
+  std::lock_guard<hal::Lock> guard(*lock_);
   if (host_ctx_) {
     hw_.bar0.write32(IRDMA_CCQPHIGH, 0);
     hw_.bar0.write32(IRDMA_CCQPLOW, 0);
@@ -177,11 +179,13 @@ int irdma_cqp::process_ccq() {
 
 int irdma_cqp::exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
                     cqp_completion* out) {
+  std::unique_lock<hal::Lock> guard(*lock_);
+  // Before the CCQ only probe posts: the whole command under the lock.
   if (!ccq_ready_) return host_ctx_ ? exec_polled(opcode, fill, out) : -ENODEV;
   // A full ring backs the command up until completions free a slot (irdma's backlog).
-  if (int ret = wait_for([&] { return !full(); })) return ret;
+  if (int ret = wait_for(guard, [&] { return !full(); })) return ret;
   const int64_t idx = post(opcode, fill);
-  if (int ret = wait_for([&] { return slots_[idx].done; })) {
+  if (int ret = wait_for(guard, [&] { return slots_[idx].done; })) {
     slots_[idx].pending = false;
     return ret;
   }
@@ -191,8 +195,9 @@ int irdma_cqp::exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>
   return result.major_err || result.minor_err ? -EIO : 0;
 }
 
-// Runs the CCQ until `ready()`, or -ETIMEDOUT after kTimeoutNs without a completion.
-int irdma_cqp::wait_for(const std::function<bool()>& ready) {
+// Runs the CCQ until `ready()`, or -ETIMEDOUT after kTimeoutNs without a completion. The
+// lock is dropped between looks, so other callers post and collect meanwhile.
+int irdma_cqp::wait_for(std::unique_lock<hal::Lock>& guard, const std::function<bool()>& ready) {
   uint64_t last_progress = hw_.exec.now_ns();
   while (!ready()) {
     if (process_ccq() > 0) {
@@ -200,7 +205,9 @@ int irdma_cqp::wait_for(const std::function<bool()>& ready) {
       continue;
     }
     if (hw_.exec.now_ns() - last_progress > kTimeoutNs) return -ETIMEDOUT;
+    guard.unlock();
     hw_.exec.cpu_relax();
+    guard.lock();
   }
   return 0;
 }

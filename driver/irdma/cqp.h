@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 
 #include "driver/hal/platform.h"
 #include "driver/irdma/uk.h"
@@ -21,7 +23,7 @@ class irdma_cqp {
   static constexpr uint32_t kSqSize = 64;          // WQEs; a power of two in 4..2048
   static constexpr uint64_t kTimeoutNs = 5'000'000'000;  // 500 waits of 10 ms
 
-  explicit irdma_cqp(hal::Platform& hw) : hw_(hw) {}
+  explicit irdma_cqp(hal::Platform& hw) : hw_(hw), lock_(hw.exec.make_lock()) {}
   ~irdma_cqp();
   irdma_cqp(const irdma_cqp&) = delete;
   irdma_cqp& operator=(const irdma_cqp&) = delete;
@@ -36,8 +38,9 @@ class irdma_cqp {
   void destroy();
 
   // Posts one command and waits for its completion: on the CCQ, where callers on several
-  // threads may share the ring and a full ring backs commands up; before the CCQ exists,
-  // by CQPTAIL passing it (errors in CQPERRCODES). `fill` writes the WQE's qwords 0-2 and
+  // threads share the ring and a full ring backs commands up (each waiter processes the
+  // CCQ for all, and holds the lock only while it does); before the CCQ exists, by CQPTAIL
+  // passing it (errors in CQPERRCODES), one command at a time. `fill` writes the WQE's qwords 0-2 and
   // 4-7 and returns qword3 without opcode and valid bit. Returns 0, -EIO (the device
   // completed it with an error, see `out`), -ETIMEDOUT, or -ENODEV without a CQP.
   int exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
@@ -48,7 +51,7 @@ class irdma_cqp {
   int64_t post(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill);
   int exec_polled(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
                   cqp_completion* out);
-  int wait_for(const std::function<bool()>& ready);
+  int wait_for(std::unique_lock<hal::Lock>& guard, const std::function<bool()>& ready);
   int wait_by_tail(uint32_t old_tail, cqp_completion* out);
   cqp_completion read_errcodes();
   // Consumes every CCQ CQE there is; returns how many.
@@ -56,6 +59,9 @@ class irdma_cqp {
   void free_memory();
 
   hal::Platform& hw_;
+  // Everything below: the SQ ring, the slots, the CCQ (irdma's cqp->req_lock and the CCQ's
+  // lock in one).
+  std::unique_ptr<hal::Lock> lock_;
   hal::DmaBuffer sq_, host_ctx_, ccq_ring_, ccq_shadow_;
   irdma_ring sq_ring_;
   uint8_t polarity_ = 0;

@@ -298,9 +298,14 @@ int irdma_device::remove() {
   const int kept = ibcore::ib_cq_pool_cleanup(this);
   if (workers_) workers_->stop();
   if (flush_wake_) {  // the workers return before their objects go
+    std::unique_lock<hal::Lock> guard(*flush_lock_);
     flush_worker_stop_ = true;
     flush_wake_->signal();
-    while (flush_worker_running_) hw_.exec.delay_ns(1000);
+    while (flush_worker_running_) {
+      guard.unlock();
+      hw_.exec.delay_ns(1000);
+      guard.lock();
+    }
   }
   destroy_aeq();
   destroy_ceqs();

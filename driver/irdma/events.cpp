@@ -13,8 +13,10 @@ int irdma_device::create_ceqs() {
   // Arming is one-shot, but a promotion re-arms a CQ whose CEQE may not be consumed yet:
   // two slots per CQ.
   const uint32_t size = std::max(2 * caps_.max_cq, 8u);
+  ceqs_.reserve(caps_.num_ceqs);  // a handler may run while later CEQs are created
   for (uint32_t k = 0; k < caps_.num_ceqs; k++) {
     irdma_ceq ceq;
+    ceq.ce_lock = hw_.exec.make_lock();
     ceq.id = k;
     ceq.size = size;
     ceq.ring = hw_.dma.alloc_coherent(uint64_t(size) * 8, 256);
@@ -40,13 +42,16 @@ int irdma_device::create_ceqs() {
 
 void irdma_device::destroy_ceqs() {
   for (irdma_ceq& ceq : ceqs_) {
-    const auto* ring = static_cast<const uint64_t*>(ceq.ring.cpu);
-    for (uint32_t i = 0, idx = ceq.tail, pol = ceq.polarity; i < ceq.size; i++) {
-      if (FIELD_GET(IRDMA_CEQE_VALID, READ_ONCE(ring[idx])) != pol) break;
-      events_.ceqes_left++;
-      if (++idx == ceq.size) {
-        idx = 0;
-        pol ^= 1;
+    {
+      std::lock_guard<hal::Lock> guard(*ceq.ce_lock);
+      const auto* ring = static_cast<const uint64_t*>(ceq.ring.cpu);
+      for (uint32_t i = 0, idx = ceq.tail, pol = ceq.polarity; i < ceq.size; i++) {
+        if (FIELD_GET(IRDMA_CEQE_VALID, READ_ONCE(ring[idx])) != pol) break;
+        bump(events_.ceqes_left);
+        if (++idx == ceq.size) {
+          idx = 0;
+          pol ^= 1;
+        }
       }
     }
     hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq.id), 0);
@@ -61,39 +66,39 @@ void irdma_device::destroy_ceqs() {
   ceqs_.clear();
 }
 
-irdma_cq* irdma_device::cq_of_ctx(uint64_t ctx) const {
-  const uint64_t cq_num = (ctx >> 1) & 0xFFFFFFFF;
-  irdma_cq* cq = cq_num < cq_table_.size() ? cq_table_[cq_num] : nullptr;
-  return cq && cq->ctx == ctx ? cq : nullptr;
-}
-
 // irdma_process_ceq, run straight from the interrupt (Linux defers it to a tasklet on the
 // same CPU): every CEQE is acknowledged, its CQ disarmed and its handler called; CEQEs of
-// no CQ (cleaned up, context 0) are skipped. Then the vector is enabled again.
+// no CQ (cleaned up, context 0) are skipped. Then the vector is enabled again. The ring is
+// read under ce_lock, the handler called with no lock held and the CQ referenced.
 void irdma_device::irq_handler(uint32_t ceq_id) {
   irdma_ceq& ceq = ceqs_[ceq_id];
-  events_.interrupts++;
+  bump(events_.interrupts);
   auto* ring = static_cast<uint64_t*>(ceq.ring.cpu);
   for (;;) {
-    const uint64_t ceqe = READ_ONCE(ring[ceq.tail]);
-    if (FIELD_GET(IRDMA_CEQE_VALID, ceqe) != ceq.polarity) break;
-    hal::dma_rmb();
-    if (++ceq.tail == ceq.size) {
-      ceq.tail = 0;
-      ceq.polarity ^= 1;
+    irdma_cq* cq;
+    {
+      std::lock_guard<hal::Lock> guard(*ceq.ce_lock);
+      const uint64_t ceqe = READ_ONCE(ring[ceq.tail]);
+      if (FIELD_GET(IRDMA_CEQE_VALID, ceqe) != ceq.polarity) break;
+      hal::dma_rmb();
+      if (++ceq.tail == ceq.size) {
+        ceq.tail = 0;
+        ceq.polarity ^= 1;
+      }
+      bump(events_.ceqes);
+      cq = irdma_cq_add_ref(ceqe << 1);
+      if (!cq) {
+        bump(events_.stale_ceqes);
+        continue;
+      }
+      hw_.bar0.write32(IRDMA_CQACK, cq->cq_num);
     }
-    events_.ceqes++;
-    irdma_cq* cq = cq_of_ctx(ceqe << 1);
-    if (!cq) {
-      events_.stale_ceqes++;
-      continue;
-    }
-    hw_.bar0.write32(IRDMA_CQACK, cq->cq_num);
-    cq->armed = false;
+    cq->armed.store(false);
     if (cq->comp_handler) {
-      events_.comp_events++;
+      bump(events_.comp_events);
       cq->comp_handler(cq);
     }
+    irdma_cq_rem_ref(cq);
   }
   hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq_id),
                    uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA |
@@ -105,6 +110,7 @@ void irdma_device::irq_handler(uint32_t ceq_id) {
 void irdma_device::cleanup_ceqes(const irdma_cq* cq) {
   if (cq->ceq_id >= ceqs_.size()) return;
   irdma_ceq& ceq = ceqs_[cq->ceq_id];
+  std::lock_guard<hal::Lock> guard(*ceq.ce_lock);
   auto* ring = static_cast<uint64_t*>(ceq.ring.cpu);
   uint32_t idx = ceq.tail;
   uint8_t polarity = ceq.polarity;
@@ -159,7 +165,7 @@ void irdma_device::destroy_aeq() {
 // CQ's catastrophic error become IB_EVENT_CQ_ERR on the CQ's event handler. Consumed
 // entries go back through AEQALLOC before the vector is enabled again.
 void irdma_device::aeq_handler() {
-  events_.interrupts++;
+  bump(events_.interrupts);
   auto* ring = static_cast<uint64_t*>(aeq_.ring.cpu);
   uint32_t consumed = 0;
   for (;;) {
@@ -178,12 +184,13 @@ void irdma_device::aeq_handler() {
     if (!irdma_ae_source_is_cq(src) ||
         (code != IRDMA_AE_CQ_OPERATION_ERROR && code != IRDMA_AE_LCE_CQ_CATASTROPHIC))
       continue;
-    irdma_cq* cq = cq_of_ctx(ctx << 1);
+    irdma_cq* cq = irdma_cq_add_ref(ctx << 1);
     if (!cq) continue;
-    events_.cq_errors++;
+    bump(events_.cq_errors);
     if (cq->event_handler) cq->event_handler({this, cq, IB_EVENT_CQ_ERR});
+    irdma_cq_rem_ref(cq);
   }
-  events_.aeqes += consumed;
+  bump(events_.aeqes, consumed);
   if (consumed) hw_.bar0.write32(IRDMA_AEQALLOC, consumed);
   hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector),
                    uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA));

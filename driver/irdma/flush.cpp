@@ -17,7 +17,10 @@ constexpr uint64_t IRDMA_FLUSH_DELAY_NS = 20'000'000;
 }  // namespace
 
 int irdma_device::flush_qp(irdma_qp* qp) {
-  if (qp->flush_issued) return -EALREADY;
+  {
+    std::lock_guard<hal::Lock> guard(*qp->lock);
+    if (qp->flush_issued) return -EALREADY;
+  }
   // A ULP's move to error carries no asynchronous event: every WQE flushes as general.
   const int ret = cqp_.exec(IRDMA_CQP_OP_FLUSH_WQES, [&](uint64_t* wqe) {
     wqe[2] = FIELD_PREP(IRDMA_CQPSQ_FWQE_SQMJERR, IRDMA_FLUSH_MAJOR_ERR) |
@@ -28,90 +31,107 @@ int irdma_device::flush_qp(irdma_qp* qp) {
            IRDMA_CQPSQ_FWQE_FLUSHSQ | IRDMA_CQPSQ_FWQE_FLUSHRQ;
   });
   if (ret) return ret;
-  qp->flush_issued = true;
+  {
+    std::lock_guard<hal::Lock> guard(*qp->lock);
+    qp->flush_issued = true;
+  }
   schedule_flush(qp);
   return 0;
 }
 
-// mod_delayed_work: every call pushes the work's time back.
+// mod_delayed_work: every call pushes the work's time back, even while it runs.
 void irdma_device::schedule_flush(irdma_qp* qp) {
-  if (!qp->flush_due_ns) flush_work_.push_back(qp);
-  qp->flush_due_ns = hw_.exec.now_ns() + IRDMA_FLUSH_DELAY_NS;
+  {
+    std::lock_guard<hal::Lock> guard(*flush_lock_);
+    if (!qp->flush_due_ns) flush_work_.push_back(qp);
+    qp->flush_due_ns = hw_.exec.now_ns() + IRDMA_FLUSH_DELAY_NS;
+  }
   if (flush_wake_) flush_wake_->signal();
 }
 
 // The delayed work's worker (the kernel's cleanup_wq): sleeps until the earliest QP's flush
-// work is due, then runs what is.
+// work is due, then runs it with the list unlocked, marking the QP so that a destroy waits.
 void irdma_device::flush_worker() {
+  std::unique_lock<hal::Lock> guard(*flush_lock_);
   while (!flush_worker_stop_) {
-    uint64_t due = 0;
-    for (const irdma_qp* qp : flush_work_)
-      if (!due || qp->flush_due_ns < due) due = qp->flush_due_ns;
     const uint64_t now = hw_.exec.now_ns();
-    if (!due)
-      flush_wake_->wait();
-    else if (due > now)
-      flush_wake_->wait_for(due - now);
+    irdma_qp* next = nullptr;
+    for (irdma_qp* qp : flush_work_)
+      if (!next || qp->flush_due_ns < next->flush_due_ns) next = qp;
+    if (next && next->flush_due_ns <= now) {
+      const uint64_t due = next->flush_due_ns;
+      flush_running_ = next;
+      guard.unlock();
+      const bool again = run_flush_work(next);
+      guard.lock();
+      if (next->flush_due_ns == due) {  // neither rescheduled nor cancelled meanwhile
+        if (again) {
+          next->flush_due_ns = hw_.exec.now_ns() + IRDMA_FLUSH_DELAY_NS;
+        } else {
+          next->flush_due_ns = 0;
+          flush_work_.erase(std::find(flush_work_.begin(), flush_work_.end(), next));
+        }
+      }
+      flush_running_ = nullptr;
+      continue;
+    }
+    const uint64_t sleep_ns = next ? next->flush_due_ns - now : 0;
+    guard.unlock();
+    if (sleep_ns)
+      flush_wake_->wait_for(sleep_ns);
     else
-      run_flush_work();
+      flush_wake_->wait();
+    guard.lock();
   }
   flush_worker_running_ = false;
 }
 
 // No asynchronous event queue yet (issue 5): the driver learns that the device flushed a
-// QP from the first flush CQE it polls for it.
+// QP from the first flush CQE it polls for it. The CQ is locked: a QP noted here is alive.
 void irdma_device::take_newly_flushed(irdma_cq* cq) {
   for (irdma_qp_uk* uk : cq->sc_cq.newly_flushed) {
     irdma_qp* qp = to_iwqp(uk);
-    qp->flush_issued = true;
+    {
+      std::lock_guard<hal::Lock> guard(*qp->lock);
+      qp->flush_issued = true;
+    }
     schedule_flush(qp);
   }
   cq->sc_cq.newly_flushed.clear();
 }
 
-void irdma_device::run_flush_work() {
-  const uint64_t now = hw_.exec.now_ns();
-  std::vector<irdma_cq*> notify;
-  for (size_t i = 0; i < flush_work_.size();) {
-    irdma_qp* qp = flush_work_[i];
-    if (qp->flush_due_ns > now) {
-      i++;
-      continue;
-    }
-    bool again = false;
-    for (bool sq : {true, false}) {
-      auto* cq = static_cast<irdma_cq*>(sq ? qp->send_cq : qp->recv_cq);
-      // Unpolled CQEs of the QP come first, in the current ring or a retired one: they may
-      // stand for the same WQEs.
+// irdma_generate_flush_completions for one QP, queue by queue: the CQ locked, then the QP.
+// Unpolled CQEs of the QP come first, in the current ring or a retired one: they may stand
+// for the same WQEs, so the work runs again later.
+bool irdma_device::run_flush_work(irdma_qp* qp) {
+  bool again = false;
+  for (bool sq : {true, false}) {
+    auto* cq = static_cast<irdma_cq*>(sq ? qp->send_cq : qp->recv_cq);
+    size_t generated = 0;
+    {
+      std::lock_guard<hal::Lock> cq_guard(*cq->lock);
       bool held = irdma_uk_cq_holds_qp(&cq->sc_cq, qp->qp_uk.compl_ctx);
       for (const irdma_cq::retired_buf& b : cq->resize_list)
         held = held || irdma_uk_cq_holds_qp(&b.uk, qp->qp_uk.compl_ctx);
       if (held) {
         again = true;
       } else {
-        const size_t before = cq->cmpl_generated.size();
-        generate_flush_completions(qp, sq);
-        if (cq->cmpl_generated.size() != before && cq->armed) notify.push_back(cq);
+        std::lock_guard<hal::Lock> qp_guard(*qp->lock);
+        generated = generate_flush_completions(qp, sq);
       }
     }
-    if (again) {
-      qp->flush_due_ns = now + IRDMA_FLUSH_DELAY_NS;
-      i++;
-    } else {
-      qp->flush_due_ns = 0;
-      flush_work_.erase(flush_work_.begin() + ptrdiff_t(i));
-    }
+    // Handlers may poll: the CQ lives on, its QP's destroy waits for this work.
+    if (generated) irdma_comp_handler(cq);
   }
-  // Handlers may poll, and so come back here: call them once the list is settled.
-  for (irdma_cq* cq : notify)
-    if (cq->comp_handler) cq->comp_handler(cq);
+  return again;
 }
 
 // Every WQE from the ring's tail becomes a general flush completion, in order; SQ NOPs
 // complete silently.
-void irdma_device::generate_flush_completions(irdma_qp* qp, bool sq) {
+size_t irdma_device::generate_flush_completions(irdma_qp* qp, bool sq) {
   irdma_qp_uk& q = qp->qp_uk;
   auto* cq = static_cast<irdma_cq*>(sq ? qp->send_cq : qp->recv_cq);
+  const size_t before = cq->cmpl_generated.size();
   irdma_cq_poll_info rec;
   rec.comp_status = IRDMA_COMPL_STATUS_FLUSHED;
   rec.error = true;
@@ -123,7 +143,7 @@ void irdma_device::generate_flush_completions(irdma_qp* qp, bool sq) {
   if (sq) {
     while (ring_used(q.sq_ring)) {
       const irdma_sq_wr_trk_info& trk = q.sq_wrtrk_array[q.sq_ring.tail];
-      q.sq_ring.tail = ring_add(q.sq_ring.tail, trk.quanta ? trk.quanta : 1, q.sq_ring.size);
+      smp_store_release(q.sq_ring.tail, ring_add(q.sq_ring.tail, trk.quanta ? trk.quanta : 1, q.sq_ring.size));
       if (trk.op == IRDMA_OP_TYPE_NOP) continue;
       rec.wr_id = trk.wrid;
       rec.op_type = trk.op;
@@ -134,24 +154,23 @@ void irdma_device::generate_flush_completions(irdma_qp* qp, bool sq) {
     rec.op_type = IRDMA_OP_TYPE_REC;
     while (ring_used(q.rq_ring)) {
       rec.wr_id = q.rq_wrid_array[q.rq_ring.tail];
-      q.rq_ring.tail = ring_next(q.rq_ring.tail, q.rq_ring.size);
+      smp_store_release(q.rq_ring.tail, ring_next(q.rq_ring.tail, q.rq_ring.size));
       cq->cmpl_generated.push_back(rec);
     }
     q.rq_flush_complete = true;
   }
+  return cq->cmpl_generated.size() - before;
 }
 
-// A destroyed QP's flush work, generated completions and pending notes go with it.
-void irdma_device::forget_flush_work(irdma_qp* qp) {
+// cancel_delayed_work_sync: off the list, and a run under way is waited for.
+void irdma_device::cancel_flush_work(irdma_qp* qp) {
+  std::unique_lock<hal::Lock> guard(*flush_lock_);
   flush_work_.erase(std::remove(flush_work_.begin(), flush_work_.end(), qp), flush_work_.end());
-  for (ib_cq* ibcq : {qp->send_cq, qp->recv_cq}) {
-    auto* cq = static_cast<irdma_cq*>(ibcq);
-    auto& gen = cq->cmpl_generated;
-    gen.erase(std::remove_if(gen.begin(), gen.end(),
-                             [&](const irdma_cq_poll_info& r) { return r.qp_handle == &qp->qp_uk; }),
-              gen.end());
-    auto& noted = cq->sc_cq.newly_flushed;
-    noted.erase(std::remove(noted.begin(), noted.end(), &qp->qp_uk), noted.end());
+  qp->flush_due_ns = 0;
+  while (flush_running_ == qp) {
+    guard.unlock();
+    hw_.exec.delay_ns(1000);
+    guard.lock();
   }
 }
 

@@ -6,13 +6,15 @@
 namespace irdma {
 
 irdma_device::irdma_device(hal::Platform& hw, const irdma_params& params)
-    : hw_(hw), params_(params), cqp_(hw) {
+    : hw_(hw), params_(params), cqp_(hw), rsrc_lock_(hw.exec.make_lock()), flush_lock_(hw.exec.make_lock()) {
   num_online_cpus = hw.exec.num_cpus();
 }
 
+// Only rsrc_lock_ is taken, which nothing holds across a wait: a simulation may have ended
+// with a driver thread suspended holding a CQ, QP or CQP lock.
 irdma_device::~irdma_device() {
   for (irdma_qp_uk* q : qp_table_)
-    if (q) free_qp(to_iwqp(q));
+    if (q) release_qp(to_iwqp(q));
   for (irdma_cq* cq : cq_table_)
     if (cq) free_cq(cq);
   for (irdma_ceq& ceq : ceqs_) hw_.dma.free_coherent(ceq.ring);
@@ -21,8 +23,15 @@ irdma_device::~irdma_device() {
   if (hmc_.pble) hw_.dma.free_coherent(hmc_.pble);
 }
 
+irdma_event_counters irdma_device::event_counters() const {
+  const auto get = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
+  return {get(events_.interrupts), get(events_.ceqes),     get(events_.stale_ceqes), get(events_.comp_events),
+          get(events_.aeqes),      get(events_.cq_errors), get(events_.cqes_cleaned), get(events_.ceqes_left)};
+}
+
 // Next-fit over the id space, as irdma allocates CQ and QP numbers.
 int64_t irdma_device::alloc_id(std::vector<bool>& used, uint32_t& next, uint32_t first) {
+  std::lock_guard<hal::Lock> guard(*rsrc_lock_);
   const uint32_t n = uint32_t(used.size());
   if (first >= n) return -ENOSPC;
   for (uint32_t i = 0; i < n - first; i++) {
@@ -35,6 +44,11 @@ int64_t irdma_device::alloc_id(std::vector<bool>& used, uint32_t& next, uint32_t
     }
   }
   return -ENOSPC;
+}
+
+void irdma_device::free_id(std::vector<bool>& used, uint32_t id) {
+  std::lock_guard<hal::Lock> guard(*rsrc_lock_);
+  used[id] = false;
 }
 
 }  // namespace irdma

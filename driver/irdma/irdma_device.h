@@ -2,9 +2,11 @@
 // (irdma_create_cq, irdma_poll_cq, irdma_req_notify_cq, irdma_post_send, ...).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -54,9 +56,10 @@ struct irdma_hmc {
   uint32_t first_sd = 0;
 };
 
-// A completion event queue: CEQ k is served by MSI-X vector k (shared with nothing: there
-// is no AEQ yet), its CEQEs name CQs by context.
+// A completion event queue: CEQ k is served by MSI-X vector k, its CEQEs name CQs by
+// context.
 struct irdma_ceq {
+  std::unique_ptr<hal::Lock> ce_lock;  // the ring: its handler against a CQ's cleanup
   hal::DmaBuffer ring;
   uint32_t id = 0;
   uint32_t size = 0;
@@ -84,13 +87,20 @@ struct irdma_event_counters {
   uint64_t ceqes_left = 0;   // unconsumed in a CEQ when it was destroyed
 };
 
+// Everything below `lock` is under it, but for what create_cq set once.
 struct irdma_cq : ibcore::ib_cq {
+  std::unique_ptr<hal::Lock> lock;
+  // Set by req_notify_cq when it arms, cleared by whoever consumes the event (the CEQ
+  // handler, or software completions that notify): atomic, as the kernel keeps it.
+  std::atomic<bool> armed{false};
+  // Event handlers that took the CQ from the table and have not finished with it yet:
+  // destroy_cq waits for them (irdma_cq_add_ref / irdma_cq_rem_ref).
+  std::atomic<uint32_t> refcnt{0};
   irdma_cq_uk sc_cq;
   hal::DmaBuffer ring, shadow;
   uint32_t cq_num = 0;
   uint64_t ctx = 0;            // the CQ context the device echoes in CEQEs
   uint32_t ceq_id = 0;
-  bool armed = false;
   irdma_cmpl_notify last_notify = IRDMA_CQ_COMPL_EVENT;
   // Software flush completions (spec G.7), reported once the ring has none left.
   std::deque<irdma_cq_poll_info> cmpl_generated;
@@ -105,13 +115,16 @@ struct irdma_cq : ibcore::ib_cq {
 };
 
 struct irdma_qp : ibcore::ib_qp {
+  // The SQ and RQ as the poster sees them (head, WQEs, tracking), flush_issued, and the
+  // rings' tails while flush completions are generated.
+  std::unique_ptr<hal::Lock> lock;
   irdma_qp_uk qp_uk;
   hal::DmaBuffer queues;    // SQ, then RQ, then the QP shadow area
   hal::DmaBuffer host_ctx;
   // The device was told to flush this QP, or showed it did: posts no longer ring the
   // doorbell and their work completes in software (spec G.7).
   bool flush_issued = false;
-  uint64_t flush_due_ns = 0;  // when the flush work runs; 0: not scheduled
+  uint64_t flush_due_ns = 0;  // when the flush work runs; 0: not scheduled (flush_lock_)
 };
 
 struct irdma_mr : ibcore::ib_mr {
@@ -125,6 +138,23 @@ struct irdma_mw : ibcore::ib_mw {
   uint32_t stag_index = 0;
 };
 
+// Locking, as Linux's irdma does it; on OS threads every lock is real, in simulation they
+// are uncontended but for holders that wait.
+//   - irdma_cq::lock: the CQ's rings, software completions, arming and resize list (poll_cq
+//     takes it once per call, never per CQE). irdma_qp::lock: a QP's posting side.
+//   - ceq.ce_lock: a CEQ's ring. rsrc_lock_: the id bitmaps and the CQ and QP tables
+//     (Linux's rsrc_lock, cqtable_lock and qptable_lock in one). flush_lock_: the flush
+//     work list and its worker's state. irdma_cqp's lock: its SQ ring, slots and CCQ, not
+//     held while a caller waits for its command (but at probe, before the CCQ exists).
+//     ib_device::cq_pools_lock: ib-core's pool lists.
+// Order: CQ lock -> QP lock -> flush_lock_ (flush completions, as irdma_generate_flush_
+// completions nests them); ce_lock -> rsrc_lock_. rsrc_lock_, flush_lock_, the CQP's and
+// the pool's locks are leaves; no two CQ locks nor two QP locks are ever held together.
+// Nothing is held across a CQP command, nor while ib-core's comp_handler or event_handler
+// runs (a handler may poll, re-arm or post).
+// Lookups that race destroy: the CEQ and AEQ handlers take a CQ from cq_table_ with a
+// reference that destroy_cq waits out; the poll path reads qp_table_ without a lock, and
+// free_qp, having emptied the slot, takes the QP's CQ locks before it frees the QP.
 class irdma_device final : public ibcore::ib_device {
  public:
   explicit irdma_device(hal::Platform& hw, const irdma_params& params = {});
@@ -172,10 +202,19 @@ class irdma_device final : public ibcore::ib_device {
   int dealloc_mw(irdma_mw* mw);
 
   hal::Platform& hw() { return hw_; }
-  const irdma_event_counters& event_counters() const { return events_; }
+  irdma_event_counters event_counters() const;
 
  private:
+  // Counters several threads bump (handlers of different vectors, destroys).
+  struct event_stats {
+    std::atomic<uint64_t> interrupts{0}, ceqes{0}, stale_ceqes{0}, comp_events{0}, aeqes{0},
+        cq_errors{0}, cqes_cleaned{0}, ceqes_left{0};
+  };
+  static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
+
+  // Id allocation under rsrc_lock_ (irdma_alloc_rsrc / irdma_free_rsrc).
   int64_t alloc_id(std::vector<bool>& used, uint32_t& next, uint32_t first);
+  void free_id(std::vector<bool>& used, uint32_t id);
   // Bring-up steps (ctrl.cpp); each returns 0 or a negative errno, noting what failed.
   int fail(int err, const std::string& what);
   int pci_enable();
@@ -188,17 +227,24 @@ class irdma_device final : public ibcore::ib_device {
   uint64_t* pble_list(uint32_t index) const;
   void write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey);
   void free_cq(irdma_cq* cq);
+  irdma_cq* irdma_cq_add_ref(uint64_t ctx);  // the live CQ of a context, referenced, or null
+  static void irdma_cq_rem_ref(irdma_cq* cq);
+  // Software completions that notify: disarms the CQ and calls its handler if it was armed.
+  static void irdma_comp_handler(irdma_cq* cq);
   uint32_t cq_ring_entries(uint32_t cqe) const;
   int poll_resized(irdma_cq* cq, int num_entries, ibcore::ib_wc* wc);
   void free_qp(irdma_qp* qp);
-  // Software flush completions (spec G.7): (re)starts a QP's delayed flush work; runs
-  // the work that is due; turns a queue's outstanding WQEs into completions.
+  void release_qp(irdma_qp* qp);  // its memory only
+  // Software flush completions (spec G.7): (re)starts a QP's delayed flush work
+  // (mod_delayed_work); the worker; one QP's work, true when it must run again; turns a
+  // queue's outstanding WQEs into completions (CQ and QP locked), returning how many;
+  // cancel_delayed_work_sync.
   void schedule_flush(irdma_qp* qp);
-  void run_flush_work();
   void flush_worker();
-  void generate_flush_completions(irdma_qp* qp, bool sq);
+  bool run_flush_work(irdma_qp* qp);
+  size_t generate_flush_completions(irdma_qp* qp, bool sq);
   void take_newly_flushed(irdma_cq* cq);
-  void forget_flush_work(irdma_qp* qp);
+  void cancel_flush_work(irdma_qp* qp);
   int alloc_stag(uint32_t index, bool window, uint64_t max_len);
   // Completion events (events.cpp).
   int create_ceqs();
@@ -207,11 +253,10 @@ class irdma_device final : public ibcore::ib_device {
   int create_aeq();
   void destroy_aeq();
   void aeq_handler();
-  irdma_cq* cq_of_ctx(uint64_t ctx) const;
   void cleanup_ceqes(const irdma_cq* cq);
   int dealloc_stag(uint32_t index, bool window);
   int post_reg_mr(irdma_qp* qp, const ibcore::ib_send_wr& wr);
-  void ring_sq(irdma_qp* qp);
+  void ring_sq(irdma_qp* qp, std::unique_lock<hal::Lock>& guard);
   int post_bind_mw(irdma_qp* qp, const ibcore::ib_send_wr& wr);
 
   hal::Platform& hw_;
@@ -220,20 +265,24 @@ class irdma_device final : public ibcore::ib_device {
   std::string probe_error_;
   irdma_cqp cqp_;
   irdma_hmc hmc_;
+  std::unique_ptr<hal::Lock> rsrc_lock_;
   std::vector<bool> cq_used_, qp_used_;
   uint32_t next_cq_ = 3, next_qp_ = 2;
   uint64_t obj_generation_ = 0;  // makes every CQ and QP context cookie new
-  std::vector<irdma_qp_uk*> qp_table_;  // CQEs are checked against it
+  // CQEs are checked against it: written under rsrc_lock_ with release, read by polls.
+  std::vector<irdma_qp_uk*> qp_table_;
   std::vector<irdma_cq*> cq_table_;
-  std::vector<irdma_qp*> flush_work_;  // QPs whose flush work is scheduled
-  std::unique_ptr<hal::Event> flush_wake_;
-  bool flush_worker_stop_ = false, flush_worker_running_ = false;
   std::vector<bool> stag_used_, pble_used_;
   uint32_t next_stag_ = 1;
+  std::unique_ptr<hal::Lock> flush_lock_;
+  std::vector<irdma_qp*> flush_work_;  // QPs whose flush work is scheduled
+  irdma_qp* flush_running_ = nullptr;  // the QP whose work the worker runs now
+  std::unique_ptr<hal::Event> flush_wake_;
+  bool flush_worker_stop_ = false, flush_worker_running_ = false;
   std::vector<irdma_ceq> ceqs_;
-  irdma_aeq aeq_;
+  irdma_aeq aeq_;  // one vector: its handler never runs twice at once
   std::unique_ptr<ibcore::ib_poll_workers> workers_;
-  irdma_event_counters events_;
+  event_stats events_;
 };
 
 inline irdma_qp* to_iwqp(irdma_qp_uk* uk) {

@@ -25,7 +25,10 @@ int irdma_device::resize_cq(ib_cq* ibcq, int cqe) {
   if (!caps_.cq_resize) return -EOPNOTSUPP;
   if (cqe < 1 || cqe > caps_.max_cqe) return -EINVAL;
   const uint32_t entries = std::max(cq_ring_entries(uint32_t(cqe)), 4u);
-  if (entries == cq->sc_cq.cq_size - 1) return 0;  // as irdma compares; never for even sizes
+  {
+    std::lock_guard<hal::Lock> guard(*cq->lock);
+    if (entries == cq->sc_cq.cq_size - 1) return 0;  // as irdma compares; never for even sizes
+  }
   const unsigned cqe_bytes = caps_.cqe_64byte ? IRDMA_EXTENDED_CQE_SIZE_BYTES : IRDMA_CQE_SIZE_BYTES;
   hal::DmaBuffer ring = hw_.dma.alloc_coherent(round_up(uint64_t(entries) * cqe_bytes, 256), 256);
   if (!ring) return -ENOMEM;
@@ -43,6 +46,8 @@ int irdma_device::resize_cq(ib_cq* ibcq, int cqe) {
     hw_.dma.free_coherent(ring);
     return ret;
   }
+  // The device writes to the new ring from now on; pollers switch under the lock.
+  std::lock_guard<hal::Lock> guard(*cq->lock);
   cq->resize_list.push_back({cq->sc_cq, cq->ring});
   cq->sc_cq.newly_flushed.clear();  // noted already: the copy carries them
   irdma_uk_cq_resize(&cq->sc_cq, static_cast<uint64_t*>(ring.cpu), entries);
@@ -52,7 +57,7 @@ int irdma_device::resize_cq(ib_cq* ibcq, int cqe) {
   return 0;
 }
 
-// __irdma_poll_cq with retired buffers: each is polled before the current one; once the
+// __irdma_poll_cq with retired buffers (the CQ locked): each is polled before the current one; once the
 // current ring yields a CQE every retired one is done, otherwise those before the last that
 // yielded are, and (this driver's addition) so are the leading ones found empty: the
 // device wrote its last CQE there before MODIFY_CQ completed, so an empty retired ring stays

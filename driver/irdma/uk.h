@@ -20,6 +20,17 @@ template <typename T>
 inline void WRITE_ONCE(T& v, T x) {
   __atomic_store_n(&v, x, __ATOMIC_RELAXED);
 }
+// For what two driver threads share without a common lock: a QP ring's head is the
+// poster's (QP lock), its tail the poller's (CQ lock); each reads the other's. Plain moves
+// on x86.
+template <typename T>
+inline T smp_load_acquire(const T& v) {
+  return __atomic_load_n(&v, __ATOMIC_ACQUIRE);
+}
+template <typename T>
+inline void smp_store_release(T& v, T x) {
+  __atomic_store_n(&v, x, __ATOMIC_RELEASE);
+}
 
 struct irdma_ring {
   uint32_t head = 0;
@@ -34,14 +45,16 @@ inline uint32_t ring_add(uint32_t idx, uint32_t n, uint32_t size) {
   return r >= size ? r - size : r;
 }
 inline uint32_t ring_used(const irdma_ring& r) {
-  return r.head >= r.tail ? r.head - r.tail : r.head + r.size - r.tail;
+  const uint32_t head = smp_load_acquire(r.head), tail = smp_load_acquire(r.tail);
+  return head >= tail ? head - tail : head + r.size - tail;
 }
 // True when `idx` names an outstanding entry: in [tail, head). This runs for every CQE;
 // completions come in order, so the first test settles it nearly always.
 inline bool ring_outstanding(const irdma_ring& r, uint32_t idx) {
-  if (idx == r.tail) return r.head != r.tail;
-  uint32_t from_tail = idx - r.tail;
-  uint32_t used = r.head - r.tail;
+  const uint32_t head = smp_load_acquire(r.head), tail = smp_load_acquire(r.tail);
+  if (idx == tail) return head != tail;
+  uint32_t from_tail = idx - tail;
+  uint32_t used = head - tail;
   if (from_tail >= r.size) from_tail += r.size;
   if (used >= r.size) used += r.size;
   return idx < r.size && from_tail < used;
@@ -72,10 +85,10 @@ struct irdma_qp_uk {
   irdma_vers hw_rev = IRDMA_GEN_2;
   uint8_t swqe_polarity = 0;
   uint8_t rwqe_polarity = 0;
-  bool destroy_pending = false;
-  bool sq_flush_complete = false;
-  bool rq_flush_complete = false;
-  bool flush_seen = false;      // a flush CQE of this QP has been polled
+  bool destroy_pending = false;  // READ_ONCE/WRITE_ONCE: set by destroy, read by polls
+  bool sq_flush_complete = false;  // under the send CQ's lock
+  bool rq_flush_complete = false;  // under the receive CQ's lock
+  bool flush_seen = false;      // a flush CQE of this QP has been polled (either CQ: atomic)
   void* back_qp = nullptr;      // the verbs-level QP
   // What CQE qword1 carries for this QP. Linux hands the device a pointer; this driver
   // hands it an opaque cookie (id and generation), which keeps runs reproducible and lets

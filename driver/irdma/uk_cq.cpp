@@ -49,7 +49,8 @@ void read_ext(const uint64_t* ext, irdma_cq_poll_info* info) {
 // The live QP a CQE names by id and context, or null.
 inline irdma_qp_uk* cqe_qp(const irdma_cq_uk* cq, uint64_t qword1, uint32_t qp_id) {
   if (!qword1 || qp_id >= cq->qp_table.size) return nullptr;
-  irdma_qp_uk* qp = cq->qp_table.qps[qp_id];
+  // Acquire: the QP was set up before create_qp published it here.
+  irdma_qp_uk* qp = smp_load_acquire(cq->qp_table.qps[qp_id]);
   return qp && qp->compl_ctx == qword1 ? qp : nullptr;
 }
 
@@ -95,8 +96,9 @@ __attribute__((cold, noinline)) void decode_error(const irdma_cq_uk* cq, uint64_
 // flush completions).
 __attribute__((cold, noinline)) void note_flush(irdma_cq_uk* cq, irdma_qp_uk* qp,
                                                 const irdma_cq_poll_info* info) {
-  if (info->comp_status != IRDMA_COMPL_STATUS_FLUSHED || qp->flush_seen) return;
-  qp->flush_seen = true;
+  if (info->comp_status != IRDMA_COMPL_STATUS_FLUSHED) return;
+  // The SQ's and the RQ's CQ may differ, each polled under its own lock.
+  if (__atomic_exchange_n(&qp->flush_seen, true, __ATOMIC_RELAXED)) return;
   cq->newly_flushed.push_back(qp);
 }
 
@@ -193,7 +195,7 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
   info->qp_handle = qp;
   info->op_type = uint8_t(FIELD_GET(IRDMACQ_OP, qword3));
 
-  if (!qp || qp->destroy_pending) {
+  if (!qp || READ_ONCE(qp->destroy_pending)) {
     if (qword1 && !qp) cq->corrupt_cqes++;
     ret = -EFAULT;
   } else if (info->q_type == 0) {  // RQ
@@ -214,7 +216,7 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
       info->bytes_xfered = uint32_t(FIELD_GET(IRDMACQ_PAYLDLEN, qword0));
       info->stag_invalid_set = qword3 & IRDMACQ_STAG;
       if (info->stag_invalid_set) info->inv_stag = uint32_t(FIELD_GET(IRDMACQ_INVSTAG, qword2));
-      qp->rq_ring.tail = ring_next(array_idx, qp->rq_ring.size);
+      smp_store_release(qp->rq_ring.tail, ring_next(array_idx, qp->rq_ring.size));
       if (info->comp_status == IRDMA_COMPL_STATUS_FLUSHED) {
         if (ring_used(qp->rq_ring) == 0) qp->rq_flush_complete = true;
       }
@@ -231,7 +233,7 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
         info->wr_id = trk.wrid;
         // The kernel leaves an SQ error's length as the previous CQE's; this driver says 0.
         info->bytes_xfered = info->comp_status == IRDMA_COMPL_STATUS_SUCCESS ? trk.wr_len : 0;
-        qp->sq_ring.tail = ring_add(wqe_idx, trk.quanta, qp->sq_ring.size);
+        smp_store_release(qp->sq_ring.tail, ring_add(wqe_idx, trk.quanta, qp->sq_ring.size));
       }
     } else if (ring_used(qp->sq_ring) == 0) {
       ret = -ENOENT;
@@ -241,7 +243,7 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
         const uint32_t tail = qp->sq_ring.tail;
         const irdma_sq_wr_trk_info& trk = qp->sq_wrtrk_array[tail];
         info->op_type = trk.op;
-        qp->sq_ring.tail = ring_add(tail, trk.quanta ? trk.quanta : 1, qp->sq_ring.size);
+        smp_store_release(qp->sq_ring.tail, ring_add(tail, trk.quanta ? trk.quanta : 1, qp->sq_ring.size));
         if (info->op_type != IRDMA_OP_TYPE_NOP) {
           info->wr_id = trk.wrid;
           info->bytes_xfered = trk.wr_len;

@@ -73,11 +73,11 @@ int64_t irdma_qp_get_next_send_wqe(irdma_qp_uk* qp, uint32_t quanta) {
     WRITE_ONCE(nop[3], FIELD_PREP(IRDMAQPSQ_OPCODE, IRDMA_OP_TYPE_NOP) |
                            FIELD_PREP(IRDMAQPSQ_VALID, qp->swqe_polarity));
     qp->sq_wrtrk_array[idx] = {0, 0, 1, IRDMA_OP_TYPE_NOP};
-    qp->sq_ring.head = ring_next(idx, qp->sq_ring.size);
+    smp_store_release(qp->sq_ring.head, ring_next(idx, qp->sq_ring.size));
   }
   const uint32_t idx = qp->sq_ring.head;
   if (idx == 0) qp->swqe_polarity ^= 1;
-  qp->sq_ring.head = ring_add(idx, quanta, qp->sq_ring.size);
+  smp_store_release(qp->sq_ring.head, ring_add(idx, quanta, qp->sq_ring.size));
   return idx;
 }
 
@@ -212,7 +212,7 @@ int irdma_uk_post_receive(irdma_qp_uk* qp, uint64_t wr_id, const irdma_sge* sg_l
   if (ring_used(qp->rq_ring) + 1 >= qp->rq_ring.size) return -ENOMEM;
   const uint32_t idx = qp->rq_ring.head;
   if (idx == 0) qp->rwqe_polarity ^= 1;
-  qp->rq_ring.head = ring_next(idx, qp->rq_ring.size);
+  smp_store_release(qp->rq_ring.head, ring_next(idx, qp->rq_ring.size));
   uint64_t* wqe = qp->rq_base + (uint64_t(idx) << (2 + qp->rq_shift));
   wqe[0] = wqe[1] = wqe[2] = 0;  // slots past ADDFRAGCNT are never read
   const uint32_t addfragcnt = write_fragments(wqe, 0, sg_list, num_sges, qp->rwqe_polarity);

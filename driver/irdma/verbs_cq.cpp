@@ -45,6 +45,7 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
   const unsigned cqe_bytes = caps_.cqe_64byte ? IRDMA_EXTENDED_CQE_SIZE_BYTES : IRDMA_CQE_SIZE_BYTES;
 
   auto cq = std::make_unique<irdma_cq>();
+  cq->lock = hw_.exec.make_lock();
   cq->cq_num = uint32_t(cq_num);
   cq->cqe = int(std::max(attr.cqe, 4u));  // the request, floored at 4 (spec G.1)
   cq->ring = hw_.dma.alloc_coherent(round_up(uint64_t(entries) * cqe_bytes, 256), 256);
@@ -52,7 +53,7 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
   const auto release = [&] {
     if (cq->ring) hw_.dma.free_coherent(cq->ring);
     if (cq->shadow) hw_.dma.free_coherent(cq->shadow);
-    cq_used_[cq_num] = false;
+    free_id(cq_used_, uint32_t(cq_num));
   };
   if (!cq->ring || !cq->shadow) {
     release();
@@ -70,9 +71,12 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
   cq->ceq_id = ceq_id;
   const uint32_t threshold = std::min(entries / 2, IRDMA_MAX_CQ_READ_THRESH);
   irdma_cq* obj = cq.get();
-  // The CQ context comes back in CEQEs and AEQEs shifted right by one, as Linux's
-  // pointer does; an even cookie survives that.
-  obj->ctx = (++obj_generation_ << 32 | uint64_t(cq_num)) << 1;
+  {
+    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
+    // The CQ context comes back in CEQEs and AEQEs shifted right by one, as Linux's
+    // pointer does; an even cookie survives that.
+    obj->ctx = (++obj_generation_ << 32 | uint64_t(cq_num)) << 1;
+  }
   const int ret = cqp_.exec(IRDMA_CQP_OP_CREATE_CQ, [&](uint64_t* wqe) {
     wqe[0] = entries;
     wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, obj->ctx >> 1);
@@ -89,24 +93,48 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
     err = ret;
     return nullptr;
   }
+  std::lock_guard<hal::Lock> guard(*rsrc_lock_);
   cq_table_[cq_num] = obj;
   return cq.release();
 }
 
+// Nothing else uses the CQ any more: ib-core frees a CQ no QP uses, its poller cancelled,
+// and destroy_cq has waited out the event handlers.
 void irdma_device::free_cq(irdma_cq* cq) {
   for (irdma_cq::retired_buf& b : cq->resize_list) hw_.dma.free_coherent(b.ring);
   hw_.dma.free_coherent(cq->ring);
   hw_.dma.free_coherent(cq->shadow);
-  cq_used_[cq->cq_num] = false;
-  cq_table_[cq->cq_num] = nullptr;
+  {
+    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
+    cq_used_[cq->cq_num] = false;
+    cq_table_[cq->cq_num] = nullptr;
+  }
   delete cq;
+}
+
+irdma_cq* irdma_device::irdma_cq_add_ref(uint64_t ctx) {
+  const uint64_t cq_num = (ctx >> 1) & 0xFFFFFFFF;
+  std::lock_guard<hal::Lock> guard(*rsrc_lock_);
+  irdma_cq* cq = cq_num < cq_table_.size() ? cq_table_[cq_num] : nullptr;
+  if (!cq || cq->ctx != ctx) return nullptr;
+  cq->refcnt.fetch_add(1, std::memory_order_relaxed);
+  return cq;
+}
+
+void irdma_device::irdma_cq_rem_ref(irdma_cq* cq) { cq->refcnt.fetch_sub(1, std::memory_order_release); }
+
+void irdma_device::irdma_comp_handler(irdma_cq* cq) {
+  if (cq->comp_handler && cq->armed.exchange(false)) cq->comp_handler(cq);
 }
 
 int irdma_device::destroy_cq(ib_cq* ibcq) {
   auto* cq = static_cast<irdma_cq*>(ibcq);
   // Out of the table before the command: a CEQE the interrupt handler meets meanwhile is
   // for no CQ, and nothing schedules this one again.
-  cq_table_[cq->cq_num] = nullptr;
+  {
+    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
+    cq_table_[cq->cq_num] = nullptr;
+  }
   const int ret = cqp_.exec(IRDMA_CQP_OP_DESTROY_CQ, [&](uint64_t* wqe) {
     wqe[0] = cq->sc_cq.cq_size;
     wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, cq->ctx >> 1);
@@ -115,16 +143,20 @@ int irdma_device::destroy_cq(ib_cq* ibcq) {
   });
   // The device may still hold the ring if the command failed: keep the memory then.
   if (ret) {
+    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
     cq_table_[cq->cq_num] = cq;
     return ret;
   }
   cleanup_ceqes(cq);
+  // Handlers that took it from the table before it left go first (wait_for_completion).
+  while (cq->refcnt.load(std::memory_order_acquire)) hw_.exec.delay_ns(1000);
   free_cq(cq);
   return 0;
 }
 
 int irdma_device::poll_cq(ib_cq* ibcq, int num_entries, ib_wc* wc) {
   auto* cq = static_cast<irdma_cq*>(ibcq);
+  std::lock_guard<hal::Lock> guard(*cq->lock);
   int npolled = cq->resize_list.empty() ? irdma_poll_ring(&cq->sc_cq, num_entries, wc)
                                         : poll_resized(cq, num_entries, wc);
   if (npolled < 0) return npolled;
@@ -159,13 +191,13 @@ __attribute__((flatten)) int irdma_poll_ring(irdma_cq_uk* ukcq, int num_entries,
 
 int irdma_device::req_notify_cq(ib_cq* ibcq, unsigned flags) {
   auto* cq = static_cast<irdma_cq*>(ibcq);
+  std::lock_guard<hal::Lock> guard(*cq->lock);
   // Only SOLICITED alone arms for solicited CQEs; SOLICITED|REPORT_MISSED_EVENTS is an
   // event arm, as irdma compares the flags for equality.
   const irdma_cmpl_notify notify =
       flags == IB_CQ_SOLICITED ? IRDMA_CQ_COMPL_SOLICITED : IRDMA_CQ_COMPL_EVENT;
   const bool promo = cq->last_notify == IRDMA_CQ_COMPL_SOLICITED && flags != IB_CQ_SOLICITED;
-  if (!cq->armed || promo) {
-    cq->armed = true;
+  if (!cq->armed.exchange(true) || promo) {
     cq->last_notify = notify;
     irdma_uk_cq_request_notification(&cq->sc_cq, notify);
   }

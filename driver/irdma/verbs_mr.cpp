@@ -63,9 +63,13 @@ ErrPtr<irdma_mr> irdma_device::alloc_mr(uint32_t max_num_sg) {
   if (max_num_sg == 0 || max_num_sg > caps_.pble_entries) return ErrPtr<irdma_mr>::error(-EINVAL);
   const int64_t index = alloc_id(stag_used_, next_stag_, 1);
   if (index < 0) return ErrPtr<irdma_mr>::error(int(index));
-  const int64_t pble = alloc_run(pble_used_, max_num_sg);
+  int64_t pble;
+  {
+    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
+    pble = alloc_run(pble_used_, max_num_sg);
+  }
   if (pble < 0) {
-    stag_used_[index] = false;
+    free_id(stag_used_, uint32_t(index));
     return ErrPtr<irdma_mr>::error(int(pble));
   }
   auto mr = std::make_unique<irdma_mr>();
@@ -74,6 +78,7 @@ ErrPtr<irdma_mr> irdma_device::alloc_mr(uint32_t max_num_sg) {
   mr->pble_index = uint32_t(pble);
   mr->lkey = mr->rkey = uint32_t(index) << 8;
   if (int ret = alloc_stag(mr->stag_index, false, uint64_t(max_num_sg) * kPage)) {
+    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
     stag_used_[index] = false;
     std::fill_n(pble_used_.begin() + pble, max_num_sg, false);
     return ErrPtr<irdma_mr>::error(ret);
@@ -95,8 +100,11 @@ int irdma_device::map_mr_sg(irdma_mr* mr, uint64_t dma_addr, uint64_t length) {
 
 int irdma_device::dereg_mr(irdma_mr* mr) {
   if (int ret = dealloc_stag(mr->stag_index, false)) return ret;
-  stag_used_[mr->stag_index] = false;
-  std::fill_n(pble_used_.begin() + mr->pble_index, mr->max_pages, false);
+  {
+    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
+    stag_used_[mr->stag_index] = false;
+    std::fill_n(pble_used_.begin() + mr->pble_index, mr->max_pages, false);
+  }
   delete mr;
   return 0;
 }
@@ -105,7 +113,7 @@ ErrPtr<irdma_mw> irdma_device::alloc_mw() {
   const int64_t index = alloc_id(stag_used_, next_stag_, 1);
   if (index < 0) return ErrPtr<irdma_mw>::error(int(index));
   if (int ret = alloc_stag(uint32_t(index), true, 0)) {
-    stag_used_[index] = false;
+    free_id(stag_used_, uint32_t(index));
     return ErrPtr<irdma_mw>::error(ret);
   }
   auto mw = std::make_unique<irdma_mw>();
@@ -116,7 +124,7 @@ ErrPtr<irdma_mw> irdma_device::alloc_mw() {
 
 int irdma_device::dealloc_mw(irdma_mw* mw) {
   if (int ret = dealloc_stag(mw->stag_index, true)) return ret;
-  stag_used_[mw->stag_index] = false;
+  free_id(stag_used_, mw->stag_index);
   delete mw;
   return 0;
 }

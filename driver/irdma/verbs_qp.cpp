@@ -1,4 +1,5 @@
 // QP verbs: create, connect (modify to RTS), destroy, post_send, post_recv.
+#include <algorithm>
 #include <cerrno>
 #include <vector>
 
@@ -52,19 +53,23 @@ ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr) {
   if (attr.qp_type != IB_QPT_RC && attr.qp_type != IB_QPT_UD)
     return ErrPtr<irdma_qp>::error(-EOPNOTSUPP);
   auto qp = std::make_unique<irdma_qp>();
+  qp->lock = hw_.exec.make_lock();
   irdma_qp_uk& q = qp->qp_uk;
   const int64_t qp_num = alloc_id(qp_used_, next_qp_, 2);
   if (qp_num < 0) return ErrPtr<irdma_qp>::error(int(qp_num));
   if (int ret = irdma_uk_qp_init(&q, uint32_t(qp_num), attr.cap.max_send_wr, attr.cap.max_recv_wr,
                                  attr.cap.max_send_sge, attr.cap.max_recv_sge)) {
-    qp_used_[qp_num] = false;
+    free_id(qp_used_, uint32_t(qp_num));
     return ErrPtr<irdma_qp>::error(ret);
   }
   q.qp_type = attr.qp_type == IB_QPT_UD ? IRDMA_QP_TYPE_ROCE_UD : IRDMA_QP_TYPE_ROCE_RC;
   q.hw_rev = caps_.hw_rev;
   q.db = &hw_.bar0;
   q.back_qp = static_cast<ib_qp*>(qp.get());
-  q.compl_ctx = ++obj_generation_ << 32 | uint64_t(qp_num);
+  {
+    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
+    q.compl_ctx = ++obj_generation_ << 32 | uint64_t(qp_num);
+  }
   qp->qp_num = uint32_t(qp_num);
   qp->qp_type = attr.qp_type;
   qp->send_cq = attr.send_cq;
@@ -76,7 +81,7 @@ ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr) {
   const auto release = [&] {
     if (qp->queues) hw_.dma.free_coherent(qp->queues);
     if (qp->host_ctx) hw_.dma.free_coherent(qp->host_ctx);
-    qp_used_[qp_num] = false;
+    free_id(qp_used_, uint32_t(qp_num));
   };
   if (!qp->queues || !qp->host_ctx) {
     release();
@@ -98,7 +103,10 @@ ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr) {
     release();
     return ErrPtr<irdma_qp>::error(ret);
   }
-  qp_table_[qp_num] = &q;
+  {
+    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
+    smp_store_release(qp_table_[qp_num], &q);
+  }
   qp->send_cq->usecnt++;
   qp->recv_cq->usecnt++;
   attr.cap.max_send_wr = irdma_uk_sq_max_wrs(q);
@@ -115,14 +123,15 @@ int irdma_device::connect_qp(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey) 
 }
 
 int irdma_device::destroy_qp(irdma_qp* qp) {
-  qp->qp_uk.destroy_pending = true;
+  WRITE_ONCE(qp->qp_uk.destroy_pending, true);
   // CQEs still in the QP's CQs must not outlive it (spec G.3, D.8); this driver cleans the
-  // rings a resize retired too.
+  // rings a resize retired too (irdma_clean_cqes, each CQ locked).
   for (ib_cq* ibcq : {qp->send_cq, qp->recv_cq}) {
     auto* cq = static_cast<irdma_cq*>(ibcq);
-    events_.cqes_cleaned += irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &cq->sc_cq);
+    std::lock_guard<hal::Lock> guard(*cq->lock);
+    bump(events_.cqes_cleaned, irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &cq->sc_cq));
     for (irdma_cq::retired_buf& b : cq->resize_list)
-      events_.cqes_cleaned += irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &b.uk);
+      bump(events_.cqes_cleaned, irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &b.uk));
     if (qp->recv_cq == qp->send_cq) break;
   }
   const int ret = cqp_.exec(IRDMA_CQP_OP_DESTROY_QP, [&](uint64_t* wqe) {
@@ -130,17 +139,40 @@ int irdma_device::destroy_qp(irdma_qp* qp) {
     return qp_cmd_header(qp->qp_uk);
   });
   if (ret) {
-    qp->qp_uk.destroy_pending = false;
+    WRITE_ONCE(qp->qp_uk.destroy_pending, false);
     return ret;
   }
   free_qp(qp);
   return 0;
 }
 
+// The QP's flush notes, its flush work and its generated completions go with it. Polls see
+// it no more once it is out of the table; one that found it before is over once its CQ's
+// lock is free, so the last pass over the CQs also makes freeing it safe.
 void irdma_device::free_qp(irdma_qp* qp) {
-  forget_flush_work(qp);
-  qp_table_[qp->qp_num] = nullptr;
-  qp_used_[qp->qp_num] = false;
+  const auto cqs = {static_cast<irdma_cq*>(qp->send_cq), static_cast<irdma_cq*>(qp->recv_cq)};
+  for (irdma_cq* cq : cqs) {
+    std::lock_guard<hal::Lock> guard(*cq->lock);
+    auto& noted = cq->sc_cq.newly_flushed;
+    noted.erase(std::remove(noted.begin(), noted.end(), &qp->qp_uk), noted.end());
+  }
+  cancel_flush_work(qp);
+  {
+    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
+    smp_store_release(qp_table_[qp->qp_num], static_cast<irdma_qp_uk*>(nullptr));
+    qp_used_[qp->qp_num] = false;
+  }
+  for (irdma_cq* cq : cqs) {
+    std::lock_guard<hal::Lock> guard(*cq->lock);
+    auto& gen = cq->cmpl_generated;
+    gen.erase(std::remove_if(gen.begin(), gen.end(),
+                             [&](const irdma_cq_poll_info& r) { return r.qp_handle == &qp->qp_uk; }),
+              gen.end());
+  }
+  release_qp(qp);
+}
+
+void irdma_device::release_qp(irdma_qp* qp) {
   qp->send_cq->usecnt--;
   qp->recv_cq->usecnt--;
   hw_.dma.free_coherent(qp->queues);
@@ -149,6 +181,7 @@ void irdma_device::free_qp(irdma_qp* qp) {
 }
 
 int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr** bad_wr) {
+  std::unique_lock<hal::Lock> guard(*qp->lock);
   int ret = 0;
   irdma_sge sges[16];
   for (; wr; wr = wr->next) {
@@ -241,25 +274,30 @@ int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr
       break;
     }
   }
-  ring_sq(qp);
+  ring_sq(qp, guard);
   return ret;
 }
 
-// The device takes no more work from a flushed QP: it completes in software.
-void irdma_device::ring_sq(irdma_qp* qp) {
-  if (qp->flush_issued)
-    schedule_flush(qp);
-  else
+// The device takes no more work from a flushed QP: it completes in software, the work
+// scheduled once the QP is unlocked.
+void irdma_device::ring_sq(irdma_qp* qp, std::unique_lock<hal::Lock>& guard) {
+  if (!qp->flush_issued) {
     irdma_uk_qp_post_wr(&qp->qp_uk);
+    return;
+  }
+  guard.unlock();
+  schedule_flush(qp);
 }
 
 int irdma_device::post_nop(irdma_qp* qp, uint64_t wr_id, bool signaled) {
+  std::unique_lock<hal::Lock> guard(*qp->lock);
   const int ret = irdma_uk_nop(&qp->qp_uk, wr_id, signaled);
-  if (!ret) ring_sq(qp);
+  if (!ret) ring_sq(qp, guard);
   return ret;
 }
 
 int irdma_device::post_recv(irdma_qp* qp, const ib_recv_wr* wr, const ib_recv_wr** bad_wr) {
+  std::unique_lock<hal::Lock> guard(*qp->lock);
   int ret = 0;
   irdma_sge sges[16];
   for (; wr; wr = wr->next) {
@@ -274,7 +312,9 @@ int irdma_device::post_recv(irdma_qp* qp, const ib_recv_wr* wr, const ib_recv_wr
       break;
     }
   }
-  if (qp->flush_issued) schedule_flush(qp);
+  const bool flushed = qp->flush_issued;
+  guard.unlock();
+  if (flushed) schedule_flush(qp);
   return ret;
 }
 

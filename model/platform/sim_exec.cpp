@@ -43,26 +43,24 @@ class SimEvent final : public hal::Event {
   unsigned waiters_ = 0;
 };
 
-// Threads of one simulated host interleave only where they wait, so the lock only has to
-// exclude holders across waits.
+// Threads of one simulated host interleave only where they wait, so the lock is contended
+// only by a holder that waits with it held; its waiters wait on an event.
 class SimLock final : public hal::Lock {
- public:
-  void lock() override {
-    while (held_) {
-      waiters_++;
-      sc_core::wait(released_);
-      waiters_--;
-    }
-    held_ = true;
+ protected:
+  void wait() override {
+    if (state_.load(std::memory_order_relaxed) != kContended) return;
+    waiters_++;
+    sc_core::wait(released_);
+    waiters_--;
   }
-  void unlock() override {
-    held_ = false;
+  // Nothing runs between the store and the notification: no thread can free the lock there.
+  void unlock_contended() override {
+    state_.store(kUnlocked, std::memory_order_release);
     if (waiters_) released_.notify(sc_core::SC_ZERO_TIME);
   }
 
  private:
   sc_core::sc_event released_;
-  bool held_ = false;
   unsigned waiters_ = 0;
 };
 

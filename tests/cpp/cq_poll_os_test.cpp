@@ -1,14 +1,15 @@
-// ib-core's poll contexts on OS threads (hal::OsExec): completion events raised from many
+// ib-core's poll contexts on OS threads (backends::OsExec): completion events raised from many
 // threads at once for many CQs; every completion is processed exactly once, a CQ is never
-// polled by two workers at a time, and the workers stop and join.
+// polled by two workers at a time, and the workers stop and join. And OsExec's lock.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "driver/backends/os_exec.h"
 #include "driver/core/cq_poll.h"
-#include "driver/hal/os_exec.h"
 
 namespace {
 
@@ -53,6 +54,30 @@ struct CountingDevice final : ib_device {
 };
 std::atomic<uint64_t> CountingDevice::processed{0};
 
+// hal::Lock on OS threads: mutual exclusion under contention (the futex path), and a lock
+// whose holder sleeps makes the next taker wait for it.
+TEST(OsExecLock, ExcludesUnderContention) {
+  backends::OsExec exec;
+  auto lock = exec.make_lock();
+  uint64_t counter = 0;  // plain: only the lock keeps the increments whole
+  std::atomic<int> inside{0}, overlap{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; t++) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50000; i++) {
+        std::lock_guard<hal::Lock> guard(*lock);
+        if (inside++) overlap++;
+        counter++;
+        if (t == 0 && i % 10000 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+        inside--;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(counter, 200000u);
+  EXPECT_EQ(overlap.load(), 0);
+}
+
 TEST(PollContextsOnOsThreads, EveryCompletionOnceNoCqPolledTwiceAtOnce) {
   CountingDevice dev;
   std::vector<std::unique_ptr<CountingCq>> cqs;
@@ -66,7 +91,7 @@ TEST(PollContextsOnOsThreads, EveryCompletionOnceNoCqPolledTwiceAtOnce) {
   }
   constexpr int kPerThread = 20000;
   {
-    auto exec = std::make_unique<hal::OsExec>();
+    auto exec = std::make_unique<backends::OsExec>();
     auto workers = std::make_unique<ib_poll_workers>(*exec);
     dev.poll_workers = workers.get();
     // Four "interrupt" threads: each makes completions ready, then raises the CQ's event.
@@ -113,7 +138,7 @@ TEST(PollContextsOnOsThreads, CancelWaitsForARunningPollAndDisablesTheCq) {
   ib_cq cq;
   cq.device = &dev;
   cq.poll_ctx = IB_POLL_SOFTIRQ;
-  auto exec = std::make_unique<hal::OsExec>();
+  auto exec = std::make_unique<backends::OsExec>();
   auto workers = std::make_unique<ib_poll_workers>(*exec);
   workers->schedule(&cq);
   while (!dev.inside) std::this_thread::yield();

@@ -14,7 +14,7 @@
 
 #include "driver/core/cq.h"
 #include "driver/core/cq_poll.h"
-#include "driver/hal/os_exec.h"
+#include "driver/backends/os_exec.h"
 
 namespace {
 
@@ -129,7 +129,7 @@ TEST_F(ProcessCq, PollContextsSpendTheirBudgetThenReArm) {
     q.poll_ctx = c.ctx;
     d.ready = c.ready;
     ScriptedDevice::done = 0;
-    auto exec = std::make_unique<hal::OsExec>();
+    auto exec = std::make_unique<backends::OsExec>();
     auto workers = std::make_unique<ib_poll_workers>(*exec);
     workers->schedule(&q);
     for (int spin = 0; (ScriptedDevice::done < uint64_t(c.ready) || d.rearms == 0) && spin < 5000; spin++)

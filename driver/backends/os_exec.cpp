@@ -1,17 +1,20 @@
-#include "driver/hal/os_exec.h"
+#include "driver/backends/os_exec.h"
 
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 
-namespace hal {
+namespace backends {
 
 namespace {
 
-class OsEvent final : public Event {
+class OsEvent final : public hal::Event {
  public:
   void signal() override {
     {
@@ -38,13 +41,37 @@ class OsEvent final : public Event {
   bool pending_ = false;
 };
 
-class OsLock final : public Lock {
- public:
-  void lock() override { m_.lock(); }
-  void unlock() override { m_.unlock(); }
+void cpu_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Critical sections are short (a poll batch is ~150 ns), so a waiter spins a little before
+// it sleeps on the futex: sleeping and waking cost microseconds.
+class OsLock final : public hal::Lock {
+ protected:
+  void wait() override {
+    for (int i = 0; i < kSpins; i++) {
+      if (state_.load(std::memory_order_relaxed) != kContended) return;
+      cpu_pause();
+    }
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&state_), FUTEX_WAIT_PRIVATE, kContended,
+            nullptr, nullptr, 0);
+  }
+  // The address is computed before the store; waking a futex that was freed meanwhile
+  // wakes no one (glibc's mutexes live with the same).
+  void unlock_contended() override {
+    auto* word = reinterpret_cast<uint32_t*>(&state_);
+    state_.store(kUnlocked, std::memory_order_release);
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  }
 
  private:
-  std::mutex m_;
+  static constexpr int kSpins = 100;
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the futex word is the atomic");
 };
 
 }  // namespace
@@ -61,13 +88,7 @@ uint64_t OsExec::now_ns() {
                       .count());
 }
 
-void OsExec::cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
+void OsExec::cpu_relax() { cpu_pause(); }
 
 void OsExec::delay_ns(uint64_t ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
 
@@ -82,7 +103,7 @@ void OsExec::spawn(const std::string& name, unsigned cpu, std::function<void()> 
   pthread_setaffinity_np(handle, sizeof set, &set);  // best effort: a restricted mask may refuse
 }
 
-std::unique_ptr<Event> OsExec::make_event() { return std::make_unique<OsEvent>(); }
-std::unique_ptr<Lock> OsExec::make_lock() { return std::make_unique<OsLock>(); }
+std::unique_ptr<hal::Event> OsExec::make_event() { return std::make_unique<OsEvent>(); }
+std::unique_ptr<hal::Lock> OsExec::make_lock() { return std::make_unique<OsLock>(); }
 
-}  // namespace hal
+}  // namespace backends

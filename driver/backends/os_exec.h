@@ -1,6 +1,6 @@
 // hal::Exec on the host OS, for the driver on real silicon: OS threads pinned to CPUs, the
-// monotonic clock, mutexes and condition variables. Spawned threads are joined when the
-// OsExec goes, so their bodies must return by then.
+// monotonic clock, futex-backed locks and condition variables. Spawned threads are joined
+// when the OsExec goes, so their bodies must return by then.
 #pragma once
 
 #include <memory>
@@ -11,9 +11,9 @@
 
 #include "driver/hal/exec.h"
 
-namespace hal {
+namespace backends {
 
-class OsExec final : public Exec {
+class OsExec final : public hal::Exec {
  public:
   OsExec();
   ~OsExec() override;
@@ -22,8 +22,8 @@ class OsExec final : public Exec {
   void cpu_relax() override;
   void delay_ns(uint64_t ns) override;
   void spawn(const std::string& name, unsigned cpu, std::function<void()> body) override;
-  std::unique_ptr<Event> make_event() override;
-  std::unique_ptr<Lock> make_lock() override;
+  std::unique_ptr<hal::Event> make_event() override;
+  std::unique_ptr<hal::Lock> make_lock() override;
   unsigned num_cpus() const override { return cpus_; }
 
  private:
@@ -32,4 +32,4 @@ class OsExec final : public Exec {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace hal
+}  // namespace backends
