@@ -39,6 +39,7 @@ struct DeviceCounters {
   uint64_t mmio_reads = 0;
   uint64_t bad_mmio = 0;
   uint64_t cq_arm_doorbells = 0;
+  uint64_t cq_ack_doorbells = 0;  // CQACK writes, the CQ they name destroyed or not
   uint64_t interrupts_raised = 0;
   uint64_t interrupts_moderated = 0;
   uint64_t events_while_masked = 0;

@@ -180,7 +180,10 @@ void IrdmaDevice::write_reg(uint64_t off, uint32_t value, uint64_t due_ps) {
       counters_.cq_arms++;
       control(WorkKind::cq_arm, value, due_ps);
       return;
-    case CQACK: control(WorkKind::cq_ack, value, due_ps); return;
+    case CQACK:
+      counters_.cq_acks++;
+      control(WorkKind::cq_ack, value, due_ps);
+      return;
     case AEQALLOC: control(WorkKind::aeq_alloc, value, due_ps); return;
     case PFINT_AEQCTL: aeq_.write_aeqctl(value); return;
     default: break;

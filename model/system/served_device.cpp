@@ -19,6 +19,7 @@ constexpr uint32_t kReadWrite = vfio::kRegionFlagRead | vfio::kRegionFlagWrite;
 // How long the server waits for a message when the model has nothing to do: it also bounds
 // how late stop() is seen.
 constexpr int kIdleWaitMs = 20;
+const sc_core::sc_time kSettle(10, sc_core::SC_US);
 
 }  // namespace
 
@@ -113,6 +114,9 @@ int ServedDevice::region_write(uint32_t index, uint64_t offset, const void* data
 }
 
 int ServedDevice::backdoor_read(uint64_t offset, void* data, size_t size) {
+  // Writes the client posted before this read are in the model's queues, due a link latency
+  // after they arrived: the counters count them once the model has run that far.
+  sc_core::sc_start(kSettle);
   const backends::DeviceCounters counters = backdoor_->counters();
   if (offset < backends::kBackdoorCounters || offset + size > sizeof counters) return EINVAL;
   std::memcpy(data, reinterpret_cast<const uint8_t*>(&counters) + offset, size);

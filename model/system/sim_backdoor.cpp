@@ -36,6 +36,7 @@ backends::DeviceCounters SimBackdoor::counters() {
   c.mmio_reads = d.mmio_reads;
   c.bad_mmio = d.bad_mmio;
   c.cq_arm_doorbells = d.cq_arms;
+  c.cq_ack_doorbells = d.cq_acks;
   c.interrupts_raised = vec.interrupts;
   c.interrupts_moderated = vec.moderated;
   c.events_while_masked = vec.events_while_masked;

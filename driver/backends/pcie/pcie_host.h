@@ -6,12 +6,12 @@
 
 #include <memory>
 
+#include "driver/backends/os_exec.h"
 #include "driver/backends/pci_transport.h"
 #include "driver/backends/pcie/dma_pool.h"
 #include "driver/backends/pcie/irq_dispatcher.h"
 #include "driver/backends/pcie/pcie_bar.h"
 #include "driver/backends/pcie/pcie_config.h"
-#include "driver/hal/os_exec.h"
 #include "driver/hal/platform.h"
 
 namespace pcie {
@@ -44,7 +44,7 @@ class PcieHost {
   PcieBar bar0_;
   DmaPool dma_;
   IrqDispatcher irq_;
-  hal::OsExec exec_;
+  backends::OsExec exec_;
   hal::Platform platform_;
 };
 

@@ -51,6 +51,9 @@ void Workload::on_send_done(ib_cq* cq, ib_wc* wc) {
   ib_wc copy = *wc;
   copy.wr_id = ctx.wr_id;
   wl.completed(cq, ctx, copy);
+  // A pair torn down while this completion was on its way here: its QPs' buffers may be
+  // gone and nothing more is expected of them.
+  if (q.torn_down) return;
   wl.sb_.check_send(q.index, copy, wc->status != IB_WC_SUCCESS || wl.moved_right(q, ctx));
   q.sends_done = ctx.seq + 1;  // it retires every unsignaled WR before it
   wl.wake_poster(q);
@@ -64,6 +67,9 @@ void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {
   ib_wc copy = *wc;
   copy.wr_id = ctx.wr_id;
   wl.completed(cq, ctx, copy);
+  // A pair torn down while this completion was on its way here: its QPs' buffers may be
+  // gone and nothing more is expected of them.
+  if (q.torn_down) return;
   q.recvs_done++;
   bool payload_ok = true;
   if (wc->status != IB_WC_SUCCESS) {
