@@ -3,6 +3,7 @@
 #   make run [SCENARIO=scenarios/x.yaml] [OUT=out/x] [SEED=n]
 #   make test
 #   make bench    (figures: Google Benchmark, then the whole-system benchmarks)
+#   make tsan     (the driver on OS threads under ThreadSanitizer, against build/'s server)
 BUILD    ?= build
 SCENARIO ?= scenarios/smoke.yaml
 OUT      ?= out/$(basename $(notdir $(SCENARIO)))
@@ -11,13 +12,18 @@ SEED     ?=
 DEBIAN_PACKAGES := cmake ninja-build g++ pkg-config libsystemc-dev verilator libgtest-dev \
   libbenchmark-dev pybind11-dev python3-dev python3-pytest python3-yaml libyaml-cpp-dev
 
-.PHONY: run test bench deps build clean
+.PHONY: run test tsan bench deps build clean
 
 run: build
 	SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 $(BUILD)/bin/irdma-sim run $(SCENARIO) --out $(OUT) $(if $(SEED),--seed $(SEED))
 
 test: build
 	cd $(BUILD) && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ctest --output-on-failure -j 2
+
+tsan: build
+	@cmake --preset tsan --log-level=WARNING > /dev/null
+	@cmake --build build-tsan -- --quiet
+	cd build-tsan && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ctest --output-on-failure -j 2 -L tsan
 
 bench: build
 	$(BUILD)/tests/bench/irdma_bench --benchmark_min_time=1
@@ -44,4 +50,4 @@ deps:
 	fi
 
 clean:
-	rm -rf $(BUILD) out
+	rm -rf $(BUILD) build-tsan out

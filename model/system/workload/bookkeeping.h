@@ -42,6 +42,8 @@ struct Workload::Qp {
   uint32_t qkey = 0;  // UD: what this QP accepts
   std::unique_ptr<BufferedQp> bq;
   ibcore::ib_cq* cq = nullptr;
+  // The device's numbers for them, kept: a completion may outlive its QP's destruction.
+  uint32_t qp_num = 0, cq_num = 0;
   uint32_t nr_cqe = 0;
   std::vector<WrCtx> send_ctx, recv_ctx;
   std::deque<Incoming> incoming;

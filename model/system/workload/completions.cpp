@@ -5,7 +5,6 @@
 #include <cstring>
 #include <mutex>
 
-#include "driver/irdma/irdmadv.h"
 #include "model/system/host.h"
 #include "model/system/workload/bookkeeping.h"
 #include "model/system/workload/payload.h"
@@ -32,15 +31,15 @@ void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
     counters_.by_opcode.emplace_back(wc.opcode, 1);
   else
     it->second++;
-  irdma::irdmadv_cq dv;
-  irdma::irdmadv_query_cq(cq, &dv);
-  const uint32_t cq_num = dv.cq_num;
+  const uint32_t cq_num = ctx.qp->cq_num;
   if (cq_num >= delivered_on_.size()) delivered_on_.resize(cq_num + 1);
   if (!delivered_on_[cq_num]) {
     delivered_on_[cq_num] = true;
     counters_.cqs_with_completions++;
   }
-  log_.write(host_.now_ps(), cq_num, ctx.wr_id, wc.qp ? wc.qp->qp_num : 0, wc);
+  // The QP the driver named, unless it was destroyed while this completion was on its way.
+  const uint32_t qp_num = ctx.qp->torn_down ? ctx.qp->qp_num : wc.qp ? wc.qp->qp_num : 0;
+  log_.write(host_.now_ps(), cq_num, ctx.wr_id, qp_num, wc);
 }
 
 void Workload::on_send_done(ib_cq* cq, ib_wc* wc) {

@@ -9,6 +9,7 @@
 
 #include "driver/core/cq.h"
 #include "driver/core/cq_pool.h"
+#include "driver/irdma/irdmadv.h"
 #include "model/system/host.h"
 #include "model/system/workload/bookkeeping.h"
 #include "model/system/workload/payload.h"
@@ -71,6 +72,9 @@ bool Workload::setup() {
         return false;
       }
       q->cq = cq.get();
+      irdma::irdmadv_cq dv;
+      irdma::irdmadv_query_cq(q->cq, &dv);
+      q->cq_num = dv.cq_num;
       if (std::find(cqs_.begin(), cqs_.end(), q->cq) == cqs_.end()) cqs_.push_back(q->cq);
       q->cq->event_handler = [this](const ib_event& ev) { cq_error(ev); };
       int err = 0;
@@ -78,6 +82,7 @@ bool Workload::setup() {
       q->qkey = 0x1000 + unsigned(qps_.size());
       q->bq.reset(BufferedQp::create(dev_, q->cq, pair.sq_depth, pair.rq_depth, slot_bytes, err,
                                      pair.ud ? IB_QPT_UD : IB_QPT_RC));
+      if (q->bq) q->qp_num = q->bq->qp_num();
       q->send_ctx.resize(pair.sq_depth);
       q->atomic_values.assign(pair.sq_depth, 0);  // DMA memory starts zeroed
       q->recv_ctx.resize(pair.rq_depth);
