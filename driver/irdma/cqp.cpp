@@ -94,6 +94,7 @@ int irdma_cqp::wait_by_tail(uint32_t old_tail, cqp_completion* out) {
   const uint64_t start = hw_.exec.now_ns();
   for (;;) {
     const uint32_t reg = hw_.bar0.read32(IRDMA_CQPTAIL);
+    if (reg == ~0u) return -ENODEV;  // the device is gone
     if (reg & IRDMA_CQPTAIL_CQP_OP_ERR) {
       if (out) *out = read_errcodes();
       return -EIO;
@@ -199,12 +200,20 @@ int irdma_cqp::exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>
 // lock is dropped between looks, so other callers post and collect meanwhile.
 int irdma_cqp::wait_for(std::unique_lock<hal::Lock>& guard, const std::function<bool()>& ready) {
   uint64_t last_progress = hw_.exec.now_ns();
+  uint64_t last_presence_check = last_progress;
   while (!ready()) {
     if (process_ccq() > 0) {
-      last_progress = hw_.exec.now_ns();
+      last_progress = last_presence_check = hw_.exec.now_ns();
       continue;
     }
-    if (hw_.exec.now_ns() - last_progress > kTimeoutNs) return -ETIMEDOUT;
+    const uint64_t now = hw_.exec.now_ns();
+    if (now - last_progress > kTimeoutNs) return -ETIMEDOUT;
+    // A device that answers reads with all ones is gone (surprise removal, a dead link or
+    // server): no completion will come, so waiting out the timeout helps no one.
+    if (now - last_presence_check > kPresenceCheckNs) {
+      if (hw_.bar0.read32(IRDMA_CQPTAIL) == ~0u) return -ENODEV;
+      last_presence_check = now;
+    }
     guard.unlock();
     hw_.exec.cpu_relax();
     guard.lock();

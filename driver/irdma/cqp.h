@@ -22,6 +22,7 @@ class irdma_cqp {
  public:
   static constexpr uint32_t kSqSize = 64;          // WQEs; a power of two in 4..2048
   static constexpr uint64_t kTimeoutNs = 5'000'000'000;  // 500 waits of 10 ms
+  static constexpr uint64_t kPresenceCheckNs = 10'000'000;  // without progress: is the device there?
 
   explicit irdma_cqp(hal::Platform& hw) : hw_(hw), lock_(hw.exec.make_lock()) {}
   ~irdma_cqp();
@@ -42,7 +43,8 @@ class irdma_cqp {
   // CCQ for all, and holds the lock only while it does); before the CCQ exists, by CQPTAIL
   // passing it (errors in CQPERRCODES), one command at a time. `fill` writes the WQE's qwords 0-2 and
   // 4-7 and returns qword3 without opcode and valid bit. Returns 0, -EIO (the device
-  // completed it with an error, see `out`), -ETIMEDOUT, or -ENODEV without a CQP.
+  // completed it with an error, see `out`), -ETIMEDOUT, or -ENODEV without a CQP or once
+  // the device reads as all ones (gone).
   int exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
            cqp_completion* out = nullptr);
 

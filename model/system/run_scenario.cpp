@@ -43,11 +43,24 @@ struct SystemCounters {
   uint64_t late_trace_events = 0;
 };
 
-SystemCounters counters_of(Host& host) {
+// `server`: the child serving the device, if any; when it has gone, the error says how.
+SystemCounters counters_of(Host& host, ServerChild* server) {
   SystemCounters c;
   c.now_ps = host.now_ps();
   c.host = host.host_counters();
-  if (host.backdoor()) c.device = host.backdoor()->counters();
+  try {
+    if (host.backdoor()) c.device = host.backdoor()->counters();
+  } catch (const pcie::PciTransportError& e) {
+    if (!server) throw;
+    std::string how;
+    try {
+      how = server->wait(1000);
+    } catch (const std::runtime_error&) {
+      throw e;  // the server still runs: the transport's own error says what is wrong
+    }
+    throw std::runtime_error("the device server ended during the run (" + (how.empty() ? "exit status 0" : how) +
+                             "): " + e.what());
+  }
   c.events = host.driver().event_counters();
   if (host.driver().poll_workers) c.polls = host.driver().poll_workers->counters();
   if (host.trace()) {
@@ -296,7 +309,7 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   const std::vector<std::string> warnings = wl->warnings();
   completions.close();
   host.close_trace();
-  const SystemCounters sys = counters_of(host);
+  const SystemCounters sys = counters_of(host, server.get());
   system_checks(sys, counts, sb);
   if (sys.late_trace_events)
     sb.record("trace_in_time_order", false,

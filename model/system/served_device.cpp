@@ -4,11 +4,14 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <optional>
+#include <thread>
 
 #include "driver/backends/backdoor_region.h"
 #include "model/device/pci_config.h"
 #include "model/device/regs.h"
 #include "model/system/elaboration.h"
+#include "model/system/server_child.h"
 
 namespace irdma_sim::system {
 
@@ -27,7 +30,7 @@ ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path,
     : cfg_(cfg) {
   begin_elaboration("ServedDevice");
   platform::VfioUserServerOptions server_options;
-  server_options.serve_next_client = options.serve_next_client;
+  server_options.serve_next_client = false;  // the next one gets a device fresh from power-on
   server_ = std::make_unique<platform::VfioUserServer>(*this, socket_path, server_options);
   if (!options.trace_path.empty())
     trace_.open(options.trace_path, [] { return sc_core::sc_time_stamp().value(); });
@@ -141,27 +144,57 @@ int ServedDevice::backdoor_write(uint64_t offset, const void* data, size_t size)
 namespace {
 
 ServedDevice* g_served = nullptr;
+volatile std::sig_atomic_t g_caught = 0;
+
+// SIGINT and SIGTERM for as long as it lives: noted, and the device in this process stopped.
+class ServeSignals {
+ public:
+  ServeSignals() {
+    g_caught = 0;
+    struct sigaction sa {};
+    sa.sa_handler = [](int sig) {
+      g_caught = sig;
+      if (g_served) g_served->stop();
+    };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~ServeSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  ServeSignals(const ServeSignals&) = delete;
+  ServeSignals& operator=(const ServeSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
 
 }  // namespace
 
+// One client: the model in this process. Client after client: each gets a device fresh from
+// power-on in a process of its own (the model has no reset of its engines), served at the
+// same path; a client that connects in between is let in by its connect retries. The
+// transaction log of client N > 1 goes to TRACE.N.
 int serve_device(const SimConfig& config, const std::string& socket_path, const ServeOptions& options) {
-  ServedDevice served(config, socket_path, options);
-  static volatile std::sig_atomic_t caught = 0;
-  caught = 0;
-  g_served = &served;
-  struct sigaction sa {}, old_int {}, old_term {};
-  sa.sa_handler = [](int sig) {
-    caught = sig;
-    if (g_served) g_served->stop();
-  };
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  served.run();
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  g_served = nullptr;
-  return caught;
+  const ServeSignals signals;
+  if (!options.serve_next_client) {
+    ServedDevice served(config, socket_path, options);
+    g_served = &served;
+    served.run();
+    g_served = nullptr;
+    return g_caught;
+  }
+  for (unsigned client = 1; !g_caught; client++) {
+    ServeOptions one = options;
+    if (!one.trace_path.empty() && client > 1) one.trace_path += "." + std::to_string(client);
+    ServerChild child(config, one, socket_path);
+    std::optional<std::string> how;
+    while (!g_caught && !(how = child.poll())) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (how && !how->empty()) throw std::runtime_error("the device server for client " + std::to_string(client) + " ended with " + *how);
+  }
+  return g_caught;
 }
 
 }  // namespace irdma_sim::system

@@ -25,19 +25,22 @@ namespace irdma_sim::system {
 
 struct ServeOptions {
   std::string trace_path;          // the device's transaction log ("": none)
-  bool serve_next_client = true;   // false: done when the first client leaves
+  // Client after client, each with a device fresh from power-on; false: done when the first
+  // client leaves.
+  bool serve_next_client = true;
 };
 
 class ServedDevice final : public platform::VfioUserEndpoint {
  public:
   // Elaborates the model (SystemC allows it once per process) and listens at
-  // `socket_path`. Throws pcie::PciTransportError when the socket cannot be had.
+  // `socket_path` for one client (options.serve_next_client is serve_device's). Throws
+  // pcie::PciTransportError when the socket cannot be had.
   ServedDevice(const SimConfig& cfg, const std::string& socket_path, const ServeOptions& options = {});
   ~ServedDevice() override;
   ServedDevice(const ServedDevice&) = delete;
   ServedDevice& operator=(const ServedDevice&) = delete;
 
-  // Serves until stop() or, without serve_next_client, until the client leaves.
+  // Serves one client: until it leaves, or stop().
   void run();
   // From any thread or a signal handler.
   void stop();
@@ -74,7 +77,8 @@ class ServedDevice final : public platform::VfioUserEndpoint {
 };
 
 // `irdma-sim serve`: serves the device `config` describes at `socket_path` until SIGINT or
-// SIGTERM (or the client leaves, without serve_next_client). Returns the signal, or 0.
+// SIGTERM (or the client leaves, without serve_next_client). Returns the signal, or 0;
+// throws when a server fails.
 int serve_device(const SimConfig& config, const std::string& socket_path, const ServeOptions& options);
 
 }  // namespace irdma_sim::system

@@ -34,7 +34,8 @@ std::string describe(int status) {
 
 }  // namespace
 
-ServerChild::ServerChild(const SimConfig& cfg, ServeOptions options) : path_(fresh_socket_path()) {
+ServerChild::ServerChild(const SimConfig& cfg, ServeOptions options, const std::string& socket_path)
+    : path_(socket_path.empty() ? fresh_socket_path() : socket_path) {
   options.serve_next_client = false;
   const pid_t parent = getpid();
   // Output buffered here would otherwise be written twice, once by the child.
@@ -64,15 +65,17 @@ ServerChild::~ServerChild() {
   }
 }
 
+std::optional<std::string> ServerChild::poll() {
+  int status = 0;
+  if (pid_ <= 0 || waitpid(pid_, &status, WNOHANG) != pid_) return std::nullopt;
+  pid_ = -1;
+  return describe(status);
+}
+
 std::string ServerChild::wait(int timeout_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
-    int status = 0;
-    const pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == pid_) {
-      pid_ = -1;
-      return describe(status);
-    }
+    if (std::optional<std::string> how = poll()) return *how;
     if (std::chrono::steady_clock::now() >= deadline)
       throw std::runtime_error("the device server did not end within " + std::to_string(timeout_ms) + " ms");
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

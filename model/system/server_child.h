@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 
 #include "model/system/served_device.h"
@@ -14,16 +15,19 @@ namespace irdma_sim::system {
 
 class ServerChild {
  public:
-  // Serves `cfg` at a fresh socket path under $TMPDIR (or /tmp), for one client.
-  ServerChild(const SimConfig& cfg, ServeOptions options);
+  // Serves `cfg` for one client at `socket_path`, or at a fresh path under $TMPDIR (or
+  // /tmp) when it is empty.
+  ServerChild(const SimConfig& cfg, ServeOptions options, const std::string& socket_path = "");
   ~ServerChild();
   ServerChild(const ServerChild&) = delete;
   ServerChild& operator=(const ServerChild&) = delete;
 
   const std::string& socket_path() const { return path_; }
   pid_t pid() const { return pid_; }
-  // Waits up to `timeout_ms` for the server to end; "" when it ended well, else how it
-  // ended ("killed by signal 9 (Killed)", "exit status 3"). Throws std::runtime_error on timeout.
+  // Whether the server has ended: "" when it ended well, else how it ended ("killed by
+  // signal 9 (Killed)", "exit status 3"); nothing while it runs.
+  std::optional<std::string> poll();
+  // poll() for up to `timeout_ms`; throws std::runtime_error when the server still runs.
   std::string wait(int timeout_ms);
 
  private:

@@ -66,4 +66,22 @@ TEST(Cqp, ACommandTheDeviceNeverCompletesTimesOut) {
   EXPECT_GE(waited_ns, 5'000'000'000u);
 }
 
+// A device that answers reads with all ones is gone: a command fails with ENODEV after the
+// first presence check, not after the 5 s timeout.
+TEST(Cqp, ACommandToADeviceThatIsGoneFailsWithEnodevAtOnce) {
+  DirectCq c;
+  int ret = 0;
+  uint64_t waited_ns = 0;
+  c.host([&] {
+    // Memory decoding off: the function claims no BAR access, reads come back all ones.
+    c.dev.hw().config.write(hal::PCI_COMMAND, 2, hal::PCI_COMMAND_MASTER);
+    const uint64_t t0 = c.dev.hw().exec.now_ns();
+    auto mw = c.dev.alloc_mw();
+    ret = mw.is_err() ? mw.err() : 0;
+    waited_ns = c.dev.hw().exec.now_ns() - t0;
+  });
+  EXPECT_EQ(ret, -ENODEV);
+  EXPECT_LT(waited_ns, 2 * irdma::irdma_cqp::kPresenceCheckNs);
+}
+
 }  // namespace

@@ -1,0 +1,118 @@
+"""The device served over vfio-user and the driver on OS threads in another process: `run
+--backend vfio-user` (a server child per run), `serve` + `--backend vfio-user:SOCKET`, and the
+ends a bring-up engineer meets: a server that dies mid-run, a client that vanishes, nobody
+listening, a backend that does not exist."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def cli(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "irdma_sim", *args], capture_output=True, text=True,
+                          timeout=120, **kwargs)
+
+
+def serve(socket, *args):
+    proc = subprocess.Popen([sys.executable, "-m", "irdma_sim", "serve", "--socket", str(socket), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while not Path(socket).exists():
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "the server never listened"
+        time.sleep(0.01)
+    return proc
+
+
+def children(pid):
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def test_a_run_with_its_own_server_child_passes_every_check(tmp_path, scenario):
+    proc = cli("run", scenario("events.yaml"), "--out", str(tmp_path), "--backend", "vfio-user")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    names = {c["name"] for c in report["checks"]}
+    assert {"every_ceqe_consumed_and_acknowledged", "cqes_written_equal_completions_delivered"} <= names
+    assert report["counts"]["cqes_written"] > 0 and report["counts"]["msix_delivered"] > 0
+    # The served device wrote the run's transaction log, the configuration space included.
+    first = json.loads((tmp_path / "trace.jsonl").open().readline())
+    assert first["ev"] == "cfg_read"
+
+
+def test_attached_to_a_served_device_runs_and_the_server_serves_the_next_client(tmp_path, scenario):
+    socket = tmp_path / "dev.sock"
+    server = serve(socket, "--config", scenario("rdma_ops.yaml"))
+    try:
+        for n in range(2):
+            out = tmp_path / f"run{n}"
+            proc = cli("run", scenario("rdma_ops.yaml"), "--out", str(out), "--backend", f"vfio-user:{socket}")
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            assert not (out / "trace.jsonl").exists(), "the server keeps the log"
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=10) == 0
+
+
+def test_a_client_killed_mid_run_leaves_the_server_serving(tmp_path, scenario):
+    socket = tmp_path / "dev.sock"
+    server = serve(socket)
+    try:
+        long = tmp_path / "long.yaml"
+        long.write_text("name: long\nqp_pairs: [{name: p, sq_depth: 32, rq_depth: 32}]\n"
+                        "traffic: {sends_per_qp: 100000000}\n")
+        victim = subprocess.Popen([sys.executable, "-m", "irdma_sim", "run", str(long), "--out",
+                                   str(tmp_path / "victim"), "--backend", f"vfio-user:{socket}"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        time.sleep(1.5)
+        os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait()
+        proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path / "next"), "--backend", f"vfio-user:{socket}")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert server.poll() is None
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)
+
+
+def test_a_server_that_dies_mid_run_is_a_clear_error_soon(tmp_path):
+    long = tmp_path / "long.yaml"
+    long.write_text("name: long\nqp_pairs: [{name: p, count: 2, sq_depth: 32, rq_depth: 32}]\n"
+                    "traffic: {sends_per_qp: 100000000}\n")
+    runner = Path(os.environ["IRDMA_SIM_BIN"]).parent / "model" / "system" / "irdma-sim-run"
+    proc = subprocess.Popen([str(runner), str(long), "--out", str(tmp_path / "out"), "--no-trace",
+                             "--backend", "vfio-user"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while not children(proc.pid):
+        assert time.monotonic() < deadline, "no server child"
+        time.sleep(0.01)
+    time.sleep(1)
+    os.kill(children(proc.pid)[0], signal.SIGKILL)
+    killed = time.monotonic()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3
+    assert "the device server ended during the run (killed by signal 9" in err
+    assert time.monotonic() - killed < 10
+
+
+def test_nobody_listening_and_an_unknown_backend_are_said_plainly(tmp_path, scenario):
+    start = time.monotonic()
+    proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path), "--backend", f"vfio-user:{tmp_path}/none.sock")
+    assert proc.returncode == 2 or proc.returncode == 3
+    assert "none.sock" in proc.stderr and time.monotonic() - start < 30
+    proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path), "--backend", "pcie")
+    assert proc.returncode == 2
+    assert "'pcie' is none of sim, vfio-user, vfio-user:SOCKET" in proc.stderr
+
+
+def test_serve_refuses_a_malformed_configuration(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("config:\n  device: {num_ceqs: 5000}\n")
+    proc = cli("serve", "--socket", str(tmp_path / "s.sock"), "--config", str(bad))
+    assert proc.returncode == 2
+    assert "num_ceqs" in proc.stderr
