@@ -27,12 +27,6 @@ int usage_error(const std::string& what) {
 
 }  // namespace
 
-// libsystemc prints its banner before sc_main unless told not to: this main tells it.
-int main(int argc, char** argv) {
-  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
-  return sc_core::sc_elab_and_sim(argc, argv);
-}
-
 int sc_main(int argc, char** argv) {
   std::string scenario, out;
   irdma_sim::system::RunOptions options;

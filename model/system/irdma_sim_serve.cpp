@@ -3,7 +3,6 @@
 // SIGTERM (or, with --once, until its first client leaves). FILE is a scenario, whose
 // config: section describes the device, or such a section alone. Exit status: 0 done,
 // 2 bad usage or a malformed configuration, 3 the server failed.
-#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -23,11 +22,6 @@ int usage_error(const std::string& what) {
 }
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
-  return sc_core::sc_elab_and_sim(argc, argv);
-}
 
 int sc_main(int argc, char** argv) {
   std::string socket, config;

@@ -14,6 +14,7 @@
 #include "model/system/scenario.h"
 #include "model/system/scoreboard.h"
 #include "model/system/server_child.h"
+#include "model/system/stop_signals.h"
 #include "model/system/simulation.h"
 #include "model/trace/trace_log.h"
 #include "model/system/workload.h"
@@ -117,39 +118,6 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
   sb.record("no_control_command_errors", dev->cqp_errors == 0,
             std::to_string(dev->cqp_commands) + " CQP commands, " + std::to_string(dev->cqp_errors) + " failed");
 }
-
-const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
-
-// SIGINT and SIGTERM, caught for the length of a run: the first is noted, and the run
-// stops cleanly. A second SIGINT (Ctrl-C again) takes its default action; SIGTERM may come
-// more than once (a parent's death signal comes as each of its threads exits).
-class StopSignals {
- public:
-  StopSignals() {
-    caught_ = 0;
-    struct sigaction sa {};
-    sa.sa_handler = [](int sig) {
-      if (!caught_) caught_ = sig;
-    };
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, &old_term_);
-    sa.sa_flags = SA_RESETHAND;
-    sigaction(SIGINT, &sa, &old_int_);
-  }
-  ~StopSignals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-  int caught() const { return caught_; }
-
- private:
-  static volatile std::sig_atomic_t caught_;
-  struct sigaction old_int_ {}, old_term_ {};
-};
-
-volatile std::sig_atomic_t StopSignals::caught_ = 0;
 
 std::string report_json(const Scenario& sc, const SystemCounters& sys, const WorkloadCounters& wl,
                         const std::vector<Check>& checks, const std::vector<std::string>& warnings,

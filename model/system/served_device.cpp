@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -12,6 +11,7 @@
 #include "model/device/regs.h"
 #include "model/system/elaboration.h"
 #include "model/system/server_child.h"
+#include "model/system/stop_signals.h"
 
 namespace irdma_sim::system {
 
@@ -144,32 +144,6 @@ int ServedDevice::backdoor_write(uint64_t offset, const void* data, size_t size)
 namespace {
 
 ServedDevice* g_served = nullptr;
-volatile std::sig_atomic_t g_caught = 0;
-
-// SIGINT and SIGTERM for as long as it lives: noted, and the device in this process stopped.
-class ServeSignals {
- public:
-  ServeSignals() {
-    g_caught = 0;
-    struct sigaction sa {};
-    sa.sa_handler = [](int sig) {
-      g_caught = sig;
-      if (g_served) g_served->stop();
-    };
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~ServeSignals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  ServeSignals(const ServeSignals&) = delete;
-  ServeSignals& operator=(const ServeSignals&) = delete;
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
 
 }  // namespace
 
@@ -178,23 +152,25 @@ class ServeSignals {
 // same path; a client that connects in between is let in by its connect retries. The
 // transaction log of client N > 1 goes to TRACE.N.
 int serve_device(const SimConfig& config, const std::string& socket_path, const ServeOptions& options) {
-  const ServeSignals signals;
+  const StopSignals signals([] {
+    if (g_served) g_served->stop();
+  });
   if (!options.serve_next_client) {
     ServedDevice served(config, socket_path, options);
     g_served = &served;
     served.run();
     g_served = nullptr;
-    return g_caught;
+    return signals.caught();
   }
-  for (unsigned client = 1; !g_caught; client++) {
+  for (unsigned client = 1; !signals.caught(); client++) {
     ServeOptions one = options;
     if (!one.trace_path.empty() && client > 1) one.trace_path += "." + std::to_string(client);
     ServerChild child(config, one, socket_path);
     std::optional<std::string> how;
-    while (!g_caught && !(how = child.poll())) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    while (!signals.caught() && !(how = child.poll())) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (how && !how->empty()) throw std::runtime_error("the device server for client " + std::to_string(client) + " ended with " + *how);
   }
-  return g_caught;
+  return signals.caught();
 }
 
 }  // namespace irdma_sim::system

@@ -112,7 +112,9 @@ class Workload {
   // completions.cpp: the done callbacks, run by the CQs' poll contexts.
   static void on_send_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
   static void on_recv_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
-  void completed(const ibcore::ib_cq* cq, const WrCtx& ctx, const ibcore::ib_wc& wc);
+  // Counts and logs a completion, its wr_id set from `ctx`; false when its QP's pair was
+  // torn down meanwhile and nothing more is to be checked of it.
+  bool completed(const WrCtx& ctx, ibcore::ib_wc& wc);
   bool moved_right(const Qp& q, const WrCtx& ctx) const;
   // recovery.cpp: broken connections, CQ errors, resizes, stopping early.
   void cq_error(const ibcore::ib_event& ev);

@@ -216,12 +216,6 @@ int model(bool loose, uint64_t cqes) {
 
 }  // namespace
 
-// libsystemc prints its banner before sc_main unless told not to: this main tells it.
-int main(int argc, char** argv) {
-  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
-  return sc_core::sc_elab_and_sim(argc, argv);
-}
-
 int sc_main(int argc, char** argv) {
   const std::string what = argc >= 2 ? argv[1] : "";
   const std::string mode = argc >= 3 ? argv[2] : "";

@@ -13,7 +13,8 @@ namespace irdma_sim::system {
 
 using namespace ibcore;
 
-void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
+bool Workload::completed(const WrCtx& ctx, ib_wc& wc) {
+  wc.wr_id = ctx.wr_id;
   counters_.completions++;
   if (wc.status < counters_.by_status.size()) counters_.by_status[wc.status]++;
   // The kernel has no ib_wc opcode for a BIND_MW or a signaled NOP: they complete as
@@ -40,35 +41,30 @@ void Workload::completed(const ib_cq* cq, const WrCtx& ctx, const ib_wc& wc) {
   // The QP the driver named, unless it was destroyed while this completion was on its way.
   const uint32_t qp_num = ctx.qp->torn_down ? ctx.qp->qp_num : wc.qp ? wc.qp->qp_num : 0;
   log_.write(host_.now_ps(), cq_num, ctx.wr_id, qp_num, wc);
+  // A pair torn down while this completion was on its way here: its QPs' buffers may be
+  // gone and nothing more is expected of them.
+  return !ctx.qp->torn_down;
 }
 
-void Workload::on_send_done(ib_cq* cq, ib_wc* wc) {
+void Workload::on_send_done(ib_cq*, ib_wc* wc) {
   const WrCtx& ctx = *reinterpret_cast<WrCtx*>(wc->wr_cqe);
   Workload& wl = *ctx.wl;
   const std::lock_guard<hal::Lock> held(*wl.lock_);
-  Qp& q = *ctx.qp;
   ib_wc copy = *wc;
-  copy.wr_id = ctx.wr_id;
-  wl.completed(cq, ctx, copy);
-  // A pair torn down while this completion was on its way here: its QPs' buffers may be
-  // gone and nothing more is expected of them.
-  if (q.torn_down) return;
+  if (!wl.completed(ctx, copy)) return;
+  Qp& q = *ctx.qp;
   wl.sb_.check_send(q.index, copy, wc->status != IB_WC_SUCCESS || wl.moved_right(q, ctx));
   q.sends_done = ctx.seq + 1;  // it retires every unsignaled WR before it
   wl.wake_poster(q);
 }
 
-void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {
+void Workload::on_recv_done(ib_cq*, ib_wc* wc) {
   const WrCtx& ctx = *reinterpret_cast<WrCtx*>(wc->wr_cqe);
   Workload& wl = *ctx.wl;
   const std::lock_guard<hal::Lock> held(*wl.lock_);
-  Qp& q = *ctx.qp;
   ib_wc copy = *wc;
-  copy.wr_id = ctx.wr_id;
-  wl.completed(cq, ctx, copy);
-  // A pair torn down while this completion was on its way here: its QPs' buffers may be
-  // gone and nothing more is expected of them.
-  if (q.torn_down) return;
+  if (!wl.completed(ctx, copy)) return;
+  Qp& q = *ctx.qp;
   q.recvs_done++;
   bool payload_ok = true;
   if (wc->status != IB_WC_SUCCESS) {
@@ -87,7 +83,7 @@ void Workload::on_recv_done(ib_cq* cq, ib_wc* wc) {
     payload_ok = payload_equals(at, len, payload_key(wl.sc_.seed, q.peer->index, msg.seq));
   }
   wl.sb_.check_recv(q.index, copy, payload_ok);
-  if (q.recvs_posted < q.recvs_total && !q.torn_down) wl.post_recv(q);
+  if (q.recvs_posted < q.recvs_total) wl.post_recv(q);
   wl.wake_poster(q);
   if (q.peer->bq) wl.wake_poster(*q.peer);  // a window slot it waits for may be free
 }
