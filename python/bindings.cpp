@@ -109,18 +109,22 @@ PYBIND11_MODULE(_irdma_sim, m) {
         "process's threads) or 'vfio-user:SOCKET' (served there already).");
 
   m.def("serve",
-        [](const std::string& socket, const std::string& config_path, const std::string& trace, bool once) {
+        [](const std::string& socket, const std::string& config_path, const std::string& trace, bool once,
+           bool backdoor) {
           ServeOptions options;
           options.trace_path = trace;
           options.serve_next_client = !once;
+          options.backdoor = backdoor;
           const SimConfig cfg = config_path.empty() ? SimConfig{} : load_config_file(config_path);
           py::gil_scoped_release unlocked;
           return serve_device(cfg, socket, options);
         },
         py::arg("socket"), py::arg("config") = "", py::arg("trace") = "", py::arg("once") = false,
+        py::arg("backdoor") = true,
         "Serves the device model over vfio-user at `socket` in this process until SIGINT or SIGTERM "
         "(or, `once`, until its first client leaves); returns the signal or 0. `config` is a scenario "
-        "file, whose config: section describes the device, or such a section alone.");
+        "file, whose config: section describes the device, or such a section alone. Without `backdoor` "
+        "the device offers no test hooks (counters, faults, forced MSI-X), as silicon does.");
 
   py::class_<HostSession>(m, "Session")
       .def(py::init([](const std::string& config_yaml, const std::string& trace_path) {

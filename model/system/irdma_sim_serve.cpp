@@ -1,6 +1,7 @@
-// irdma-sim-serve --socket PATH [--config FILE] [--trace FILE] [--once]
+// irdma-sim-serve --socket PATH [--config FILE] [--trace FILE] [--once] [--no-backdoor]
 // Serves the device model as a PCIe function over vfio-user at PATH until SIGINT or
-// SIGTERM (or, with --once, until its first client leaves). FILE is a scenario, whose
+// SIGTERM (or, with --once, until its first client leaves); --no-backdoor offers no test
+// hooks, as silicon does. FILE is a scenario, whose
 // config: section describes the device, or such a section alone. Exit status: 0 done,
 // 2 bad usage or a malformed configuration, 3 the server failed.
 #include <iostream>
@@ -14,7 +15,8 @@
 
 namespace {
 
-constexpr const char* kUsage = "usage: irdma-sim-serve --socket PATH [--config FILE] [--trace FILE] [--once] [--version]";
+constexpr const char* kUsage =
+    "usage: irdma-sim-serve --socket PATH [--config FILE] [--trace FILE] [--once] [--no-backdoor] [--version]";
 
 int usage_error(const std::string& what) {
   std::cerr << "irdma-sim-serve: " << what << "\n" << kUsage << "\n";
@@ -37,6 +39,8 @@ int sc_main(int argc, char** argv) {
       (a == "--socket" ? socket : a == "--config" ? config : options.trace_path) = argv[++i];
     } else if (a == "--once") {
       options.serve_next_client = false;
+    } else if (a == "--no-backdoor") {
+      options.backdoor = false;
     } else {
       return usage_error("unexpected argument '" + a + "'");
     }

@@ -9,12 +9,18 @@ PcieSystem::PcieSystem(std::unique_ptr<pcie::PciTransport> transport, const irdm
   if (backends::RegionBackdoor::has_backdoor_region(backend_->transport()))
     backdoor_ = std::make_unique<backends::RegionBackdoor>(backend_->transport());
   driver_ = std::make_unique<irdma::irdma_device>(backend_->platform(), params);
-  if (int ret = driver_->probe())
+  if (int ret = driver_->probe()) {
+    driver_->remove();  // what the probe brought up goes back down
     throw std::runtime_error("driver probe failed: " + driver_->probe_error() + " (errno " + std::to_string(-ret) + ")");
+  }
 }
 
-// The driver's memory goes back to the pool before the backend unmaps it.
-PcieSystem::~PcieSystem() { driver_.reset(); }
+// Unloaded as a module would be (its workers stop, its queues go back to the device; a
+// second remove finds nothing left), and its memory returned before the backend unmaps it.
+PcieSystem::~PcieSystem() {
+  if (driver_) driver_->remove();
+  driver_.reset();
+}
 
 uint64_t PcieSystem::now_ps() const {
   return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count()) * 1000;

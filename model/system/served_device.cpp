@@ -27,7 +27,7 @@ const sc_core::sc_time kSettle(10, sc_core::SC_US);
 }  // namespace
 
 ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path, const ServeOptions& options)
-    : cfg_(cfg) {
+    : cfg_(cfg), offer_backdoor_(options.backdoor) {
   begin_elaboration("ServedDevice");
   platform::VfioUserServerOptions server_options;
   server_options.serve_next_client = false;  // the next one gets a device fresh from power-on
@@ -78,13 +78,15 @@ void ServedDevice::run() {
 uint32_t ServedDevice::config_space_size() const { return device::PciConfigSpace::kSize; }
 
 std::vector<platform::VfioUserRegion> ServedDevice::regions() const {
-  std::vector<platform::VfioUserRegion> r(3);
+  std::vector<platform::VfioUserRegion> r(offer_backdoor_ ? 3 : 2);
   r[0].index = 0;
   r[0].size = device::regs::BAR0_SIZE;
   r[1].index = device::regs::MSIX_BAR;
   r[1].size = device::regs::BAR3_SIZE;
-  r[2].index = backends::kBackdoorRegionIndex;
-  r[2].size = backends::kBackdoorRegionSize;
+  if (offer_backdoor_) {
+    r[2].index = backends::kBackdoorRegionIndex;
+    r[2].size = backends::kBackdoorRegionSize;
+  }
   for (auto& region : r) region.flags = kReadWrite;
   return r;
 }

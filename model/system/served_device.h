@@ -25,6 +25,7 @@ namespace irdma_sim::system {
 
 struct ServeOptions {
   std::string trace_path;          // the device's transaction log ("": none)
+  bool backdoor = true;            // offer the backdoor region; false: as silicon, none
   // Client after client, each with a device fresh from power-on; false: done when the first
   // client leaves.
   bool serve_next_client = true;
@@ -65,6 +66,7 @@ class ServedDevice final : public platform::VfioUserEndpoint {
   int backdoor_write(uint64_t offset, const void* data, size_t size);
 
   SimConfig cfg_;
+  bool offer_backdoor_;
   trace::TraceLog trace_;
   std::unique_ptr<platform::VfioUserServer> server_;
   std::unique_ptr<platform::RemoteMemory> memory_;

@@ -165,7 +165,7 @@ def cmd_serve(args):
     from irdma_sim._irdma_sim import serve
     print(f"irdma-sim: serving the device at {args.socket} (Ctrl-C stops it)", file=sys.stderr, flush=True)
     try:
-        serve(args.socket, args.config or "", args.trace or "", args.once)
+        serve(args.socket, args.config or "", args.trace or "", args.once, not args.no_backdoor)
     except ScenarioError as e:
         print(f"irdma-sim serve: {e}", file=sys.stderr)
         return 2
@@ -206,6 +206,8 @@ def main(argv=None):
     v.add_argument("--config", help="a scenario (its config: section) or such a section alone")
     v.add_argument("--trace", help="write the device's transaction log here")
     v.add_argument("--once", action="store_true", help="stop when the first client leaves")
+    v.add_argument("--no-backdoor", action="store_true",
+                   help="offer no test hooks (counters, faults, forced MSI-X), as silicon does")
     v.set_defaults(func=cmd_serve)
     d = sub.add_parser("diff", help="where two runs' outputs first differ")
     d.add_argument("a")

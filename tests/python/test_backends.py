@@ -116,3 +116,22 @@ def test_serve_refuses_a_malformed_configuration(tmp_path):
     proc = cli("serve", "--socket", str(tmp_path / "s.sock"), "--config", str(bad))
     assert proc.returncode == 2
     assert "num_ceqs" in proc.stderr
+
+
+def test_a_device_without_a_backdoor_refuses_faults_by_name_and_runs_the_rest(tmp_path, scenario):
+    socket = tmp_path / "dev.sock"
+    server = serve(socket, "--no-backdoor")
+    try:
+        proc = cli("run", scenario("errors_flush.yaml"), "--out", str(tmp_path / "faults"),
+                   "--backend", f"vfio-user:{socket}")
+        assert proc.returncode == 2
+        assert "key 'faults': faults on request need a device with a backdoor" in proc.stderr
+        proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path / "smoke"), "--backend", f"vfio-user:{socket}")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        report = json.loads((tmp_path / "smoke" / "report.json").read_text())
+        names = {c["name"] for c in report["checks"]}
+        assert "no_dma_memory_left_mapped" in names and "payload_integrity" in names
+        assert "cqes_written_equal_completions_delivered" not in names, "it needs the device's counters"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)
