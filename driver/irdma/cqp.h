@@ -21,7 +21,7 @@ struct cqp_completion {
 class irdma_cqp {
  public:
   static constexpr uint32_t kSqSize = 64;          // WQEs; a power of two in 4..2048
-  static constexpr uint64_t kTimeoutNs = 5'000'000'000;  // 500 waits of 10 ms
+  static constexpr uint64_t kTimeoutNs = 5'000'000'000;  // without a completion
   static constexpr uint64_t kPresenceCheckNs = 10'000'000;  // without progress: is the device there?
 
   explicit irdma_cqp(hal::Platform& hw) : hw_(hw), lock_(hw.exec.make_lock()) {}

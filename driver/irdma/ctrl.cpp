@@ -138,6 +138,10 @@ int irdma_device::hmc_setup() {
   }
   hw_.dma.free_coherent(buf);
   if (ret) return fail(ret, "COMMIT_FPM_VAL" + codes(err));
+  for (const fpm_slot& s : kFpmSlots)
+    if (hmc_.count[s.obj] > want[s.obj])
+      return fail(-EINVAL, "COMMIT_FPM_VAL answered " + std::to_string(hmc_.count[s.obj]) + " of HMC object " +
+                               std::to_string(s.obj) + " for " + std::to_string(want[s.obj]) + " committed");
   caps_.max_qp = hmc_.count[IRDMA_HMC_IW_QP];
   caps_.max_cq = hmc_.count[IRDMA_HMC_IW_CQ];
   caps_.max_stags = hmc_.count[IRDMA_HMC_IW_MR];

@@ -181,6 +181,8 @@ inline constexpr uint64_t IRDMA_SIM_FTN_64BYTE_CQE = BIT_ULL(2);   // the simula
 // CREATE_CEQ / DESTROY_CEQ (spec F.5).
 inline constexpr uint64_t IRDMA_CQPSQ_CEQ_CEQID = GENMASK_ULL(9, 0);
 inline constexpr uint64_t IRDMA_CQPSQ_CEQ_CEQSIZE = GENMASK_ULL(21, 0);  // qword2
+inline constexpr uint32_t IRDMA_MAX_CEQ_SIZE = 262143;  // max_hw_ceq_size
+inline constexpr uint32_t IRDMA_MAX_AEQ_SIZE = 1u << 19;  // the simulated device's largest AEQ
 inline constexpr uint64_t IRDMA_CEQE_VALID = BIT_ULL(63);
 inline constexpr uint64_t IRDMA_CEQE_CQCTX = GENMASK_ULL(62, 0);
 

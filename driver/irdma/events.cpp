@@ -12,7 +12,7 @@ using namespace ibcore;
 int irdma_device::create_ceqs() {
   // Arming is one-shot, but a promotion re-arms a CQ whose CEQE may not be consumed yet:
   // two slots per CQ.
-  const uint32_t size = std::max(2 * caps_.max_cq, 8u);
+  const uint32_t size = uint32_t(std::clamp<uint64_t>(2ull * caps_.max_cq, 8, IRDMA_MAX_CEQ_SIZE));
   ceqs_.reserve(caps_.num_ceqs);  // a handler may run while later CEQs are created
   for (uint32_t k = 0; k < caps_.num_ceqs; k++) {
     irdma_ceq ceq;
@@ -42,6 +42,10 @@ int irdma_device::create_ceqs() {
 
 void irdma_device::destroy_ceqs() {
   for (irdma_ceq& ceq : ceqs_) {
+    // The vector off and its handler gone first: what is left is then left for good.
+    hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq.id), 0);
+    hw_.bar0.write32(IRDMA_GLINT_CEQCTL(ceq.id), 0);
+    hw_.irq.free_irq(ceq.id);
     {
       std::lock_guard<hal::Lock> guard(*ceq.ce_lock);
       const auto* ring = static_cast<const uint64_t*>(ceq.ring.cpu);
@@ -54,9 +58,6 @@ void irdma_device::destroy_ceqs() {
         }
       }
     }
-    hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq.id), 0);
-    hw_.bar0.write32(IRDMA_GLINT_CEQCTL(ceq.id), 0);
-    hw_.irq.free_irq(ceq.id);
     cqp_.exec(IRDMA_CQP_OP_DESTROY_CEQ, [&](uint64_t* wqe) {
       wqe[2] = FIELD_PREP(IRDMA_CQPSQ_CEQ_CEQSIZE, ceq.size);
       return FIELD_PREP(IRDMA_CQPSQ_CEQ_CEQID, ceq.id);
@@ -129,7 +130,7 @@ void irdma_device::cleanup_ceqes(const irdma_cq* cq) {
 // the CEQs'. Its CQP commands follow CEQ_CREATE's layout (entries in qword2, the ring in
 // qword4): this model's choice, the spec has no AEQ WQE.
 int irdma_device::create_aeq() {
-  aeq_.size = std::max(caps_.max_cq + caps_.max_qp, 16u);
+  aeq_.size = uint32_t(std::clamp<uint64_t>(uint64_t(caps_.max_cq) + caps_.max_qp, 16, IRDMA_MAX_AEQ_SIZE));
   aeq_.vector = caps_.num_ceqs;
   aeq_.ring = hw_.dma.alloc_coherent(uint64_t(aeq_.size) * 16, 256);
   if (!aeq_.ring) return -ENOMEM;

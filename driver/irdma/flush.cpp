@@ -86,8 +86,8 @@ void irdma_device::flush_worker() {
   flush_worker_running_ = false;
 }
 
-// No asynchronous event queue yet (issue 5): the driver learns that the device flushed a
-// QP from the first flush CQE it polls for it. The CQ is locked: a QP noted here is alive.
+// The AEQ reports CQ errors only: the driver learns that the device flushed a QP from the
+// first flush CQE it polls for it. The CQ is locked: a QP noted here is alive.
 void irdma_device::take_newly_flushed(irdma_cq* cq) {
   for (irdma_qp_uk* uk : cq->sc_cq.newly_flushed) {
     irdma_qp* qp = to_iwqp(uk);

@@ -234,10 +234,15 @@ void IrdmaDevice::raise_msix(unsigned vector, bool from_engine) {
     counters_.msix_masked++;
     return;
   }
+  if (msix_out) {
+    if (msix_out(vector))
+      counters_.msix_sent++;
+    else
+      counters_.msix_masked++;
+    return;
+  }
   counters_.msix_sent++;
-  if (msix_out)
-    msix_out(vector);
-  else if (from_engine)
+  if (from_engine)
     dma_port_.write(msix_[vector].addr, &msix_[vector].data, 4);
   else
     dma_port_.write_now(msix_[vector].addr, &msix_[vector].data, 4);

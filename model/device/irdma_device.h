@@ -64,8 +64,9 @@ class IrdmaDevice : public sc_core::sc_module {
 
   // The MSI-X output. Unset, a vector leaves as its table entry's memory write through the
   // DMA socket (a host that programs the table, as a PCI core does); set, it leaves as the
-  // vector itself (a host that delivers interrupts by vector, as a vfio-user server does).
-  std::function<void(unsigned vector)> msix_out;
+  // vector itself (a host that delivers interrupts by vector, as a vfio-user server does),
+  // which returns false for a vector it has masked.
+  std::function<bool(unsigned vector)> msix_out;
 
   // Sends MSI-X `vector` now, as its table entry says; a masked or unprogrammed vector is
   // counted and not sent.

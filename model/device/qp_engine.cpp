@@ -296,6 +296,7 @@ uint16_t QpEngine::fast_register(const uint64_t* wqe) {
     pages.push_back(wqe[1] & ~(StagTable::kPage - 1));
   } else {
     const uint64_t first = get(wqe[1], 11, 0) << 16 | get(wqe[2], 63, 48);
+    if (first + npages > hmc_.committed(Hmc::PBLE)) return FLUSH_PROT_ERR;  // before sizing by the WQE
     pages.resize(npages);
     if (!hmc_.read_pbles(first, npages, pages.data())) return FLUSH_PROT_ERR;
   }

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -79,8 +80,10 @@ VfioUserServer::~VfioUserServer() {
     client_.reset();
   }
   release_client_resources();
-  listen_fd_.reset();
-  ::unlink(socket_path_.c_str());
+  if (listen_fd_.valid()) {  // else the path may be another server's by now
+    listen_fd_.reset();
+    ::unlink(socket_path_.c_str());
+  }
 }
 
 void VfioUserServer::stop() {
@@ -110,6 +113,12 @@ bool VfioUserServer::accept_client(int timeout_ms) {
   }
   pcie::UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
   if (!fd.valid()) return true;  // the client gave up between poll and accept
+  if (!options_.serve_next_client) {
+    // One client only: a second one's connect fails now (and retries), rather than waiting
+    // in the backlog for an accept that never comes.
+    listen_fd_.reset();
+    ::unlink(socket_path_.c_str());
+  }
   // Room for the largest message: a REGION_WRITE or DMA_READ reply of max_data_xfer_size.
   size_t max_message = kHeaderSize + sizeof(DmaAccessPayload) + std::max<size_t>(options_.max_data_xfer_size, 4096);
   std::lock_guard lock(io_mutex_);
@@ -280,6 +289,11 @@ VfioUserServer::Reply VfioUserServer::handle_dma_map(Message& message) {
   void* base = nullptr;
   if (!message.fds.empty()) {
     int prot = ((map.flags & vfio::kDmaFlagRead) ? PROT_READ : 0) | ((map.flags & vfio::kDmaFlagWrite) ? PROT_WRITE : 0);
+    // Past the end of the file a DMA would be SIGBUS, not an error: refuse the map.
+    struct stat st {};
+    if (::fstat(message.fds[0].get(), &st) != 0 || st.st_size < 0 || uint64_t(st.st_size) < map.offset ||
+        uint64_t(st.st_size) - map.offset < map.size)
+      refuse(EINVAL, "the DMA map's fd is smaller than its offset and size");
     base = ::mmap(nullptr, map.size, prot, MAP_SHARED, message.fds[0].get(), static_cast<off_t>(map.offset));
     if (base == MAP_FAILED) refuse(errno, "mmap of the client's DMA fd");
   }
@@ -491,10 +505,19 @@ void VfioUserServer::dma_access(bool is_read, uint64_t iova, uint8_t* data, size
       refuse(EACCES, "vfio-user server: the client did not allow that DMA direction");
     if (it->second.base) {  // shared: under the lock, so an unmap waits for the copy
       uint8_t* mapped = static_cast<uint8_t*>(it->second.base) + into;
-      if (is_read)
+      if (is_read) {
         std::memcpy(data, mapped, size);
-      else
+      } else if (size >= 8 && size % 8 == 0 && reinterpret_cast<uintptr_t>(mapped) % 8 == 0) {
+        // A CQE, CEQE or AEQE ends with the qword holding its valid bit, and a reader on
+        // another CPU polls for it: it lands last, after the rest (memcpy's stores may be
+        // seen in any order).
+        std::memcpy(mapped, data, size - 8);
+        uint64_t last;
+        std::memcpy(&last, data + size - 8, 8);
+        __atomic_store_n(reinterpret_cast<uint64_t*>(mapped + size - 8), last, __ATOMIC_RELEASE);
+      } else {
         std::memcpy(mapped, data, size);
+      }
       return;
     }
   }

@@ -43,6 +43,9 @@ class Host {
   // Null when the device offers no backdoor (silicon).
   virtual backends::DeviceBackdoor* backdoor() = 0;
   virtual HostCounters host_counters() const = 0;
+  // How long traffic may go without a completion before the workload calls it a stall, on
+  // this host's clock.
+  virtual uint64_t stall_timeout_ns() const = 0;
   // The transaction log, null when this host keeps none.
   virtual trace::TraceLog* trace() { return nullptr; }
   // Writes out the rest of the transaction log, if any.

@@ -28,6 +28,8 @@ class PcieSystem final : public Host {
   uint64_t now_ps() const override;
   backends::DeviceBackdoor* backdoor() override { return backdoor_.get(); }
   HostCounters host_counters() const override;
+  // Wall time on a shared machine, a sanitizer perhaps slowing every step: generous.
+  uint64_t stall_timeout_ns() const override { return 2'000'000'000; }
 
  private:
   std::chrono::steady_clock::time_point start_;

@@ -53,11 +53,12 @@ SystemCounters counters_of(Host& host, ServerChild* server) {
     if (host.backdoor()) c.device = host.backdoor()->counters();
   } catch (const pcie::PciTransportError& e) {
     if (!server) throw;
+    const std::exception_ptr transport_error = std::current_exception();
     std::string how;
     try {
       how = server->wait(1000);
     } catch (const std::runtime_error&) {
-      throw e;  // the server still runs: the transport's own error says what is wrong
+      std::rethrow_exception(transport_error);  // the server still runs: the transport's error says what is wrong
     }
     throw std::runtime_error("the device server ended during the run (" + (how.empty() ? "exit status 0" : how) +
                              "): " + e.what());

@@ -1,5 +1,7 @@
 #include "model/system/served_device.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -47,9 +49,8 @@ ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path,
   link_->dev_bar.bind(device_->pci);
   device_->dma.bind(link_->dev_dma);
   link_->host_mem.bind(memory_->socket);
-  device_->msix_out = [this](unsigned vector) {
-    if (!server_->trigger_irq(vfio::kMsixIrqIndex, vector)) undelivered_msix_++;
-  };
+  // A vector the client gave no eventfd is one its host left masked.
+  device_->msix_out = [this](unsigned vector) { return server_->trigger_irq(vfio::kMsixIrqIndex, vector); };
   backdoor_ = std::make_unique<SimBackdoor>(*device_);
 }
 
@@ -66,7 +67,11 @@ void ServedDevice::run() {
   const auto start = std::chrono::steady_clock::now();
   const uint64_t sim_start_ps = sc_core::sc_time_stamp().value();
   while (!stop_) {
-    if (!server_->serve_one_message(sc_core::sc_pending_activity() ? 0 : kIdleWaitMs)) break;
+    // Sleep in the socket until a message comes or the model's next event is due.
+    int wait_ms = kIdleWaitMs;
+    if (sc_core::sc_pending_activity())
+      wait_ms = int(std::min<double>(kIdleWaitMs, sc_core::sc_time_to_pending_activity().to_seconds() * 1e3));
+    if (!server_->serve_one_message(wait_ms)) break;
     const uint64_t wall_ps = uint64_t(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count()) * 1000;
     const uint64_t now_ps = sc_core::sc_time_stamp().value();
@@ -145,7 +150,8 @@ int ServedDevice::backdoor_write(uint64_t offset, const void* data, size_t size)
 
 namespace {
 
-ServedDevice* g_served = nullptr;
+// The device the signal handler stops: set only while it runs.
+std::atomic<ServedDevice*> g_served{nullptr};
 
 }  // namespace
 
@@ -155,13 +161,15 @@ ServedDevice* g_served = nullptr;
 // transaction log of client N > 1 goes to TRACE.N.
 int serve_device(const SimConfig& config, const std::string& socket_path, const ServeOptions& options) {
   const StopSignals signals([] {
-    if (g_served) g_served->stop();
+    if (ServedDevice* served = g_served.load()) served->stop();
   });
   if (!options.serve_next_client) {
     ServedDevice served(config, socket_path, options);
-    g_served = &served;
+    struct Running {
+      explicit Running(ServedDevice& d) { g_served = &d; }
+      ~Running() { g_served = nullptr; }
+    } running(served);
     served.run();
-    g_served = nullptr;
     return signals.caught();
   }
   for (unsigned client = 1; !signals.caught(); client++) {

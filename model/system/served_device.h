@@ -46,7 +46,6 @@ class ServedDevice final : public platform::VfioUserEndpoint {
   // From any thread or a signal handler.
   void stop();
 
-  uint64_t undelivered_msix() const { return undelivered_msix_; }
   const std::string& socket_path() const { return server_->socket_path(); }
 
   // platform::VfioUserEndpoint
@@ -75,7 +74,6 @@ class ServedDevice final : public platform::VfioUserEndpoint {
   std::unique_ptr<platform::SimMmio> port_;
   std::unique_ptr<SimBackdoor> backdoor_;
   std::atomic<bool> stop_{false};
-  uint64_t undelivered_msix_ = 0;
 };
 
 // `irdma-sim serve`: serves the device `config` describes at `socket_path` until SIGINT or

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <iterator>
 #include <iostream>
 #include <stdexcept>
 #include <thread>
@@ -37,6 +39,11 @@ std::string describe(int status) {
 ServerChild::ServerChild(const SimConfig& cfg, ServeOptions options, const std::string& socket_path)
     : path_(socket_path.empty() ? fresh_socket_path() : socket_path) {
   options.serve_next_client = false;
+  // The child runs SystemC, malloc and streams: safe after fork only from one thread.
+  if (std::filesystem::exists("/proc/self/task") &&
+      std::distance(std::filesystem::directory_iterator("/proc/self/task"), std::filesystem::directory_iterator{}) > 1)
+    throw std::runtime_error("cannot start the device server from a process with more than one thread "
+                             "(run the scenario in a process of its own: irdma-sim run, or irdma_sim.run)");
   const pid_t parent = getpid();
   // Output buffered here would otherwise be written twice, once by the child.
   std::cout.flush();
@@ -44,9 +51,11 @@ ServerChild::ServerChild(const SimConfig& cfg, ServeOptions options, const std::
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error(std::string("cannot start the device server: fork: ") + strerror(errno));
   if (pid_ > 0) return;
-  // The child: dies with its parent (and if the parent is gone already, goes now).
+  // The child: dies with its parent (and if the parent is gone already, goes now), and
+  // leaves the terminal's process group, so Ctrl-C stops the run, which then stops it.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != parent) _exit(1);
+  setpgid(0, 0);
   int code = 0;
   try {
     serve_device(cfg, path_, options);
@@ -57,11 +66,18 @@ ServerChild::ServerChild(const SimConfig& cfg, ServeOptions options, const std::
   _exit(code);
 }
 
+// SIGTERM, and SIGKILL for a server that does not end within a few seconds (a model stuck
+// in a loop of its own).
 ServerChild::~ServerChild() {
   if (pid_ <= 0) return;
   kill(pid_, SIGTERM);
-  int status = 0;
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  try {
+    wait(5000);
+  } catch (const std::runtime_error&) {
+    kill(pid_, SIGKILL);
+    int status = 0;
+    while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
   }
 }
 

@@ -40,6 +40,7 @@ class Simulation final : public Host {
   irdma::irdma_device& driver() override { return *driver_; }
   backends::DeviceBackdoor* backdoor() override { return backdoor_.get(); }
   HostCounters host_counters() const override;
+  uint64_t stall_timeout_ns() const override { return 50'000'000; }  // simulated: 50 ms is an age
   const device::IrdmaDevice& device() const { return *device_; }
   device::IrdmaDevice& device() { return *device_; }
   platform::HostMemory& memory() { return *memory_; }

@@ -197,6 +197,8 @@ TEST(VfioUserServerRobustness, DmaMapTableRefusesOverlapsAndUnknownUnmaps) {
   EXPECT_EQ(raw.error_of_call(Command::kDmaMap, dma_map(0x40000, 0x1000, 3, 100), {memfd}), EINVAL)
       << "an fd offset mmap cannot take";
   EXPECT_EQ(raw.error_of_call(Command::kDmaMap, dma_map(0x40000, 0x1000), {memfd, memfd}), EINVAL) << "two fds";
+  EXPECT_EQ(raw.error_of_call(Command::kDmaMap, dma_map(0x40000, 0x2000, 3, 0x3000), {memfd}), EINVAL)
+      << "past the fd's end: a DMA there would be SIGBUS";
   EXPECT_EQ(raw.error_of_call(Command::kDmaMap, dma_map(0x40000, 0x1000, 3, 0x1000), {memfd}), 0);
   ::close(memfd);
   EXPECT_NE(toy.server.dma_pointer(0x40000, 0x1000), nullptr);

@@ -135,3 +135,37 @@ def test_a_device_without_a_backdoor_refuses_faults_by_name_and_runs_the_rest(tm
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=10)
+
+
+def test_ctrl_c_stops_a_vfio_user_run_cleanly_with_its_report(tmp_path):
+    long = tmp_path / "long.yaml"
+    long.write_text("name: long\nqp_pairs: [{name: p, sq_depth: 32, rq_depth: 32}]\n"
+                    "traffic: {sends_per_qp: 100000000}\n")
+    runner = Path(os.environ["IRDMA_SIM_BIN"]).parent / "model" / "system" / "irdma-sim-run"
+    # As a terminal does: the signal goes to the run's whole process group.
+    proc = subprocess.Popen([str(runner), str(long), "--out", str(tmp_path / "out"), "--no-trace",
+                             "--backend", "vfio-user"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    time.sleep(1.5)
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGINT, err
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["interrupted"]["signal"] == "SIGINT"
+    assert all(c["passed"] for c in report["checks"] if c["name"] not in ("interrupted",)), \
+        [c for c in report["checks"] if not c["passed"]]
+
+
+def test_two_clients_at_once_are_served_one_after_the_other(tmp_path, scenario):
+    socket = tmp_path / "dev.sock"
+    server = serve(socket)
+    try:
+        runs = [subprocess.Popen([sys.executable, "-m", "irdma_sim", "run", scenario("smoke.yaml"), "--out",
+                                  str(tmp_path / f"run{n}"), "--backend", f"vfio-user:{socket}"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in range(2)]
+        for run in runs:
+            out, err = run.communicate(timeout=60)
+            assert run.returncode == 0, out + err
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)

@@ -14,7 +14,6 @@ using namespace ibcore;
 namespace {
 
 // On the host's clock (dev.hw().exec): simulated time, or wall time on silicon.
-constexpr uint64_t kStallNs = 50'000'000;  // no progress for this long: the run is stuck
 constexpr uint64_t kWaitSliceNs = 100'000;  // the posting thread's longest sleep
 
 }  // namespace
@@ -57,9 +56,9 @@ void Workload::traffic() {
       last_progress = now;
       if (progress) continue;
     }
-    if (now - last_progress > kStallNs) {
+    if (now - last_progress > host_.stall_timeout_ns()) {
       sb_.record("no_stall", false,
-                 "no completion for " + std::to_string(kStallNs / 1000000) + " ms");
+                 "no completion for " + std::to_string(host_.stall_timeout_ns() / 1000000) + " ms");
       return;
     }
     counters_.idle_polls++;

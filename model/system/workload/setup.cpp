@@ -166,7 +166,11 @@ void Workload::inject_faults() {
                           " requests: nothing was injected");
       continue;
     }
-    host_.backdoor()->inject_fault(q.bq->qp_num(), request, f.flush_code);
+    if (!host_.backdoor()->inject_fault(q.bq->qp_num(), request, f.flush_code)) {
+      sb_.record("setup", false, "the device refused the fault on QP " + std::to_string(q.bq->qp_num()) +
+                                     " at request " + std::to_string(request));
+      continue;
+    }
     sb_.expect_fault(q.index, request, f.flush_code);
     sb_.expect_peer_fault(q.peer->index);
   }
