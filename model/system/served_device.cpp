@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <thread>
 
@@ -29,7 +30,7 @@ const sc_core::sc_time kSettle(10, sc_core::SC_US);
 }  // namespace
 
 ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path, const ServeOptions& options)
-    : cfg_(cfg), offer_backdoor_(options.backdoor) {
+    : cfg_(cfg), offer_backdoor_(options.backdoor), trace_path_(options.trace_path) {
   begin_elaboration("ServedDevice");
   platform::VfioUserServerOptions server_options;
   server_options.serve_next_client = false;  // the next one gets a device fresh from power-on
@@ -54,7 +55,11 @@ ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path,
   backdoor_ = std::make_unique<SimBackdoor>(*device_);
 }
 
-ServedDevice::~ServedDevice() { trace_.close(); }
+// A log of a device no client ever came to is no log: it goes.
+ServedDevice::~ServedDevice() {
+  trace_.close();
+  if (!had_client_ && !trace_path_.empty()) std::filesystem::remove(trace_path_);
+}
 
 void ServedDevice::stop() {
   stop_ = true;
@@ -72,6 +77,7 @@ void ServedDevice::run() {
     if (sc_core::sc_pending_activity())
       wait_ms = int(std::min<double>(kIdleWaitMs, sc_core::sc_time_to_pending_activity().to_seconds() * 1e3));
     if (!server_->serve_one_message(wait_ms)) break;
+    had_client_ = had_client_ || server_->client_connected();
     const uint64_t wall_ps = uint64_t(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count()) * 1000;
     const uint64_t now_ps = sc_core::sc_time_stamp().value();

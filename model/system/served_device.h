@@ -66,6 +66,8 @@ class ServedDevice final : public platform::VfioUserEndpoint {
 
   SimConfig cfg_;
   bool offer_backdoor_;
+  std::string trace_path_;
+  bool had_client_ = false;
   trace::TraceLog trace_;
   std::unique_ptr<platform::VfioUserServer> server_;
   std::unique_ptr<platform::RemoteMemory> memory_;
