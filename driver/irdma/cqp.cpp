@@ -214,8 +214,13 @@ int irdma_cqp::wait_for(std::unique_lock<hal::Lock>& guard, const std::function<
       if (hw_.bar0.read32(IRDMA_CQPTAIL) == ~0u) return -ENODEV;
       last_presence_check = now;
     }
+    // Spin while a completion is due any moment; past that, give the CPU up between looks
+    // (on OS threads the device may need this very core).
     guard.unlock();
-    hw_.exec.cpu_relax();
+    if (now - last_progress < kSpinNs)
+      hw_.exec.cpu_relax();
+    else
+      hw_.exec.delay_ns(kBackoffNs);
     guard.lock();
   }
   return 0;

@@ -23,6 +23,8 @@ class irdma_cqp {
   static constexpr uint32_t kSqSize = 64;          // WQEs; a power of two in 4..2048
   static constexpr uint64_t kTimeoutNs = 5'000'000'000;  // without a completion
   static constexpr uint64_t kPresenceCheckNs = 10'000'000;  // without progress: is the device there?
+  static constexpr uint64_t kSpinNs = 1'000'000;     // without progress: spin this long, then
+  static constexpr uint64_t kBackoffNs = 20'000;     // look this often
 
   explicit irdma_cqp(hal::Platform& hw) : hw_(hw), lock_(hw.exec.make_lock()) {}
   ~irdma_cqp();
