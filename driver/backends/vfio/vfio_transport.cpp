@@ -134,7 +134,7 @@ VfioTransport::VfioTransport(const std::string& bdf) : bdf_(canonical_bdf(bdf)) 
   if (!group_.valid()) {
     int e = errno;
     throw PciTransportError(where() + ": cannot open " + group_path + " (" + errno_text(e) + "); " +
-                            (e == EBUSY ? "another process holds the group: stop it"
+                            (e == EBUSY ? "the group is open already (another process, or this one): close it first"
                                         : "run as root or give this user the group's node"));
   }
   vfio_group_status status{};
@@ -351,6 +351,8 @@ IrqInfo VfioTransport::irq_info(uint32_t index) {
   info.argsz = sizeof info;
   info.index = index;
   if (::ioctl(device_.get(), VFIO_DEVICE_GET_IRQ_INFO, &info) != 0) {
+    // vfio-pci's answer for an index the device lacks (ERR without AER, REQ): no vectors.
+    if (errno == EINVAL) return {index, 0, 0};
     throw PciTransportError(where() + ": GET_IRQ_INFO(" + std::to_string(index) + "): " + errno_text(errno));
   }
   return {info.index, info.flags, info.count};
