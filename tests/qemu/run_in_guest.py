@@ -50,7 +50,8 @@ def run(cmd, cwd=None, what=None):
     except FileNotFoundError:
         cannot_run(f"`{cmd[0]}` is not installed ({what or 'needed here'})")
     if result.returncode != 0:
-        cannot_run(f"`{' '.join(cmd)}` failed ({what}): {result.stdout.strip().splitlines()[-1:] or ''}")
+        last = (result.stdout.strip().splitlines() or ["no output"])[-1]
+        cannot_run(f"`{' '.join(cmd)}` failed ({what}): {last}")
     return result.stdout
 
 
