@@ -28,6 +28,21 @@ def serve(socket, *args):
     return proc
 
 
+def long_scenario(tmp_path, pairs=1):
+    """A scenario whose traffic outlasts any test: something must stop it."""
+    path = tmp_path / "long.yaml"
+    path.write_text(f"name: long\nqp_pairs: [{{name: p, count: {pairs}, sq_depth: 32, rq_depth: 32}}]\n"
+                    "traffic: {sends_per_qp: 100000000}\n")
+    return path
+
+
+def run_vfio_user(scenario_path, out, **popen_args):
+    """irdma-sim-run itself (no Python between): its children are the run's server."""
+    runner = Path(os.environ["IRDMA_SIM_BIN"]).parent / "model" / "system" / "irdma-sim-run"
+    return subprocess.Popen([str(runner), str(scenario_path), "--out", str(out), "--no-trace", "--backend", "vfio-user"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen_args)
+
+
 def children(pid):
     out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
     return [int(p) for p in out.split()]
@@ -63,10 +78,7 @@ def test_a_client_killed_mid_run_leaves_the_server_serving(tmp_path, scenario):
     socket = tmp_path / "dev.sock"
     server = serve(socket)
     try:
-        long = tmp_path / "long.yaml"
-        long.write_text("name: long\nqp_pairs: [{name: p, sq_depth: 32, rq_depth: 32}]\n"
-                        "traffic: {sends_per_qp: 100000000}\n")
-        victim = subprocess.Popen([sys.executable, "-m", "irdma_sim", "run", str(long), "--out",
+        victim = subprocess.Popen([sys.executable, "-m", "irdma_sim", "run", str(long_scenario(tmp_path)), "--out",
                                    str(tmp_path / "victim"), "--backend", f"vfio-user:{socket}"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         time.sleep(1.5)
@@ -81,12 +93,7 @@ def test_a_client_killed_mid_run_leaves_the_server_serving(tmp_path, scenario):
 
 
 def test_a_server_that_dies_mid_run_is_a_clear_error_soon(tmp_path):
-    long = tmp_path / "long.yaml"
-    long.write_text("name: long\nqp_pairs: [{name: p, count: 2, sq_depth: 32, rq_depth: 32}]\n"
-                    "traffic: {sends_per_qp: 100000000}\n")
-    runner = Path(os.environ["IRDMA_SIM_BIN"]).parent / "model" / "system" / "irdma-sim-run"
-    proc = subprocess.Popen([str(runner), str(long), "--out", str(tmp_path / "out"), "--no-trace",
-                             "--backend", "vfio-user"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = run_vfio_user(long_scenario(tmp_path, pairs=2), tmp_path / "out")
     deadline = time.monotonic() + 10
     while not children(proc.pid):
         assert time.monotonic() < deadline, "no server child"
@@ -138,14 +145,8 @@ def test_a_device_without_a_backdoor_refuses_faults_by_name_and_runs_the_rest(tm
 
 
 def test_ctrl_c_stops_a_vfio_user_run_cleanly_with_its_report(tmp_path):
-    long = tmp_path / "long.yaml"
-    long.write_text("name: long\nqp_pairs: [{name: p, sq_depth: 32, rq_depth: 32}]\n"
-                    "traffic: {sends_per_qp: 100000000}\n")
-    runner = Path(os.environ["IRDMA_SIM_BIN"]).parent / "model" / "system" / "irdma-sim-run"
     # As a terminal does: the signal goes to the run's whole process group.
-    proc = subprocess.Popen([str(runner), str(long), "--out", str(tmp_path / "out"), "--no-trace",
-                             "--backend", "vfio-user"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = run_vfio_user(long_scenario(tmp_path), tmp_path / "out", start_new_session=True)
     time.sleep(1.5)
     os.killpg(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
