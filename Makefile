@@ -10,7 +10,8 @@ OUT      ?= out/$(basename $(notdir $(SCENARIO)))
 SEED     ?=
 
 DEBIAN_PACKAGES := cmake ninja-build g++ pkg-config libsystemc-dev verilator libgtest-dev \
-  libbenchmark-dev pybind11-dev python3-dev python3-pytest python3-yaml libyaml-cpp-dev
+  libbenchmark-dev pybind11-dev python3-dev python3-pytest python3-yaml libyaml-cpp-dev \
+  qemu-system-x86 busybox-static
 
 .PHONY: run test tsan bench deps build clean
 
