@@ -128,13 +128,15 @@ bool VfioUserServer::accept_client(int timeout_ms) {
   return true;
 }
 
+// Its maps and eventfds go before the client does: once client_connected() says it is
+// gone, nothing of it is left.
 void VfioUserServer::drop_client() {
+  release_client_resources();
   {
     std::lock_guard lock(io_mutex_);
     client_.reset();
     pending_.clear();
   }
-  release_client_resources();
   client_left_ = true;
 }
 
