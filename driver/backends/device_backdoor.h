@@ -43,6 +43,8 @@ struct DeviceCounters {
   uint64_t interrupts_raised = 0;
   uint64_t interrupts_moderated = 0;
   uint64_t events_while_masked = 0;
+  uint64_t msix_sent = 0;
+  uint64_t msix_masked = 0;       // not sent: the vector masked, or no host to take it
   uint64_t dma_errors = 0;  // DMA the device could not do (refused, or bus mastering off)
 };
 

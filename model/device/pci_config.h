@@ -89,8 +89,6 @@ class PciConfigSpace {
   bool bus_master() const { return read16(pci::COMMAND) & pci::COMMAND_MASTER; }
   bool msix_enabled() const { return read16(kMsixCap + pci::MSIX_FLAGS) & pci::MSIX_FLAGS_ENABLE; }
   bool msix_function_masked() const { return read16(kMsixCap + pci::MSIX_FLAGS) & pci::MSIX_FLAGS_MASKALL; }
-  const PciMsix& msix() const { return msix_; }
-  const std::array<PciBar, 6>& bars() const { return bars_; }
 
  private:
   uint16_t read16(uint32_t off) const { return uint16_t(cfg_[off] | cfg_[off + 1] << 8); }

@@ -40,6 +40,8 @@ backends::DeviceCounters SimBackdoor::counters() {
   c.interrupts_raised = vec.interrupts;
   c.interrupts_moderated = vec.moderated;
   c.events_while_masked = vec.events_while_masked;
+  c.msix_sent = d.msix_sent;
+  c.msix_masked = d.msix_masked;
   c.dma_errors = dev_.dma_errors();
   return c;
 }
