@@ -106,7 +106,8 @@ PYBIND11_MODULE(_irdma_sim, m) {
         "(passed, the signal that interrupted it or 0, the report's path). `progress` is called "
         "with a line of text about twice a second while the traffic runs. `backend`: 'sim' (the "
         "device simulated here), 'vfio-user' (served by a child process, the driver on this "
-        "process's threads) or 'vfio-user:SOCKET' (served there already).");
+        "process's threads), 'vfio-user:SOCKET' (served there already) or 'vfio:DDDD:BB:DD.F' (a "
+        "function bound to vfio-pci: silicon).");
 
   m.def("serve",
         [](const std::string& socket, const std::string& config_path, const std::string& trace, bool once,

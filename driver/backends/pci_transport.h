@@ -70,6 +70,12 @@ struct RegionInfo {
   std::vector<MmapArea> mmap_areas;
 };
 
+// An IOVA range the IOMMU accepts, both ends inclusive.
+struct IovaRange {
+  uint64_t start = 0;
+  uint64_t last = 0;
+};
+
 struct IrqInfo {
   uint32_t index = 0;
   uint32_t flags = 0;  // vfio::kIrqInfo*
@@ -101,6 +107,9 @@ class PciTransport {
                        uint32_t flags = vfio::kDmaFlagRead | vfio::kDmaFlagWrite) = 0;
   // Exactly a range given to dma_map.
   virtual void dma_unmap(uint64_t iova, uint64_t size) = 0;
+  // Where dma_map accepts IOVAs (an IOMMU's apertures less its reserved regions); every
+  // address where nothing stands between the device and our memory.
+  virtual std::vector<IovaRange> iova_ranges() const { return {{0, ~0ull}}; }
 
   virtual void reset() = 0;
 };

@@ -12,6 +12,8 @@ class Bar {
   virtual void write64(uint64_t offset, uint64_t value) = 0;
   virtual uint32_t read32(uint64_t offset) = 0;
   virtual uint64_t read64(uint64_t offset) = 0;
+  // Its length as the platform enumerated it (pci_resource_len).
+  virtual uint64_t size() const = 0;
 };
 
 }  // namespace hal

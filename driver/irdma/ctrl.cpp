@@ -62,6 +62,10 @@ int irdma_device::pci_enable() {
                                 [&](const irdma_pci_id& i) { return i.vendor == vendor && i.device == device; });
   if (id == std::end(kPciIds))
     return fail(-ENODEV, "PCI function " + hex16(vendor) + ":" + hex16(device) + " is not a device irdma drives");
+  if (hw_.bar0.size() < IRDMA_GEN2_BAR0_MIN_SIZE)
+    return fail(-ENODEV, "PCI function " + hex16(vendor) + ":" + hex16(device) + " has a BAR0 of " +
+                             std::to_string(hw_.bar0.size()) + " bytes; irdma's registers need " +
+                             std::to_string(IRDMA_GEN2_BAR0_MIN_SIZE) + ": not the function expected");
   caps_.hw_rev = id->gen;
   const uint16_t cmd = hw_.config.read16(hal::PCI_COMMAND);
   hw_.config.write(hal::PCI_COMMAND, 2, cmd | hal::PCI_COMMAND_MEMORY | hal::PCI_COMMAND_MASTER);

@@ -44,6 +44,8 @@ enum irdma_gen2_regs : uint32_t {
   IRDMA_GLPE_CPUSTATUS2 = 0x0050BA64,
   IRDMA_GLPCI_LBARCTRL = 0x0009DE74,
 };
+// The registers above end here: a smaller BAR0 is not a function irdma drives.
+inline constexpr uint64_t IRDMA_GEN2_BAR0_MIN_SIZE = IRDMA_GLPE_CPUSTATUS2 + 4;
 // irdma_wait_pe_ready: each CPUSTATUS reads this once the engine's CPUs run.
 inline constexpr uint32_t IRDMA_CPU_READY = 0x80;
 inline constexpr uint32_t IRDMA_MAX_PE_READY_POLLS = 15;  // one a second

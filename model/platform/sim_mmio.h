@@ -36,7 +36,8 @@ class SimMmio final : public sc_core::sc_module {
 
 class SimBar final : public hal::Bar {
  public:
-  SimBar(SimMmio& mmio, unsigned index) : mmio_(mmio), index_(index) {}
+  // `size`: what the platform's enumeration found the BAR to be.
+  SimBar(SimMmio& mmio, unsigned index, uint64_t size) : mmio_(mmio), index_(index), size_(size) {}
   void write32(uint64_t offset, uint32_t value) override { mmio_.access(tlm::TLM_WRITE_COMMAND, index_, offset, &value, 4); }
   void write64(uint64_t offset, uint64_t value) override { mmio_.access(tlm::TLM_WRITE_COMMAND, index_, offset, &value, 8); }
   uint32_t read32(uint64_t offset) override {
@@ -49,10 +50,12 @@ class SimBar final : public hal::Bar {
     mmio_.access(tlm::TLM_READ_COMMAND, index_, offset, &v, 8);
     return v;
   }
+  uint64_t size() const override { return size_; }
 
  private:
   SimMmio& mmio_;
   unsigned index_;
+  uint64_t size_;
 };
 
 class SimPciConfig final : public hal::PciConfig {

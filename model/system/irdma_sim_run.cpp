@@ -1,4 +1,4 @@
-// irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--backend sim|vfio-user|vfio-user:SOCKET]
+// irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--backend sim|vfio-user|vfio-user:SOCKET|vfio:BDF]
 // Runs one scenario from this process and writes its outputs. Exit status: 0 every check
 // passed, 1 a check failed, 2 bad usage or a malformed scenario, 3 the simulation failed,
 // 128 + the signal when SIGINT or SIGTERM cut the run short (its outputs are whole).
@@ -18,7 +18,7 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--backend sim|vfio-user|vfio-user:SOCKET] [--version]";
+    "usage: irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--backend sim|vfio-user|vfio-user:SOCKET|vfio:DDDD:BB:DD.F] [--version]";
 
 int usage_error(const std::string& what) {
   std::cerr << "irdma-sim-run: " << what << "\n" << kUsage << "\n";
@@ -49,7 +49,7 @@ int sc_main(int argc, char** argv) {
         return usage_error(std::string("--seed must be a number in [0, 2^64), got '") + s + "'");
       options.seed = seed;
     } else if (a == "--backend") {
-      if (!has_value) return usage_error("--backend needs sim, vfio-user or vfio-user:SOCKET");
+      if (!has_value) return usage_error("--backend needs sim, vfio-user, vfio-user:SOCKET or vfio:DDDD:BB:DD.F");
       options.backend = argv[++i];
     } else if (a == "--no-trace") {
       options.trace = false;

@@ -4,9 +4,10 @@
 
 namespace irdma_sim::system {
 
-PcieSystem::PcieSystem(std::unique_ptr<pcie::PciTransport> transport, const irdma::irdma_params& params)
+PcieSystem::PcieSystem(std::unique_ptr<pcie::PciTransport> transport, const irdma::irdma_params& params,
+                       Backdoor backdoor)
     : start_(std::chrono::steady_clock::now()), backend_(std::make_unique<pcie::PcieHost>(std::move(transport))) {
-  if (backends::RegionBackdoor::has_backdoor_region(backend_->transport()))
+  if (backdoor == kLookForBackdoor && backends::RegionBackdoor::has_backdoor_region(backend_->transport()))
     backdoor_ = std::make_unique<backends::RegionBackdoor>(backend_->transport());
   driver_ = std::make_unique<irdma::irdma_device>(backend_->platform(), params);
   if (int ret = driver_->probe()) {

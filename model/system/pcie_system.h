@@ -18,8 +18,11 @@ class PcieSystem final : public Host {
  public:
   // Builds the backend on `transport` and probes the driver. Throws
   // pcie::PciTransportError when the function is not there to drive, and
-  // std::runtime_error naming the step when the probe fails.
-  PcieSystem(std::unique_ptr<pcie::PciTransport> transport, const irdma::irdma_params& params);
+  // std::runtime_error naming the step when the probe fails. The test hooks are looked for
+  // in a region the served model offers, unless `kNoBackdoor`.
+  enum Backdoor { kLookForBackdoor, kNoBackdoor };
+  PcieSystem(std::unique_ptr<pcie::PciTransport> transport, const irdma::irdma_params& params,
+             Backdoor backdoor = kLookForBackdoor);
   ~PcieSystem() override;
 
   irdma::irdma_device& driver() override { return *driver_; }

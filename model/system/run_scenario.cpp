@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "model/system/completion_log.h"
+#include "driver/backends/vfio/vfio_transport.h"
 #include "driver/backends/vfio_user/client.h"
 #include "model/system/json_writer.h"
 #include "model/system/pcie_system.h"
@@ -229,8 +230,12 @@ std::unique_ptr<Host> make_host(const SimConfig& cfg, const std::string& backend
     socket = server->socket_path();
   } else if (backend.rfind("vfio-user:", 0) == 0 && backend.size() > 10) {
     socket = backend.substr(10);
+  } else if (backend.rfind("vfio:", 0) == 0 && backend.size() > 5) {
+    // Silicon: whatever a device-specific region may be, it is no backdoor of ours.
+    return std::make_unique<PcieSystem>(std::make_unique<pcie::VfioTransport>(backend.substr(5)), driver_params(cfg),
+                                        PcieSystem::kNoBackdoor);
   } else {
-    throw std::invalid_argument("unknown backend '" + backend + "' (sim, vfio-user, or vfio-user:SOCKET)");
+    throw std::invalid_argument("unknown backend '" + backend + "' (sim, vfio-user, vfio-user:SOCKET or vfio:DDDD:BB:DD.F)");
   }
   return std::make_unique<PcieSystem>(std::make_unique<pcie::vfio_user::VfioUserClient>(socket), driver_params(cfg));
 }
@@ -254,8 +259,9 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   if (!vcd.empty() && std::filesystem::path(vcd).is_relative()) vcd = (out / vcd).string();
   // Outputs an earlier run left in this directory would pass for this run's.
   std::filesystem::remove(out / "report.json");
-  // An attached device's server keeps its own log, if any.
-  const bool trace = options.trace && options.backend.rfind("vfio-user:", 0) != 0;
+  // Only a device this run simulates or serves has a log for it: an attached device's server
+  // keeps its own, if any, and silicon none.
+  const bool trace = options.trace && (options.backend == "sim" || options.backend == "vfio-user");
   if (!trace) std::filesystem::remove(out / "trace.jsonl");
 
   const std::string trace_path = trace ? (out / "trace.jsonl").string() : "";

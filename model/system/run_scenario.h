@@ -16,7 +16,8 @@ struct RunOptions {
   bool trace = true;             // write trace.jsonl
   // Where the device is: "sim" (simulated in this process), "vfio-user" (the model served
   // by a child process, the driver on this process's threads), "vfio-user:PATH" (a device
-  // served at PATH already; no trace.jsonl: the server keeps its own).
+  // served at PATH already; no trace.jsonl: the server keeps its own) or "vfio:DDDD:BB:DD.F"
+  // (a function bound to vfio-pci: silicon, no trace.jsonl and no backdoor).
   std::string backend = "sim";
   // Called about twice a second of wall time while the traffic runs.
   std::function<void(const RunProgress&)> progress;

@@ -57,8 +57,9 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
   device_ = std::make_unique<device::IrdmaDevice>("irdma", cfg.device, quantum, trace_,
                                                   make_formatter(cfg.device));
   mmio_ = std::make_unique<platform::SimMmio>("host_mmio");
-  bar0_ = std::make_unique<platform::SimBar>(*mmio_, 0);
-  msix_bar_ = std::make_unique<platform::SimBar>(*mmio_, device::regs::MSIX_BAR);
+  // The platform enumerated its one device: the BARs are the model's.
+  bar0_ = std::make_unique<platform::SimBar>(*mmio_, 0, device::regs::BAR0_SIZE);
+  msix_bar_ = std::make_unique<platform::SimBar>(*mmio_, device::regs::MSIX_BAR, device::regs::BAR3_SIZE);
   pci_config_ = std::make_unique<platform::SimPciConfig>(*mmio_);
   exec_ = std::make_unique<platform::SimExec>(cfg.host, *memory_);
   dma_ = std::make_unique<platform::SimDma>(*memory_);

@@ -13,6 +13,7 @@ interrupted a run (its outputs are complete).
 
 import argparse
 import json
+import re
 import signal
 import sys
 from pathlib import Path
@@ -122,9 +123,14 @@ def cmd_sweep(args):
     except ValueError as e:
         print(f"irdma-sim sweep: --seeds: {e}", file=sys.stderr)
         return 2
+    jobs = args.jobs
+    if args.backend.startswith("vfio:") and jobs != 1:
+        # A function has one owner at a time: VFIO refuses a second process its group.
+        print(f"irdma-sim sweep: {args.backend} is one device: the runs take turns on it (--jobs 1)", file=sys.stderr)
+        jobs = 1
     outcomes, interruption = [], None
     try:
-        for outcome in sweep(args.scenarios, seeds, args.out, args.jobs, args.trace, args.backend):
+        for outcome in sweep(args.scenarios, seeds, args.out, jobs, args.trace, args.backend):
             print(outcome.line(), flush=True)
             outcomes.append(outcome)
     except (KeyboardInterrupt, Terminated) as e:
@@ -155,10 +161,17 @@ def cmd_diff(args):
     return 1
 
 
+PCI_ADDRESS = re.compile(r"(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-1][0-9a-fA-F]\.[0-7]")
+
+
 def backend_value(text):
     if text in ("sim", "vfio-user") or (text.startswith("vfio-user:") and len(text) > len("vfio-user:")):
         return text
-    raise argparse.ArgumentTypeError(f"'{text}' is none of sim, vfio-user, vfio-user:SOCKET")
+    if text.startswith("vfio:"):
+        if PCI_ADDRESS.fullmatch(text[len("vfio:"):]):
+            return text
+        raise argparse.ArgumentTypeError(f"'{text}': vfio: takes a PCI address, DDDD:BB:DD.F (see lspci -D)")
+    raise argparse.ArgumentTypeError(f"'{text}' is none of sim, vfio-user, vfio-user:SOCKET, vfio:DDDD:BB:DD.F")
 
 
 def cmd_serve(args):
@@ -176,7 +189,8 @@ def cmd_serve(args):
 
 
 BACKEND_HELP = ("where the device is: sim (simulated in the run's process, the default), vfio-user (served by a "
-                "process of the run's own, the driver on OS threads) or vfio-user:SOCKET (served there already)")
+                "process of the run's own, the driver on OS threads), vfio-user:SOCKET (served there already) or "
+                "vfio:DDDD:BB:DD.F (a function bound to vfio-pci: silicon)")
 
 
 def main(argv=None):

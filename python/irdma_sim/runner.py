@@ -112,8 +112,9 @@ def run(scenario, out, seed=None, trace=True, timeout=None, progress=None, backe
     """Runs `scenario` into directory `out` in a child process; returns report.json as a dict.
 
     `backend` says where the device is: "sim" (simulated in the child), "vfio-user" (served by
-    a process of the child's own, the driver on the child's threads) or "vfio-user:SOCKET"
-    (served there already, e.g. by `irdma-sim serve`).
+    a process of the child's own, the driver on the child's threads), "vfio-user:SOCKET"
+    (served there already, e.g. by `irdma-sim serve`) or "vfio:DDDD:BB:DD.F" (a function bound
+    to vfio-pci: silicon; no trace).
 
     Check failures are in the report (report["passed"] is False), and so is an interrupted
     run (report["interrupted"] names the signal). RunFailed is raised only when no report

@@ -34,6 +34,7 @@ class NoDevice final : public hal::PciConfig, public hal::Bar, public hal::Inter
   void write64(uint64_t, uint64_t) override {}
   uint32_t read32(uint64_t) override { return ~0u; }
   uint64_t read64(uint64_t) override { return ~0ull; }
+  uint64_t size() const override { return 0; }
   int alloc_irq_vectors(unsigned, unsigned) override { return -19; }  // -ENODEV
   unsigned num_vectors() const override { return 0; }
   int request_irq(unsigned, Handler) override { return -22; }  // -EINVAL

@@ -68,6 +68,7 @@ class PlainDevice final : public hal::PciConfig, public hal::Bar, public hal::In
     }
   }
   uint64_t read64(uint64_t offset) override { return read32(offset); }
+  uint64_t size() const override { return bar0_size; }
   void write64(uint64_t offset, uint64_t value) override { write32(offset, uint32_t(value)); }
   void write32(uint64_t offset, uint32_t value) override {
     std::lock_guard<std::mutex> guard(m_);
@@ -132,6 +133,7 @@ class PlainDevice final : public hal::PciConfig, public hal::Bar, public hal::In
   }
 
   std::atomic<uint64_t> doorbells{0};
+  uint64_t bar0_size = 32ull << 20;
 
  private:
   struct cq_state {
@@ -354,6 +356,19 @@ void execute_sq(PlainDevice& device, const irdma_qp* qp, int n) {
 
 // Pollers, re-arming, posters and the device on one CQ; one of its QPs flushed meanwhile:
 // every work request completes exactly once, flushed ones as flushes, and the handler runs.
+TEST(IrdmaOnOsThreads, ABar0TooSmallForTheRegistersFailsTheProbeSayingSo) {
+  irdma_sim::testing::HeapDma dma;
+  PlainDevice device;
+  device.bar0_size = 128 << 10;  // an e1000e's
+  backends::OsExec exec;
+  hal::Platform hw{device, device, dma, device, exec};
+  irdma_device dev(hw);
+  EXPECT_EQ(dev.probe(), -ENODEV);
+  EXPECT_EQ(dev.probe_error(), "PCI function 1234:1d02 has a BAR0 of 131072 bytes; irdma's registers need 5290600: "
+                               "not the function expected");
+  EXPECT_EQ(device.doorbells.load(), 0u);
+}
+
 TEST(IrdmaOnOsThreads, PollNotifyPostAndFlushOnOneCq) {
   Host h;
   irdma_cq* cq = h.create_cq(128);

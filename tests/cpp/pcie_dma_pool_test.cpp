@@ -158,6 +158,34 @@ TEST(DmaPool, AFullIovaWindowGivesAnEmptyBuffer) {
   EXPECT_TRUE(pool.alloc_coherent(64, 64)) << "its IOVAs came back";
 }
 
+TEST(DmaPool, IovasStayInsideTheRangesTheIommuAccepts) {
+  ServedToy toy;
+  auto client = connect(toy);
+  CountingTransport transport(*client);
+  // Below the pool's base, a hole at 5 GiB + 2 MiB (a reserved region), a range past the
+  // device's mask: only [5 GiB, 5 GiB + 2 MiB) and [5 GiB + 4 MiB, 5 GiB + 8 MiB) are usable.
+  transport.iommu_ranges = {{0x10000, kBase - 1},
+                            {5 * kBase / 4, 5 * kBase / 4 + 2 * kMiB - 1},
+                            {5 * kBase / 4 + 4 * kMiB, 5 * kBase / 4 + 8 * kMiB - 1},
+                            {1ull << 40, (1ull << 48) - 1}};
+  DmaPool pool(transport);
+  std::vector<hal::DmaBuffer> blocks;
+  for (int i = 0; i < 3; ++i) {
+    blocks.push_back(pool.alloc_coherent(2 * kMiB, 64));
+    ASSERT_TRUE(blocks.back()) << i << ": " << pool.errors().last();
+  }
+  EXPECT_EQ(blocks[0].iova, 5 * kBase / 4);
+  EXPECT_EQ(blocks[1].iova, 5 * kBase / 4 + 4 * kMiB) << "the reserved hole is skipped";
+  EXPECT_EQ(blocks[2].iova, 5 * kBase / 4 + 6 * kMiB);
+  EXPECT_FALSE(pool.alloc_coherent(64, 64)) << "nothing usable is left";
+  EXPECT_NE(pool.errors().last().find("[0x140000000, 0x1401fffff], [0x140400000, 0x1407fffff]"), std::string::npos)
+      << pool.errors().last();
+  EXPECT_FALSE(pool.alloc_coherent(4 * kMiB, 64)) << "larger than any one range";
+
+  transport.iommu_ranges = {{0x10000, kBase + kMiB - 1}};
+  EXPECT_THROW(DmaPool none(transport), std::invalid_argument) << "no block fits above the base";
+}
+
 TEST(DmaPool, ATransportThatRefusesTheMapGivesAnEmptyBuffer) {
   VfioUserServerOptions server_options;
   server_options.max_dma_maps = 1;

@@ -62,9 +62,13 @@ class CountingTransport final : public pcie::PciTransport {
     inner_.dma_unmap(iova, size);
   }
   void reset() override { inner_.reset(); }
+  std::vector<pcie::IovaRange> iova_ranges() const override {
+    return iommu_ranges.empty() ? inner_.iova_ranges() : iommu_ranges;
+  }
 
   std::atomic<int> region_reads{0}, region_writes{0}, set_irq_calls{0};
   std::string refuse;  // an operation's name
+  std::vector<pcie::IovaRange> iommu_ranges;  // as an IOMMU would report them; empty: the inner's
 
  private:
   void check(const char* operation) {

@@ -2,18 +2,23 @@
 """Runs a statically linked test program inside a QEMU guest whose emulated PCI devices
 are bound to vfio-pci behind QEMU's intel-iommu (TCG, no KVM needed).
 
-  run_in_guest.py --cache-dir BUILD/qemu-cache --device edu [--device e1000e ...] TEST [ARGS...]
+  run_in_guest.py --cache-dir BUILD/qemu-cache --device edu [--device e1000e ...]
+                  [--qemu-device pcie-root-port,id=rp1 ...] [--iommu off] TEST [ARGS...]
 
 Steps: (a) `apt-get download` a Debian 6.1 kernel image into the cache dir and extract
 vmlinuz and the vfio modules with `dpkg-deb -x`; (b) build a busybox initramfs whose init
 loads the modules, binds every emulated device to vfio-pci (driver_override), runs
 `/test BDF... ARGS...` (the BDFs of the bound devices, in --device order) and prints
 `QEMU-TEST-EXIT-STATUS=<n>`; (c) boot QEMU with a timeout; (d) exit with the test's status.
+--qemu-device adds a device the guest leaves to its own drivers (bridges, ports, a function
+that shares a --device's IOMMU group). With --iommu off the guest has no IOMMU: binding is
+tried, its failure expected, and the test gets the BDFs all the same.
 Where the test cannot run, the script says why on stderr and exits with 125: it never
 skips silently.
 """
 
 import argparse
+import fcntl
 import glob
 import lzma
 import os
@@ -128,8 +133,13 @@ for id in @IDS@; do
   [ -e $d/driver ] && echo $found > $d/driver/unbind
   echo $found > /sys/bus/pci/drivers_probe
   drv=$(basename $(readlink $d/driver) 2>/dev/null)
-  [ "$drv" = vfio-pci ] || { echo "QEMU-TEST: $found ($id) did not bind to vfio-pci (driver: ${drv:-none})"; dmesg | tail -5; finish 126; }
-  echo "QEMU-TEST: $found ($id) on vfio-pci, iommu group $(basename $(readlink $d/iommu_group))"
+  if [ "@IOMMU@" = on ]; then
+    [ "$drv" = vfio-pci ] || { echo "QEMU-TEST: $found ($id) did not bind to vfio-pci (driver: ${drv:-none})"; dmesg | tail -5; finish 126; }
+    echo "QEMU-TEST: $found ($id) on vfio-pci, iommu group $(basename $(readlink $d/iommu_group))"
+  else
+    [ -e $d/iommu_group ] && { echo "QEMU-TEST: $found ($id) has an IOMMU group with the IOMMU off"; finish 126; }
+    echo "QEMU-TEST: $found ($id) without an IOMMU, driver: ${drv:-none}"
+  fi
   BDFS="$BDFS $found"
 done
 /test $BDFS @ARGS@
@@ -170,7 +180,7 @@ def write_newc(root, image):
         entry(out, 0, "TRAILER!!!", 0, b"")
 
 
-def build_initramfs(work_dir, test_binary, modules, ids, test_args):
+def build_initramfs(work_dir, test_binary, modules, ids, test_args, iommu):
     root = os.path.join(work_dir, "initramfs")
     shutil.rmtree(root, ignore_errors=True)
     os.makedirs(os.path.join(root, "bin"))
@@ -199,7 +209,7 @@ def build_initramfs(work_dir, test_binary, modules, ids, test_args):
             cannot_run(f"module {src}: unknown compression")
         loaded.append(name)
     init = (INIT_TEMPLATE.replace("@INIT_MARKER@", INIT_MARKER).replace("@EXIT_MARKER@", EXIT_MARKER)
-            .replace("@MODULES@", " ".join(loaded)).replace("@IDS@", " ".join(ids))
+            .replace("@MODULES@", " ".join(loaded)).replace("@IDS@", " ".join(ids)).replace("@IOMMU@", iommu)
             .replace("@ARGS@", " ".join(shell_quote(a) for a in test_args)))
     with open(os.path.join(root, "init"), "w") as f:
         f.write(init)
@@ -209,12 +219,15 @@ def build_initramfs(work_dir, test_binary, modules, ids, test_args):
     return image
 
 
-def boot(qemu, vmlinuz, initrd, devices, timeout, log_path, memory):
-    cmd = [qemu, "-M", "q35", "-accel", "tcg", "-m", memory, "-smp", "1", "-device", "intel-iommu"]
+def boot(qemu, vmlinuz, initrd, devices, timeout, log_path, memory, iommu):
+    # intel-iommu must come before the devices it translates for.
+    cmd = [qemu, "-M", "q35", "-accel", "tcg", "-m", memory, "-smp", "1"]
+    if iommu == "on":
+        cmd += ["-device", "intel-iommu"]
     for d in devices:
         cmd += ["-device", d]
     cmd += ["-kernel", vmlinuz, "-initrd", initrd,
-            "-append", "console=ttyS0 intel_iommu=on panic=-1 quiet loglevel=4",
+            "-append", f"console=ttyS0 intel_iommu={iommu} panic=-1 quiet loglevel=4",
             "-nographic", "-no-reboot", "-monitor", "none", "-nic", "none"]
     if not shutil.which(qemu):
         cannot_run(f"no {qemu}: `apt-get install qemu-system-x86`")
@@ -272,6 +285,9 @@ def main():
     ap.add_argument("--cache-dir", required=True, help="a directory under the build dir for downloads")
     ap.add_argument("--device", action="append", default=[],
                     help="a QEMU -device (edu, e1000e, nvme or name,props); bound to vfio-pci in the guest")
+    ap.add_argument("--qemu-device", action="append", default=[],
+                    help="a QEMU -device the guest keeps (a port, a bridge, a function sharing a group)")
+    ap.add_argument("--iommu", choices=["on", "off"], default="on", help="off: no intel-iommu in the guest")
     ap.add_argument("--kernel-package", help="default: the linux-image-6.1.0-N-amd64 linux-image-amd64 names")
     ap.add_argument("--qemu", default="qemu-system-x86_64")
     ap.add_argument("--memory", default="1G")
@@ -294,11 +310,14 @@ def main():
     cache = os.path.abspath(a.cache_dir)
     os.makedirs(cache, exist_ok=True)
     package = kernel_package_name(a.kernel_package)
-    vmlinuz, modules = fetch_kernel(cache, package)
-    work = os.path.join(cache, "run-" + os.path.basename(a.test))
+    with open(os.path.join(cache, "lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another guest test may be fetching the same kernel
+        vmlinuz, modules = fetch_kernel(cache, package)
+    work = os.path.join(cache, f"run-{os.path.basename(a.test)}-iommu-{a.iommu}")
     os.makedirs(work, exist_ok=True)
-    initrd = build_initramfs(work, a.test, modules, ids, a.args)
-    status = boot(a.qemu, vmlinuz, initrd, a.device, a.timeout, os.path.join(work, "serial.log"), a.memory)
+    initrd = build_initramfs(work, a.test, modules, ids, a.args, a.iommu)
+    status = boot(a.qemu, vmlinuz, initrd, a.qemu_device + a.device, a.timeout, os.path.join(work, "serial.log"),
+                  a.memory, a.iommu)
     print(f"run_in_guest: {os.path.basename(a.test)} exited {status} in the guest", flush=True)
     sys.exit(status)
 

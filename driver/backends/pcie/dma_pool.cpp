@@ -66,9 +66,19 @@ void* map_aligned(int fd, uint64_t size, uint64_t align) {
 }  // namespace
 
 DmaPool::DmaPool(PciTransport& transport, DmaPoolOptions options)
-    : transport_(transport),
-      options_(validated(options)),
-      iova_space_(options_.iova_base, options_.dma_mask - options_.iova_base + 1) {}
+    : transport_(transport), options_(validated(options)) {
+  for (const IovaRange& r : transport_.iova_ranges()) {
+    const uint64_t start = std::max(r.start, options_.iova_base), last = std::min(r.last, options_.dma_mask);
+    if (start > last) continue;
+    iova_space_.free(start, last - start + 1);
+    largest_window_ = std::max(largest_window_, last - start + 1);
+    windows_ += (windows_.empty() ? "[" : ", [") + hex(start) + ", " + hex(last) + "]";
+  }
+  if (largest_window_ < options_.block_size)
+    throw std::invalid_argument("DmaPool: the IOMMU accepts no " + std::to_string(options_.block_size) +
+                                "-byte block of IOVAs in [" + hex(options_.iova_base) + ", " + hex(options_.dma_mask) +
+                                "] (the device's DMA mask)");
+}
 
 DmaPool::~DmaPool() {
   std::lock_guard lock(mutex_);
@@ -76,10 +86,9 @@ DmaPool::~DmaPool() {
 }
 
 hal::DmaBuffer DmaPool::alloc_coherent(size_t size, size_t align) {
-  const uint64_t window = options_.dma_mask - options_.iova_base + 1;
-  if (size == 0 || !power_of_two(align) || size > window || align > window) {
+  if (size == 0 || !power_of_two(align) || size > largest_window_ || align > largest_window_) {
     errors_.record("DMA: no allocation of " + std::to_string(size) + " bytes aligned to " + std::to_string(align) +
-                   " in an IOVA window of " + std::to_string(window) + " bytes");
+                   " in IOVA windows of at most " + std::to_string(largest_window_) + " bytes");
     return {};
   }
   const uint64_t alignment = std::max<uint64_t>(align, kMinAlign);
@@ -135,7 +144,7 @@ DmaPool::Blocks::iterator DmaPool::new_block_locked(uint64_t size, uint64_t alig
   const std::string what = "DMA: block of " + std::to_string(size) + " bytes";
   const std::optional<uint64_t> iova = iova_space_.allocate(size, align);
   if (!iova) {
-    errors_.record(what + ": no room in IOVA window [" + hex(options_.iova_base) + ", " + hex(options_.dma_mask) + "]");
+    errors_.record(what + ": no room in the IOVA window " + windows_);
     return blocks_.end();
   }
   UniqueFd fd(::memfd_create("irdma-dma", MFD_CLOEXEC));  // the mapping and the transport keep the pages

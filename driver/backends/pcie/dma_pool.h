@@ -6,9 +6,10 @@
 // unmapped and freed when its last allocation goes, so once the driver has freed
 // everything nothing stays mapped.
 //
-// IOVAs come from our own allocator in [iova_base, dma_mask], never IOVA = VA: an IOMMU
-// with fewer address bits than the CPU (39 under QEMU's vIOMMU) or a device with a
-// narrower DMA mask would refuse or truncate user addresses.
+// IOVAs come from our own allocator in [iova_base, dma_mask] where the transport's IOMMU
+// accepts them (iova_ranges()), never IOVA = VA: an IOMMU with fewer address bits than the
+// CPU (39 under QEMU's vIOMMU) or a device with a narrower DMA mask would refuse or
+// truncate user addresses.
 //
 // Nothing throws into the driver: when memory, IOVA space or the transport refuses,
 // alloc_coherent returns an empty buffer and errors() says why. Thread-safe.
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "driver/backends/pci_transport.h"
 #include "driver/backends/pcie/range_allocator.h"
@@ -36,7 +38,7 @@ struct DmaPoolOptions {
 
 class DmaPool final : public hal::DmaAllocator {
  public:
-  // Throws std::invalid_argument for options that leave no usable window.
+  // Throws std::invalid_argument for options (or IOVA ranges) that leave no block's window.
   explicit DmaPool(PciTransport& transport, DmaPoolOptions options = {});
   ~DmaPool() override;  // unmaps and frees every block, allocations or not
   DmaPool(const DmaPool&) = delete;
@@ -70,6 +72,8 @@ class DmaPool final : public hal::DmaAllocator {
   const DmaPoolOptions options_;
   mutable std::mutex mutex_;
   RangeAllocator iova_space_;
+  uint64_t largest_window_ = 0;  // the largest IOVA range we allocate in
+  std::string windows_;          // those ranges, for errors
   Blocks blocks_;
   std::map<uint64_t, uint64_t> allocations_;  // IOVA -> rounded size
   uint64_t mapped_bytes_ = 0;

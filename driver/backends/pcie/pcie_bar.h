@@ -28,7 +28,7 @@ class PcieBar final : public hal::Bar {
   uint64_t read64(uint64_t offset) override;
 
   uint32_t index() const { return index_; }
-  uint64_t size() const { return size_; }
+  uint64_t size() const override { return size_; }
   const TransportErrors& errors() const { return errors_; }
 
  private:

@@ -1,4 +1,4 @@
-// Aligned ranges out of [base, base + size): first fit, and a freed range merges with its
+// Aligned ranges out of [base, base + size) (or several such): first fit, and a freed range merges with its
 // free neighbours so that the space does not splinter. Used for the IOVA window and inside
 // each DMA block. Not thread-safe: its owner locks.
 #pragma once
@@ -11,12 +11,13 @@ namespace pcie {
 
 class RangeAllocator {
  public:
+  RangeAllocator() = default;  // no space until free() adds some
   RangeAllocator(uint64_t base, uint64_t size);
 
   // The start of `size` (> 0) free bytes aligned to `align` (a power of two), or nothing
   // when no free range holds them.
   std::optional<uint64_t> allocate(uint64_t size, uint64_t align);
-  // Gives back exactly a range allocate() returned.
+  // Gives back exactly a range allocate() returned, or adds a range the space lacked.
   void free(uint64_t start, uint64_t size);
 
  private:

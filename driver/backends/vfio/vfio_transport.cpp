@@ -99,6 +99,12 @@ VfioTransport::VfioTransport(const std::string& bdf) : bdf_(canonical_bdf(bdf)) 
   if (::access(sysdev.c_str(), F_OK) != 0) {
     throw PciTransportError(where() + ": no such PCI function; `lspci -D` lists the addresses present");
   }
+  // With the IOMMU off vfio-pci cannot bind at all: say that first.
+  const std::string group_name = link_basename(sysdev + "/iommu_group");
+  if (group_name.empty()) {
+    throw PciTransportError(where() + ": no IOMMU group, so the IOMMU is off; enable VT-d/AMD-Vi in firmware and "
+                            "boot with intel_iommu=on (or amd_iommu=on)");
+  }
   const std::string driver = link_basename(sysdev + "/driver");
   if (driver != "vfio-pci") {
     throw PciTransportError(
@@ -106,11 +112,6 @@ VfioTransport::VfioTransport(const std::string& bdf) : bdf_(canonical_bdf(bdf)) 
         ", not vfio-pci; `modprobe vfio-pci; echo vfio-pci > " + sysdev + "/driver_override; " +
         (driver.empty() ? std::string() : "echo " + bdf_ + " > " + sysdev + "/driver/unbind; ") + "echo " + bdf_ +
         " > /sys/bus/pci/drivers_probe`");
-  }
-  const std::string group_name = link_basename(sysdev + "/iommu_group");
-  if (group_name.empty()) {
-    throw PciTransportError(where() + ": no IOMMU group, so the IOMMU is off; enable VT-d/AMD-Vi in firmware and "
-                            "boot with intel_iommu=on (or amd_iommu=on)");
   }
   group_number_ = std::stoi(group_name);
 
@@ -294,6 +295,11 @@ RegionInfo VfioTransport::query_region(uint32_t index) {
 }
 
 const RegionInfo& VfioTransport::region(uint32_t index) {
+  std::lock_guard lock(regions_mutex_);
+  return region_locked(index);
+}
+
+const RegionInfo& VfioTransport::region_locked(uint32_t index) {
   auto it = regions_.find(index);
   if (it == regions_.end()) {
     it = regions_.emplace(index, std::make_unique<RegionInfo>(query_region(index))).first;
@@ -302,7 +308,8 @@ const RegionInfo& VfioTransport::region(uint32_t index) {
 }
 
 uint64_t VfioTransport::region_offset(uint32_t index) {
-  const RegionInfo& info = region(index);
+  std::lock_guard lock(regions_mutex_);
+  const RegionInfo& info = region_locked(index);
   if (info.size == 0) {
     throw PciTransportError(where() + ": the device has no region " + std::to_string(index));
   }

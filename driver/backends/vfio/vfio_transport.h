@@ -5,12 +5,13 @@
 // below the device's DMA mask: the kernel cannot know it). Interrupts are eventfds by
 // SET_IRQS; on kernels before ~6.5 an enabled MSI-X set cannot grow, so give every vector
 // at once. Every failure throws PciTransportError with one line saying what is wrong and
-// what to do. Not thread-safe beyond what the kernel's ioctls are.
+// what to do. Region accesses may come from any thread; maps and irq sets from one at a time.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,12 +20,6 @@
 #include "driver/backends/unique_fd.h"
 
 namespace pcie {
-
-// An IOVA range the IOMMU accepts, both ends inclusive.
-struct IovaRange {
-  uint64_t start = 0;
-  uint64_t last = 0;
-};
 
 class VfioTransport final : public PciTransport {
  public:
@@ -55,7 +50,7 @@ class VfioTransport final : public PciTransport {
   // x86 fallback where the kernel reports none) and how many more mappings it takes
   // (0 = not reported).
   uint64_t iova_page_sizes() const { return iova_page_sizes_; }
-  const std::vector<IovaRange>& iova_ranges() const { return iova_ranges_; }
+  std::vector<IovaRange> iova_ranges() const override { return iova_ranges_; }
   uint32_t dma_avail() const { return dma_avail_; }
   bool iova_ranges_reported() const { return iova_ranges_reported_; }
   // Sets Memory Space and Bus Master in the COMMAND register; returns the new value.
@@ -63,6 +58,7 @@ class VfioTransport final : public PciTransport {
 
  private:
   RegionInfo query_region(uint32_t index);
+  const RegionInfo& region_locked(uint32_t index);
   uint64_t region_offset(uint32_t index);
   std::string where() const;  // "vfio 0000:00:03.0"
 
@@ -76,6 +72,8 @@ class VfioTransport final : public PciTransport {
   std::vector<IovaRange> iova_ranges_;
   bool iova_ranges_reported_ = false;
   uint32_t dma_avail_ = 0;
+  // Queried on first use from any thread; entries stay where they are once made.
+  std::mutex regions_mutex_;
   std::map<uint32_t, std::unique_ptr<RegionInfo>> regions_;  // stable addresses for region()
   std::map<uint32_t, uint64_t> region_offsets_;              // file offset of each region
   std::vector<std::pair<void*, size_t>> mappings_;           // munmapped when the transport goes
