@@ -118,6 +118,32 @@ def test_nobody_listening_and_an_unknown_backend_are_said_plainly(tmp_path, scen
     assert "'pcie' is none of sim, vfio-user, vfio-user:SOCKET" in proc.stderr
 
 
+def test_the_kernel_vfio_backend_says_what_is_wrong_on_a_host_without_the_device(tmp_path, scenario):
+    """The guest test (CTest label qemu) drives functions bound to vfio-pci; here, the ends a
+    bring-up engineer meets first: a malformed address, an absent one, a function not ready."""
+    proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path), "--backend", "vfio:00:1f")
+    assert proc.returncode == 2
+    assert "'vfio:00:1f': vfio: takes a PCI address, DDDD:BB:DD.F" in proc.stderr
+    proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path), "--backend", "vfio:0000:ff:1f.7")
+    assert proc.returncode == 2
+    assert "vfio 0000:ff:1f.7: no such PCI function; `lspci -D` lists the addresses present" in proc.stderr
+    assert not (tmp_path / "report.json").exists()
+    present = sorted(os.listdir("/sys/bus/pci/devices"))
+    if present:  # every host has some function; none of them is ready for VFIO here
+        runner = Path(os.environ["IRDMA_SIM_BIN"]).parent / "model" / "system" / "irdma-sim-run"
+        proc = subprocess.run([str(runner), scenario("smoke.yaml"), "--out", str(tmp_path), "--backend",
+                               f"vfio:{present[0]}"], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 3, proc.stderr
+        line = proc.stderr.strip()
+        assert line.startswith(f"irdma-sim-run: vfio {present[0]}: ") and "\n" not in line
+        assert any(why in line for why in ("the IOMMU is off", "not vfio-pci", "cannot open", "is not viable")), line
+    proc = cli("sweep", scenario("smoke.yaml"), "--seeds", "1-2", "--out", str(tmp_path / "sweep"), "--jobs", "2",
+               "--backend", "vfio:0000:ff:1f.7")
+    assert proc.returncode == 2
+    assert "vfio:0000:ff:1f.7 is one device: the runs take turns on it (--jobs 1)" in proc.stderr
+    assert proc.stdout.count("no such PCI function") == 2
+
+
 def test_serve_refuses_a_malformed_configuration(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("config:\n  device: {num_ceqs: 5000}\n")
