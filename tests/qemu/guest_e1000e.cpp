@@ -36,7 +36,7 @@ bool wait_for(const std::function<bool()>& done) {
 }  // namespace
 
 void e1000e_checks(const std::string& bdf) {
-  pcie::PcieHost host(std::make_unique<pcie::VfioTransport>(bdf));
+  pcie::PcieHost host(std::make_unique<pcie::VfioTransport>(bdf, iommu_kind()));
   auto& t = static_cast<pcie::VfioTransport&>(host.transport());
   check(true, "PcieHost on " + t.bdf() + " in IOMMU group " + std::to_string(t.group_number()));
   check(print_infos(t), "every mmapped area lies inside its region");
@@ -102,7 +102,7 @@ void e1000e_checks(const std::string& bdf) {
 }
 
 void nvme_checks(const std::string& bdf) {
-  pcie::PcieHost host(std::make_unique<pcie::VfioTransport>(bdf));
+  pcie::PcieHost host(std::make_unique<pcie::VfioTransport>(bdf, iommu_kind()));
   auto& t = static_cast<pcie::VfioTransport&>(host.transport());
   check(print_infos(t), "every mmapped area lies inside its region");
   const MsixCap msix = read_msix_cap(t);

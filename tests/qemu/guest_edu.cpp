@@ -121,8 +121,8 @@ void dma_from_the_pool(VfioTransport& t, const Bar& bar) {
 }  // namespace
 
 void edu_checks(const std::string& bdf) {
-  VfioTransport t(bdf);
-  check(true, "open " + t.bdf() + " in IOMMU group " + std::to_string(t.group_number()));
+  VfioTransport t(bdf, iommu_kind());
+  check(true, "open " + t.bdf() + " in IOMMU group " + std::to_string(t.group_number()) + " through " + t.iommu_name());
   const pcie::DeviceInfo d = t.device_info();
   check(d.flags & vfio::kDeviceFlagPci, "a PCI device with " + std::to_string(d.num_regions) + " regions");
   std::string ranges;
@@ -174,12 +174,12 @@ void edu_checks(const std::string& bdf) {
   }
   reset_checks(t, "flr", [&] { return bar0.mmap_areas[0].ptr && Bar{static_cast<volatile uint8_t*>(bar0.mmap_areas[0].ptr)}.r32(kLive) == 0; },
                "put the liveness register back to 0");
-  expect_error("a second open of the same group", "the group is open already", [&] { VfioTransport again(bdf); });
+  expect_error("a second open of the same group", "is open already", [&] { VfioTransport again(bdf, iommu_kind()); });
 }
 
 void edu_in_shared_group_checks(const std::string& bdf) {
   expect_error("a group shared with a function on another driver is not viable", "is not viable",
-               [&] { VfioTransport t(bdf); });
+               [&] { VfioTransport t(bdf, iommu_kind()); });
 }
 
 }  // namespace guest

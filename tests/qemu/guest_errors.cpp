@@ -59,7 +59,7 @@ void memlock_checks(const std::string& edu_bdf) {
     void* mem = ::mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     expect_error("MAP_DMA of 1 MiB as user nobody under a 64 KiB RLIMIT_MEMLOCK", "RLIMIT_MEMLOCK is 64 KiB: raise it",
                  [&] {
-                   pcie::VfioTransport t(edu_bdf);
+                   pcie::VfioTransport t(edu_bdf, iommu_kind());
                    t.dma_map(mem, kSize, 0x100000, -1, 0);
                  });
     std::_Exit(failures() == failed_before ? 0 : 1);
@@ -69,8 +69,19 @@ void memlock_checks(const std::string& edu_bdf) {
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) check(false, "the unprivileged child failed (see above)");
 }
 
+void missing_interface_checks(const std::string& edu_bdf) {
+  using pcie::VfioIommuKind;
+  if (::access("/dev/iommu", F_OK) != 0) {
+    expect_error("iommufd asked of a kernel without it", "this kernel has no iommufd (CONFIG_IOMMUFD): use type1",
+                 [&] { pcie::VfioTransport t(edu_bdf, VfioIommuKind::iommufd); });
+  } else {
+    pcie::VfioTransport t(edu_bdf, VfioIommuKind::automatic);
+    check(std::string(t.iommu_name()) == "iommufd", std::string("a kernel with iommufd opens through it: ") + t.iommu_name());
+  }
+}
+
 void iommu_off_checks(const std::string& bdf) {
-  expect_error("a function without an IOMMU", "the IOMMU is off", [&] { pcie::VfioTransport t(bdf); });
+  expect_error("a function without an IOMMU", "the IOMMU is off", [&] { pcie::VfioTransport t(bdf, iommu_kind()); });
 }
 
 }  // namespace guest

@@ -10,6 +10,11 @@
 
 namespace guest {
 
+// The IOMMU interface every suite opens its functions through (--iommu=type1|iommufd;
+// automatic by default).
+pcie::VfioIommuKind iommu_kind();
+void set_iommu_kind(pcie::VfioIommuKind kind);
+
 void check(bool ok, const std::string& what);
 void info(const std::string& what);  // an INFO line: what the device offers, not a verdict
 int failures();
@@ -54,5 +59,7 @@ void nvme_checks(const std::string& bdf);
 void memlock_checks(const std::string& edu_bdf);
 void address_checks();
 void iommu_off_checks(const std::string& bdf);
+// The interface this kernel lacks, asked for by name: refused saying so.
+void missing_interface_checks(const std::string& edu_bdf);
 
 }  // namespace guest

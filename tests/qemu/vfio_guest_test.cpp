@@ -2,6 +2,7 @@
 // bound to vfio-pci behind intel-iommu, through pcie::VfioTransport and the driver's PCIe
 // backend on it. One line per check; exits 0 only when every check passed.
 //   vfio_guest_test BDF...              each function by its vendor:device (edu, e1000e, nvme)
+//   vfio_guest_test --iommu=iommufd BDF...  through iommufd and the cdev (type1: the container)
 //   vfio_guest_test --iommu-off BDF...  a guest without an IOMMU: the error that says so
 #include <sys/klog.h>
 #include <unistd.h>
@@ -19,8 +20,12 @@ namespace guest {
 namespace {
 
 int failure_count = 0;
+pcie::VfioIommuKind chosen_iommu = pcie::VfioIommuKind::automatic;
 
 }  // namespace
+
+pcie::VfioIommuKind iommu_kind() { return chosen_iommu; }
+void set_iommu_kind(pcie::VfioIommuKind kind) { chosen_iommu = kind; }
 
 void check(bool ok, const std::string& what) {
   std::printf("%s %s\n", ok ? "PASS" : "FAIL", what.c_str());
@@ -173,12 +178,16 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--iommu-off") == 0) {
       iommu_off = true;
+    } else if (std::strcmp(argv[i], "--iommu=type1") == 0) {
+      guest::set_iommu_kind(pcie::VfioIommuKind::type1);
+    } else if (std::strcmp(argv[i], "--iommu=iommufd") == 0) {
+      guest::set_iommu_kind(pcie::VfioIommuKind::iommufd);
     } else {
       bdfs.emplace_back(argv[i]);
     }
   }
   if (bdfs.empty()) {
-    std::printf("usage: vfio_guest_test [--iommu-off] BDF...\n");
+    std::printf("usage: vfio_guest_test [--iommu-off | --iommu=type1|iommufd] BDF...\n");
     return 2;
   }
   std::string viable_edu;
@@ -208,7 +217,10 @@ int main(int argc, char** argv) {
     std::printf("== errors\n");
     guest::address_checks();
   }
-  if (!viable_edu.empty()) guest::memlock_checks(viable_edu);
+  if (!viable_edu.empty()) {
+    guest::memlock_checks(viable_edu);
+    guest::missing_interface_checks(viable_edu);
+  }
   std::printf("vfio_guest_test: %d check(s) failed\n", guest::failures());
   return guest::failures() == 0 ? 0 : 1;
 }

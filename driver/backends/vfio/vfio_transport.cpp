@@ -1,12 +1,8 @@
 #include "driver/backends/vfio/vfio_transport.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <linux/vfio.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,8 +10,12 @@
 #include <cstring>
 #include <string>
 
+#include "driver/backends/vfio/vfio_util.h"
+
 namespace pcie {
 namespace {
+
+using namespace vfio_util;
 
 static_assert(vfio::kRegionFlagMmap == VFIO_REGION_INFO_FLAG_MMAP, "pci_transport.h restates linux/vfio.h");
 static_assert(vfio::kRegionFlagCaps == VFIO_REGION_INFO_FLAG_CAPS, "pci_transport.h restates linux/vfio.h");
@@ -24,35 +24,6 @@ static_assert(vfio::kMsixIrqIndex == VFIO_PCI_MSIX_IRQ_INDEX, "pci_transport.h r
 static_assert(vfio::kConfigRegionIndex == VFIO_PCI_CONFIG_REGION_INDEX, "pci_transport.h restates linux/vfio.h");
 static_assert(vfio::kDmaFlagRead == VFIO_DMA_MAP_FLAG_READ, "pci_transport.h restates linux/vfio.h");
 static_assert(vfio::kDmaFlagWrite == VFIO_DMA_MAP_FLAG_WRITE, "pci_transport.h restates linux/vfio.h");
-
-std::string errno_text(int e) { return std::strerror(e); }
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
-// The target of a sysfs symlink's last component ("vfio-pci", "3"), or "" where none.
-std::string link_basename(const std::string& path) {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
-  if (n < 0) return "";
-  buf[n] = '\0';
-  const char* slash = std::strrchr(buf, '/');
-  return slash ? slash + 1 : buf;
-}
-
-std::vector<std::string> list_dir(const std::string& path) {
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(path.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      if (e->d_name[0] != '.') names.emplace_back(e->d_name);
-    }
-    ::closedir(d);
-  }
-  return names;
-}
 
 // "BB:DD.F" -> "0000:BB:DD.F"; anything else is left to sysfs to judge.
 std::string canonical_bdf(const std::string& bdf) {
@@ -69,32 +40,11 @@ std::string canonical_bdf(const std::string& bdf) {
   throw PciTransportError("vfio: '" + bdf + "' is not a PCI address: give DDDD:BB:DD.F as `lspci -D` prints it");
 }
 
-// Walks a VFIO capability chain inside `buf` (offsets from its start), calling
-// visit(id, version, offset) for each; stops on an offset that leaves the buffer.
-template <typename Visit>
-void walk_caps(const std::vector<uint8_t>& buf, uint32_t first, Visit visit) {
-  uint32_t at = first;
-  for (int guard = 0; at != 0 && guard < 64; ++guard) {
-    if (at < sizeof(uint32_t) || at + sizeof(vfio_info_cap_header) > buf.size()) return;
-    vfio_info_cap_header h;
-    std::memcpy(&h, buf.data() + at, sizeof h);
-    visit(h.id, h.version, at);
-    at = h.next;
-  }
-}
-
-template <typename T>
-bool load_at(const std::vector<uint8_t>& buf, size_t at, T& out) {
-  if (at + sizeof(T) > buf.size()) return false;
-  std::memcpy(&out, buf.data() + at, sizeof(T));
-  return true;
-}
-
 }  // namespace
 
 std::string VfioTransport::where() const { return "vfio " + bdf_; }
 
-VfioTransport::VfioTransport(const std::string& bdf) : bdf_(canonical_bdf(bdf)) {
+VfioTransport::VfioTransport(const std::string& bdf, VfioIommuKind kind) : bdf_(canonical_bdf(bdf)) {
   const std::string sysdev = "/sys/bus/pci/devices/" + bdf_;
   if (::access(sysdev.c_str(), F_OK) != 0) {
     throw PciTransportError(where() + ": no such PCI function; `lspci -D` lists the addresses present");
@@ -115,100 +65,12 @@ VfioTransport::VfioTransport(const std::string& bdf) : bdf_(canonical_bdf(bdf)) 
   }
   group_number_ = std::stoi(group_name);
 
-  container_.reset(::open("/dev/vfio/vfio", O_RDWR | O_CLOEXEC));
-  if (!container_.valid()) {
-    int e = errno;
-    throw PciTransportError(where() + ": cannot open /dev/vfio/vfio (" + errno_text(e) + "); " +
-                            (e == ENOENT ? "`modprobe vfio-pci`" : "run as root or give this user the vfio nodes"));
-  }
-  int api = ::ioctl(container_.get(), VFIO_GET_API_VERSION);
-  if (api != VFIO_API_VERSION) {
-    throw PciTransportError(where() + ": the kernel's VFIO API is " + std::to_string(api) + ", this build speaks " +
-                            std::to_string(VFIO_API_VERSION));
-  }
-  if (::ioctl(container_.get(), VFIO_CHECK_EXTENSION, VFIO_TYPE1v2_IOMMU) != 1) {
-    throw PciTransportError(where() + ": the kernel offers no type1v2 IOMMU backend; `modprobe vfio_iommu_type1`");
-  }
-
-  const std::string group_path = "/dev/vfio/" + group_name;
-  group_.reset(::open(group_path.c_str(), O_RDWR | O_CLOEXEC));
-  if (!group_.valid()) {
-    int e = errno;
-    throw PciTransportError(where() + ": cannot open " + group_path + " (" + errno_text(e) + "); " +
-                            (e == EBUSY ? "the group is open already (another process, or this one): close it first"
-                                        : "run as root or give this user the group's node"));
-  }
-  vfio_group_status status{};
-  status.argsz = sizeof status;
-  if (::ioctl(group_.get(), VFIO_GROUP_GET_STATUS, &status) != 0) {
-    throw PciTransportError(where() + ": GROUP_GET_STATUS on " + group_path + ": " + errno_text(errno));
-  }
-  if (!(status.flags & VFIO_GROUP_FLAGS_VIABLE)) {
-    std::string others;
-    for (const std::string& member : list_dir("/sys/kernel/iommu_groups/" + group_name + "/devices")) {
-      std::string drv = link_basename("/sys/bus/pci/devices/" + member + "/driver");
-      if (drv != "vfio-pci" && !drv.empty()) others += " " + member + " (" + drv + ")";
-    }
-    throw PciTransportError(where() + ": IOMMU group " + group_name +
-                            " is not viable: every function in it must be on vfio-pci or driverless; rebind" +
-                            (others.empty() ? std::string(" the others") : others));
-  }
-  int container_fd = container_.get();
-  if (::ioctl(group_.get(), VFIO_GROUP_SET_CONTAINER, &container_fd) != 0) {
-    throw PciTransportError(where() + ": GROUP_SET_CONTAINER: " + errno_text(errno));
-  }
-  if (::ioctl(container_.get(), VFIO_SET_IOMMU, VFIO_TYPE1v2_IOMMU) != 0) {
-    throw PciTransportError(where() + ": SET_IOMMU(type1v2): " + errno_text(errno));
-  }
-
-  // IOMMU_GET_INFO twice: the first answer says how large the capability chain is.
-  std::vector<uint8_t> buf(sizeof(vfio_iommu_type1_info));
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    vfio_iommu_type1_info info{};
-    info.argsz = static_cast<uint32_t>(buf.size());
-    std::memcpy(buf.data(), &info, sizeof info);
-    if (::ioctl(container_.get(), VFIO_IOMMU_GET_INFO, buf.data()) != 0) {
-      throw PciTransportError(where() + ": IOMMU_GET_INFO: " + errno_text(errno));
-    }
-    std::memcpy(&info, buf.data(), sizeof info);
-    if (info.argsz <= buf.size()) break;
-    buf.assign(info.argsz, 0);
-  }
-  vfio_iommu_type1_info info{};
-  std::memcpy(&info, buf.data(), sizeof info);
-  if (info.flags & VFIO_IOMMU_INFO_PGSIZES) iova_page_sizes_ = info.iova_pgsizes;
-  if ((info.flags & VFIO_IOMMU_INFO_CAPS) && info.argsz <= buf.size()) {
-    walk_caps(buf, info.cap_offset, [&](uint16_t id, uint16_t, uint32_t at) {
-      if (id == VFIO_IOMMU_TYPE1_INFO_CAP_IOVA_RANGE) {
-        vfio_iommu_type1_info_cap_iova_range cap{};
-        if (!load_at(buf, at, cap)) return;
-        for (uint32_t i = 0; i < cap.nr_iovas; ++i) {
-          vfio_iova_range r{};
-          if (!load_at(buf, at + sizeof cap + i * sizeof r, r)) break;
-          iova_ranges_.push_back({r.start, r.end});
-        }
-        iova_ranges_reported_ = true;
-      } else if (id == VFIO_IOMMU_TYPE1_INFO_DMA_AVAIL) {
-        vfio_iommu_type1_info_dma_avail cap{};
-        if (load_at(buf, at, cap)) dma_avail_ = cap.avail;
-      }
-    });
-  }
-  if (iova_ranges_.empty()) {
-    // x86 without the capability: everything but page 0 and the MSI window, 39 bits (the
-    // narrowest common IOMMU width).
-    iova_ranges_ = {{0x10000, 0xfedfffff}, {0xfef00000, (1ull << 39) - 1}};
-  }
-
-  int fd = ::ioctl(group_.get(), VFIO_GROUP_GET_DEVICE_FD, bdf_.c_str());
-  if (fd < 0) {
-    throw PciTransportError(where() + ": GROUP_GET_DEVICE_FD: " + errno_text(errno) +
-                            (errno == EBUSY ? "; another process has the device open" : ""));
-  }
-  device_.reset(fd);
+  const VfioFunction function{bdf_, group_name, where()};
+  const bool iommufd = kind == VfioIommuKind::iommufd || (kind == VfioIommuKind::automatic && iommufd_offered(bdf_));
+  iommu_ = iommufd ? open_iommufd(function) : open_type1(function);
   vfio_device_info dinfo{};
   dinfo.argsz = sizeof dinfo;
-  if (::ioctl(device_.get(), VFIO_DEVICE_GET_INFO, &dinfo) != 0) {
+  if (::ioctl(device(), VFIO_DEVICE_GET_INFO, &dinfo) != 0) {
     throw PciTransportError(where() + ": DEVICE_GET_INFO: " + errno_text(errno));
   }
   if (!(dinfo.flags & VFIO_DEVICE_FLAGS_PCI)) {
@@ -219,19 +81,6 @@ VfioTransport::VfioTransport(const std::string& bdf) : bdf_(canonical_bdf(bdf)) 
 
 VfioTransport::~VfioTransport() {
   for (auto& [ptr, size] : mappings_) ::munmap(ptr, size);
-  if (container_.valid()) {
-    for (auto& [iova, size] : dma_maps_) {
-      vfio_iommu_type1_dma_unmap unmap{};
-      unmap.argsz = sizeof unmap;
-      unmap.iova = iova;
-      unmap.size = size;
-      ::ioctl(container_.get(), VFIO_IOMMU_UNMAP_DMA, &unmap);
-    }
-  }
-  device_.reset();
-  if (group_.valid() && container_.valid()) ::ioctl(group_.get(), VFIO_GROUP_UNSET_CONTAINER);
-  group_.reset();
-  container_.reset();
 }
 
 DeviceInfo VfioTransport::device_info() { return device_info_; }
@@ -244,7 +93,7 @@ RegionInfo VfioTransport::query_region(uint32_t index) {
     info.argsz = static_cast<uint32_t>(buf.size());
     info.index = index;
     std::memcpy(buf.data(), &info, sizeof info);
-    if (::ioctl(device_.get(), VFIO_DEVICE_GET_REGION_INFO, buf.data()) != 0) {
+    if (::ioctl(device(), VFIO_DEVICE_GET_REGION_INFO, buf.data()) != 0) {
       int e = errno;
       if (e == EINVAL) {  // vfio-pci's answer for a region the device does not have (VGA)
         RegionInfo absent;
@@ -286,7 +135,7 @@ RegionInfo VfioTransport::query_region(uint32_t index) {
   int prot = ((info.flags & VFIO_REGION_INFO_FLAG_READ) ? PROT_READ : 0) |
              ((info.flags & VFIO_REGION_INFO_FLAG_WRITE) ? PROT_WRITE : 0);
   for (MmapArea& area : out.mmap_areas) {
-    void* p = ::mmap(nullptr, area.size, prot, MAP_SHARED, device_.get(), static_cast<off_t>(info.offset + area.offset));
+    void* p = ::mmap(nullptr, area.size, prot, MAP_SHARED, device(), static_cast<off_t>(info.offset + area.offset));
     if (p == MAP_FAILED) continue;  // left to pread/pwrite
     area.ptr = p;
     mappings_.emplace_back(p, area.size);
@@ -323,7 +172,7 @@ void VfioTransport::region_read(uint32_t index, uint64_t offset, void* data, siz
     throw PciTransportError(where() + ": read of " + std::to_string(size) + " bytes at " + hex(offset) +
                             " passes the end of region " + std::to_string(index) + " (" + hex(info.size) + " bytes)");
   }
-  ssize_t n = ::pread(device_.get(), data, size, static_cast<off_t>(base + offset));
+  ssize_t n = ::pread(device(), data, size, static_cast<off_t>(base + offset));
   if (n != static_cast<ssize_t>(size)) {
     throw PciTransportError(where() + ": pread of region " + std::to_string(index) + " at " + hex(offset) + ": " +
                             (n < 0 ? errno_text(errno) : "short read"));
@@ -337,7 +186,7 @@ void VfioTransport::region_write(uint32_t index, uint64_t offset, const void* da
     throw PciTransportError(where() + ": write of " + std::to_string(size) + " bytes at " + hex(offset) +
                             " passes the end of region " + std::to_string(index) + " (" + hex(info.size) + " bytes)");
   }
-  ssize_t n = ::pwrite(device_.get(), data, size, static_cast<off_t>(base + offset));
+  ssize_t n = ::pwrite(device(), data, size, static_cast<off_t>(base + offset));
   if (n != static_cast<ssize_t>(size)) {
     throw PciTransportError(where() + ": pwrite of region " + std::to_string(index) + " at " + hex(offset) + ": " +
                             (n < 0 ? errno_text(errno) : "short write"));
@@ -357,7 +206,7 @@ IrqInfo VfioTransport::irq_info(uint32_t index) {
   vfio_irq_info info{};
   info.argsz = sizeof info;
   info.index = index;
-  if (::ioctl(device_.get(), VFIO_DEVICE_GET_IRQ_INFO, &info) != 0) {
+  if (::ioctl(device(), VFIO_DEVICE_GET_IRQ_INFO, &info) != 0) {
     // vfio-pci's answer for an index the device lacks (ERR without AER, REQ): no vectors.
     if (errno == EINVAL) return {index, 0, 0};
     throw PciTransportError(where() + ": GET_IRQ_INFO(" + std::to_string(index) + "): " + errno_text(errno));
@@ -384,7 +233,7 @@ void VfioTransport::set_irq_eventfds(uint32_t index, uint32_t start, const std::
     int32_t fd = eventfds[i];
     std::memcpy(buf.data() + sizeof set + i * sizeof fd, &fd, sizeof fd);
   }
-  if (::ioctl(device_.get(), VFIO_DEVICE_SET_IRQS, buf.data()) != 0) {
+  if (::ioctl(device(), VFIO_DEVICE_SET_IRQS, buf.data()) != 0) {
     int e = errno;
     throw PciTransportError(where() + ": SET_IRQS(index " + std::to_string(index) + ", vectors " +
                             std::to_string(start) + ".." + std::to_string(start + eventfds.size() - 1) +
@@ -402,65 +251,22 @@ void VfioTransport::disable_irqs(uint32_t index) {
   set.index = index;
   set.start = 0;
   set.count = 0;
-  if (::ioctl(device_.get(), VFIO_DEVICE_SET_IRQS, &set) != 0) {
+  if (::ioctl(device(), VFIO_DEVICE_SET_IRQS, &set) != 0) {
     throw PciTransportError(where() + ": SET_IRQS(index " + std::to_string(index) + " off): " + errno_text(errno));
   }
 }
 
 void VfioTransport::dma_map(void* cpu_address, uint64_t size, uint64_t iova, int, uint64_t, uint32_t flags) {
-  vfio_iommu_type1_dma_map map{};
-  map.argsz = sizeof map;
-  map.flags = flags & (VFIO_DMA_MAP_FLAG_READ | VFIO_DMA_MAP_FLAG_WRITE);
-  map.vaddr = reinterpret_cast<uintptr_t>(cpu_address);
-  map.iova = iova;
-  map.size = size;
-  if (::ioctl(container_.get(), VFIO_IOMMU_MAP_DMA, &map) == 0) {
-    dma_maps_[iova] = size;
-    return;
-  }
-  int e = errno;
-  std::string what = where() + ": MAP_DMA of " + hex(size) + " bytes at IOVA " + hex(iova) + ": " + errno_text(e);
-  if (e == ENOMEM) {
-    rlimit limit{};
-    ::getrlimit(RLIMIT_MEMLOCK, &limit);
-    what += limit.rlim_cur == RLIM_INFINITY
-                ? "; out of memory"
-                : "; RLIMIT_MEMLOCK is " + std::to_string(limit.rlim_cur / 1024) +
-                      " KiB: raise it (`ulimit -l`, limits.conf) or run with CAP_IPC_LOCK";
-  } else if (e == EEXIST) {
-    what += "; it overlaps an IOVA already mapped";
-  } else if (e == EINVAL) {
-    what += "; the IOVA and size must be page aligned and inside the IOMMU's ranges:";
-    for (const IovaRange& r : iova_ranges_) what += " [" + hex(r.start) + ", " + hex(r.last) + "]";
-  } else if (e == ENOSPC) {
-    what += "; the IOMMU takes no more mappings: map larger blocks";
-  } else if (e == EFAULT) {
-    what += "; the CPU address is not mapped memory of this process";
-  }
-  throw PciTransportError(what);
+  iommu_->map(cpu_address, size, iova, flags & vfio::kDmaFlagRead, flags & vfio::kDmaFlagWrite);
 }
 
-void VfioTransport::dma_unmap(uint64_t iova, uint64_t size) {
-  vfio_iommu_type1_dma_unmap unmap{};
-  unmap.argsz = sizeof unmap;
-  unmap.iova = iova;
-  unmap.size = size;
-  if (::ioctl(container_.get(), VFIO_IOMMU_UNMAP_DMA, &unmap) != 0) {
-    throw PciTransportError(where() + ": UNMAP_DMA of " + hex(size) + " bytes at IOVA " + hex(iova) + ": " +
-                            errno_text(errno));
-  }
-  if (unmap.size != size) {
-    throw PciTransportError(where() + ": UNMAP_DMA at IOVA " + hex(iova) + " unmapped " + hex(unmap.size) +
-                            " bytes, not " + hex(size) + ": unmap exactly what dma_map mapped");
-  }
-  dma_maps_.erase(iova);
-}
+void VfioTransport::dma_unmap(uint64_t iova, uint64_t size) { iommu_->unmap(iova, size); }
 
 void VfioTransport::reset() {
   if (!(device_info_.flags & VFIO_DEVICE_FLAGS_RESET)) {
     throw PciTransportError(where() + ": the device offers no reset (no FLR, PM or bus reset VFIO can use)");
   }
-  if (::ioctl(device_.get(), VFIO_DEVICE_RESET) != 0) {
+  if (::ioctl(device(), VFIO_DEVICE_RESET) != 0) {
     throw PciTransportError(where() + ": DEVICE_RESET: " + errno_text(errno));
   }
 }

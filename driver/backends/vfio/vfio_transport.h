@@ -1,11 +1,12 @@
-// The kernel VFIO transport (type1 IOMMU): one PCI function bound to vfio-pci, reached
-// through /dev/vfio/vfio (the container), /dev/vfio/<group> and the device fd. BARs are
-// mmapped where the region allows it; config space and the rest go through pread/pwrite.
-// DMA is MAP_DMA/UNMAP_DMA of the caller's IOVAs, which must lie inside iova_ranges() (and
-// below the device's DMA mask: the kernel cannot know it). Interrupts are eventfds by
-// SET_IRQS; on kernels before ~6.5 an enabled MSI-X set cannot grow, so give every vector
-// at once. Every failure throws PciTransportError with one line saying what is wrong and
-// what to do. Region accesses may come from any thread; maps and irq sets from one at a time.
+// The kernel VFIO transport: one PCI function bound to vfio-pci, its device fd had through
+// iommufd and the function's cdev where the kernel offers them, type1 otherwise
+// (vfio_iommu.h). BARs are mmapped where the region allows it; config space and the rest
+// go through pread/pwrite. DMA is mapped at the caller's IOVAs, which must lie inside
+// iova_ranges() (and below the device's DMA mask: the kernel cannot know it). Interrupts
+// are eventfds by SET_IRQS; on kernels before ~6.5 an enabled MSI-X set cannot grow, so
+// give every vector at once. Every failure throws PciTransportError with one line saying
+// what is wrong and what to do. Region accesses may come from any thread; maps and irq
+// sets from one at a time.
 #pragma once
 
 #include <cstdint>
@@ -17,15 +18,15 @@
 #include <vector>
 
 #include "driver/backends/pci_transport.h"
-#include "driver/backends/unique_fd.h"
+#include "driver/backends/vfio/vfio_iommu.h"
 
 namespace pcie {
 
 class VfioTransport final : public PciTransport {
  public:
-  // `bdf` is "DDDD:BB:DD.F" (or "BB:DD.F", domain 0). Opens the container and the group,
-  // checks viability, sets TYPE1v2, reads the IOMMU's info and opens the device.
-  explicit VfioTransport(const std::string& bdf);
+  // `bdf` is "DDDD:BB:DD.F" (or "BB:DD.F", domain 0). Checks that the function is there,
+  // behind an IOMMU and on vfio-pci, then opens it through `kind`'s interface.
+  explicit VfioTransport(const std::string& bdf, VfioIommuKind kind = VfioIommuKind::automatic);
   ~VfioTransport() override;
   VfioTransport(const VfioTransport&) = delete;
   VfioTransport& operator=(const VfioTransport&) = delete;
@@ -46,13 +47,14 @@ class VfioTransport final : public PciTransport {
 
   const std::string& bdf() const { return bdf_; }
   int group_number() const { return group_number_; }
-  // From IOMMU_GET_INFO: the page sizes the IOMMU maps, the IOVA ranges it accepts (the
-  // x86 fallback where the kernel reports none) and how many more mappings it takes
-  // (0 = not reported).
-  uint64_t iova_page_sizes() const { return iova_page_sizes_; }
-  std::vector<IovaRange> iova_ranges() const override { return iova_ranges_; }
-  uint32_t dma_avail() const { return dma_avail_; }
-  bool iova_ranges_reported() const { return iova_ranges_reported_; }
+  const char* iommu_name() const { return iommu_->name(); }  // "type1" or "iommufd"
+  // What the IOMMU said: the page sizes it maps, the IOVA ranges it accepts (the x86
+  // fallback where the kernel reports none), how many more mappings it takes (0 = not
+  // reported; type1 only).
+  uint64_t iova_page_sizes() const { return iommu_->page_sizes(); }
+  std::vector<IovaRange> iova_ranges() const override { return iommu_->ranges(); }
+  uint32_t dma_avail() const { return iommu_->dma_avail(); }
+  bool iova_ranges_reported() const { return iommu_->ranges_reported(); }
   // Sets Memory Space and Bus Master in the COMMAND register; returns the new value.
   uint16_t enable_memory_and_bus_master();
 
@@ -61,23 +63,17 @@ class VfioTransport final : public PciTransport {
   const RegionInfo& region_locked(uint32_t index);
   uint64_t region_offset(uint32_t index);
   std::string where() const;  // "vfio 0000:00:03.0"
+  int device() const { return iommu_->device_fd(); }
 
   std::string bdf_;
   int group_number_ = -1;
-  UniqueFd container_;
-  UniqueFd group_;
-  UniqueFd device_;
+  std::unique_ptr<VfioIommu> iommu_;  // holds the device fd
   DeviceInfo device_info_;
-  uint64_t iova_page_sizes_ = 0;
-  std::vector<IovaRange> iova_ranges_;
-  bool iova_ranges_reported_ = false;
-  uint32_t dma_avail_ = 0;
   // Queried on first use from any thread; entries stay where they are once made.
   std::mutex regions_mutex_;
   std::map<uint32_t, std::unique_ptr<RegionInfo>> regions_;  // stable addresses for region()
   std::map<uint32_t, uint64_t> region_offsets_;              // file offset of each region
   std::vector<std::pair<void*, size_t>> mappings_;           // munmapped when the transport goes
-  std::map<uint64_t, uint64_t> dma_maps_;                    // iova -> size
 };
 
 }  // namespace pcie
