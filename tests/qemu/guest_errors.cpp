@@ -43,8 +43,15 @@ void memlock_checks(const std::string& edu_bdf) {
   const std::string link = "/sys/bus/pci/devices/" + edu_bdf + "/iommu_group";
   const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
   const std::string name = n > 0 ? std::string(target).substr(std::string(target).rfind('/') + 1) : "";
+  // Both interfaces' nodes: the container and the group, /dev/iommu and the device's cdev.
   ::chmod("/dev/vfio/vfio", 0666);
   ::chmod(("/dev/vfio/" + name).c_str(), 0666);
+  ::chmod("/dev/iommu", 0666);
+  if (DIR* d = ::opendir(("/sys/bus/pci/devices/" + edu_bdf + "/vfio-dev").c_str())) {
+    while (dirent* e = ::readdir(d))
+      if (std::strncmp(e->d_name, "vfio", 4) == 0) ::chmod(("/dev/vfio/devices/" + std::string(e->d_name)).c_str(), 0666);
+    ::closedir(d);
+  }
   std::fflush(stdout);
   const int failed_before = failures();
   const pid_t child = ::fork();

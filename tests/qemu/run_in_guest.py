@@ -116,7 +116,7 @@ finish() { echo "@EXIT_MARKER@$1"; sync; poweroff -f; sleep 5; }
 for m in @MODULES@; do
   insmod /lib/modules/$m.ko || { echo "QEMU-TEST: insmod $m failed"; finish 126; }
 done
-[ -e /dev/vfio/vfio ] || { echo "QEMU-TEST: no /dev/vfio/vfio after loading the modules"; finish 126; }
+[ -e /dev/vfio/vfio ] || [ -e /dev/iommu ] || { echo "QEMU-TEST: no /dev/vfio/vfio nor /dev/iommu after loading the modules"; finish 126; }
 BDFS=""
 for id in @IDS@; do
   found=""
@@ -289,6 +289,8 @@ def main():
                     help="a QEMU -device the guest keeps (a port, a bridge, a function sharing a group)")
     ap.add_argument("--iommu", choices=["on", "off"], default="on", help="off: no intel-iommu in the guest")
     ap.add_argument("--kernel-package", help="default: the linux-image-6.1.0-N-amd64 linux-image-amd64 names")
+    ap.add_argument("--kernel-image", help="a bzImage with VFIO built in (no modules), instead of Debian's package; "
+                                           "tests/qemu/build_iommufd_kernel.sh makes one with iommufd")
     ap.add_argument("--qemu", default="qemu-system-x86_64")
     ap.add_argument("--memory", default="1G")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds for the whole guest run")
@@ -309,11 +311,17 @@ def main():
         ids.append(KNOWN_DEVICES[name])
     cache = os.path.abspath(a.cache_dir)
     os.makedirs(cache, exist_ok=True)
-    package = kernel_package_name(a.kernel_package)
-    with open(os.path.join(cache, "lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another guest test may be fetching the same kernel
-        vmlinuz, modules = fetch_kernel(cache, package)
-    work = os.path.join(cache, f"run-{os.path.basename(a.test)}-iommu-{a.iommu}")
+    if a.kernel_image:
+        if not os.path.isfile(a.kernel_image):
+            cannot_run(f"no kernel image {a.kernel_image} (tests/qemu/build_iommufd_kernel.sh builds one)")
+        vmlinuz, modules = a.kernel_image, {}
+    else:
+        package = kernel_package_name(a.kernel_package)
+        with open(os.path.join(cache, "lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # another guest test may be fetching the same kernel
+            vmlinuz, modules = fetch_kernel(cache, package)
+    kernel_tag = "custom" if a.kernel_image else "debian"
+    work = os.path.join(cache, f"run-{os.path.basename(a.test)}-{kernel_tag}-iommu-{a.iommu}")
     os.makedirs(work, exist_ok=True)
     initrd = build_initramfs(work, a.test, modules, ids, a.args, a.iommu)
     status = boot(a.qemu, vmlinuz, initrd, a.qemu_device + a.device, a.timeout, os.path.join(work, "serial.log"),

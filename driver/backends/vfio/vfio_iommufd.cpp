@@ -115,8 +115,12 @@ Iommufd::Iommufd(const VfioFunction& f) : VfioIommu(f) {
   if (::ioctl(device_.get(), kVfioDeviceBindIommufd, &bind) != 0) {
     const int e = errno;
     // Binding claims DMA ownership of the whole group: a member on another driver refuses it.
-    if (e == EBUSY && !function_.group.empty()) throw PciTransportError(not_viable(where, function_.group));
-    throw PciTransportError(where + ": VFIO_DEVICE_BIND_IOMMUFD: " + errno_text(e));
+    if (!group_members_on_other_drivers(function_.group).empty())
+      throw PciTransportError(not_viable(where, function_.group));
+    std::string why = where + ": VFIO_DEVICE_BIND_IOMMUFD: " + errno_text(e);
+    if (e == EINVAL) why += "; the device is open already (another process, or this one): close it first";
+    if (e == EPERM) why += "; the IOMMU cannot isolate its interrupts (iommufd's allow_unsafe_interrupts)";
+    throw PciTransportError(why);
   }
   VfioDeviceAttachIommufdPt attach{sizeof attach, 0, ioas_};
   if (::ioctl(device_.get(), kVfioDeviceAttachIommufdPt, &attach) != 0) {

@@ -36,12 +36,17 @@ std::vector<std::string> list_dir(const std::string& path) {
   return names;
 }
 
-std::string not_viable(const std::string& where, const std::string& group) {
+std::string group_members_on_other_drivers(const std::string& group) {
   std::string others;
   for (const std::string& member : list_dir("/sys/kernel/iommu_groups/" + group + "/devices")) {
     const std::string drv = link_basename("/sys/bus/pci/devices/" + member + "/driver");
     if (drv != "vfio-pci" && !drv.empty()) others += " " + member + " (" + drv + ")";
   }
+  return others;
+}
+
+std::string not_viable(const std::string& where, const std::string& group) {
+  const std::string others = group_members_on_other_drivers(group);
   return where + ": IOMMU group " + group + " is not viable: every function in it must be on vfio-pci or driverless; rebind" +
          (others.empty() ? std::string(" the others") : others);
 }

@@ -20,7 +20,9 @@ std::string hex(uint64_t v);
 std::string link_basename(const std::string& path);
 std::vector<std::string> list_dir(const std::string& path);  // without . and ..
 
-// The message for a group whose other functions are on drivers other than vfio-pci.
+// The group's functions on drivers other than vfio-pci, " 0000:3b:00.1 (ice)" each.
+std::string group_members_on_other_drivers(const std::string& group);
+// The message for a group with such functions.
 std::string not_viable(const std::string& where, const std::string& group);
 
 // MAP_DMA's (or IOAS_MAP's) failure `e`, said with what to do about it.
