@@ -32,6 +32,7 @@ bench: build
 	  $(BUILD)/tests/bench/irdma-sim-bench model $$mode; \
 	  $(BUILD)/tests/bench/irdma-sim-bench e2e $$mode; \
 	done
+	for pairs in 8 512 4096; do $(BUILD)/tests/bench/irdma-sim-bench scale approximate $$pairs; done
 	$(BUILD)/tests/bench/irdma-sim-bench e2e vfio-user
 	$(BUILD)/tests/bench/irdma-sim-bench doorbell-msix
 	$(BUILD)/tests/bench/vfio_user_bench

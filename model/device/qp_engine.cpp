@@ -66,6 +66,7 @@ uint16_t QpEngine::create(uint32_t qp_id, uint8_t type, uint64_t host_ctx) {
   qp.host_ctx = host_ctx;
   if (uint16_t err = load_ctx(qp)) return err;
   qps_[qp_id] = qp;
+  count_cq_users(qp, +1);
   return 0;
 }
 
@@ -81,18 +82,26 @@ uint16_t QpEngine::modify(uint32_t qp_id, uint64_t host_ctx) {
       updated.sq_quanta != live.sq_quanta || updated.rq_wqes != live.rq_wqes ||
       updated.rq_shift != live.rq_shift)
     return CQP_MINOR_UNSUPPORTED;
+  count_cq_users(live, -1);
+  count_cq_users(updated, +1);
   it->second = updated;
   return 0;
 }
 
 uint16_t QpEngine::destroy(uint32_t qp_id) {
-  return qps_.erase(qp_id) ? 0 : CQP_MINOR_NO_SUCH_OBJECT;
+  auto it = qps_.find(qp_id);
+  if (it == qps_.end()) return CQP_MINOR_NO_SUCH_OBJECT;
+  count_cq_users(it->second, -1);
+  qps_.erase(it);
+  return 0;
 }
 
-bool QpEngine::cq_in_use(uint32_t cq_id) const {
-  return std::any_of(qps_.begin(), qps_.end(), [cq_id](const auto& kv) {
-    return kv.second.send_cq == cq_id || kv.second.recv_cq == cq_id;
-  });
+void QpEngine::count_cq_users(const QpContext& qp, int delta) {
+  for (const uint32_t cq : {qp.send_cq, qp.recv_cq}) {
+    uint32_t& users = cq_users_[cq];
+    users += delta;
+    if (users == 0) cq_users_.erase(cq);
+  }
 }
 
 // Fragment slot i sits at qwords {0,1} (i = 0) or {4 + 2(i-1), 5 + 2(i-1)}; length 62:32.

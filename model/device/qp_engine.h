@@ -72,7 +72,7 @@ class QpEngine {
   uint16_t destroy(uint32_t qp_id);
   bool exists(uint32_t qp_id) const { return qps_.count(qp_id) != 0; }
   // True when some QP uses CQ `cq_id`.
-  bool cq_in_use(uint32_t cq_id) const;
+  bool cq_in_use(uint32_t cq_id) const { return cq_users_.count(cq_id) != 0; }
 
   // Runs the SQ of `qp_id` until it holds no valid WQE (done) or is blocked on an empty
   // peer RQ (rnr: retry later).
@@ -131,6 +131,8 @@ class QpEngine {
   CqEngine& cqs_;
   trace::TraceLog& trace_;
   std::unordered_map<uint32_t, QpContext> qps_;
+  std::unordered_map<uint32_t, uint32_t> cq_users_;  // CQ id -> how many QP queues complete on it
+  void count_cq_users(const QpContext& qp, int delta);
   static constexpr uint32_t kChunk = 64 * 1024;
   uint64_t move_payload(const Extent* src, size_t src_n, const Extent* dst, size_t dst_n);
   StagTable& stags_;

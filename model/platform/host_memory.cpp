@@ -1,49 +1,27 @@
 #include "model/platform/host_memory.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 namespace irdma_sim::platform {
 namespace {
 
 constexpr uint64_t kPage = 4096;
+constexpr uint64_t kIovaBase = 0x1'0000'0000ull;  // clear of the null-ish low 4 GiB
+constexpr uint64_t kNoRoom = ~0ull;
 
-}  // namespace
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
 
-HostMemory::HostMemory(sc_core::sc_module_name name, uint64_t capacity)
-    : sc_module(name), socket("socket"), capacity_(capacity) {
-  socket.register_b_transport(this, &HostMemory::b_transport);
-  socket.register_get_direct_mem_ptr(this, &HostMemory::get_direct_mem_ptr);
-  socket.register_transport_dbg(this, &HostMemory::transport_dbg);
+uint64_t iova_space_for(uint64_t capacity, uint64_t asked) {
+  if (asked) return round_up(asked, 2ull << 20);
+  const uint64_t wanted = capacity > (1ull << 40) / 16 ? 1ull << 40 : capacity * 16;
+  return round_up(std::max<uint64_t>(wanted, 1ull << 30), 2ull << 20);
 }
-
-HostMemory::Region HostMemory::alloc(size_t size, size_t align) {
-  if (size == 0 || align == 0 || (align & (align - 1)) || size > capacity_ - mapped_bytes_) return {};
-  const uint64_t a = align < kPage ? kPage : align;
-  const uint64_t iova = (next_iova_ + a - 1) & ~(a - 1);
-  // A one-page hole after every region turns overruns into address errors.
-  next_iova_ = iova + ((size + kPage - 1) & ~(kPage - 1)) + kPage;
-  auto bytes = std::make_unique<uint8_t[]>(size);  // value-initialised: zeroed
-  Region r{iova, bytes.get(), size};
-  regions_.emplace(iova, r);
-  storage_.emplace(iova, std::move(bytes));
-  mapped_bytes_ += size;
-  return r;
-}
-
-bool HostMemory::free(uint64_t iova) {
-  auto it = regions_.find(iova);
-  if (it == regions_.end()) return false;
-  const Region r = it->second;
-  for (const Region*& r : by_page_)
-    if (r == &it->second) r = nullptr;
-  regions_.erase(it);
-  storage_.erase(iova);
-  mapped_bytes_ -= r.size;
-  socket->invalidate_direct_mem_ptr(r.iova, r.iova + r.size - 1);
-  return true;
-}
-
-namespace {
 
 bool covers(const HostMemory::Region& r, uint64_t iova, size_t len) {
   return len != 0 && iova >= r.iova && iova - r.iova <= r.size && len <= r.size - (iova - r.iova);
@@ -51,15 +29,93 @@ bool covers(const HostMemory::Region& r, uint64_t iova, size_t len) {
 
 }  // namespace
 
-const HostMemory::Region* HostMemory::find(uint64_t iova, size_t len) {
-  const Region*& slot = by_page_[(iova / kPage) % by_page_.size()];
-  if (slot && covers(*slot, iova, len)) return slot;
-  auto it = regions_.upper_bound(iova);
-  if (it == regions_.begin()) return nullptr;
-  --it;
-  if (!covers(it->second, iova, len)) return nullptr;
-  slot = &it->second;
-  return slot;
+HostMemory::HostMemory(sc_core::sc_module_name name, uint64_t capacity, uint64_t iova_space)
+    : sc_module(name), socket("socket"), arena_bytes_(iova_space_for(capacity, iova_space)), capacity_(capacity) {
+  // One mapping, never split: a mapping per region would run into vm.max_map_count with a
+  // few thousand queues. Small pages, so that a touched byte costs a page, not 2 MiB.
+  void* p = ::mmap(nullptr, arena_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    throw std::runtime_error("host memory: cannot reserve " + std::to_string(arena_bytes_ >> 20) +
+                             " MiB of address space (" + std::strerror(errno) +
+                             "): is vm.overcommit_memory 2? Lower config.host.memory_mb");
+  arena_ = static_cast<uint8_t*>(p);
+  ::madvise(arena_, arena_bytes_, MADV_NOHUGEPAGE);
+  page_table_.resize(arena_bytes_ / (kChunkPages * kPage));
+  socket.register_b_transport(this, &HostMemory::b_transport);
+  socket.register_get_direct_mem_ptr(this, &HostMemory::get_direct_mem_ptr);
+  socket.register_transport_dbg(this, &HostMemory::transport_dbg);
+}
+
+HostMemory::~HostMemory() { ::munmap(arena_, arena_bytes_); }
+
+// A region takes its pages and one guard page after them, which turns overruns into address
+// errors. Fresh IOVAs first; once the space is used up, the first gap that fits.
+uint64_t HostMemory::place(uint64_t bytes, uint64_t align) const {
+  const uint64_t end = kIovaBase + arena_bytes_;
+  uint64_t at = round_up(kIovaBase + next_offset_, align);
+  if (at <= end && end - at >= bytes + kPage) return at;
+  at = round_up(kIovaBase, align);
+  for (const auto& [start, slot] : by_iova_) {
+    if (at < start && start - at >= bytes + kPage) return at;
+    at = round_up(start + round_up(slots_[slot].size, kPage) + kPage, align);
+  }
+  return at <= end && end - at >= bytes + kPage ? at : kNoRoom;
+}
+
+void HostMemory::set_pages(uint64_t iova, uint64_t bytes, uint32_t slot) {
+  for (uint64_t page = (iova - kIovaBase) / kPage, last = page + bytes / kPage; page < last; page++) {
+    std::unique_ptr<Chunk>& chunk = page_table_[page / kChunkPages];
+    if (!chunk) chunk = std::make_unique<Chunk>();  // zeroed: no region
+    (*chunk)[page % kChunkPages] = slot;
+  }
+}
+
+HostMemory::Region HostMemory::alloc(size_t size, size_t align) {
+  if (size == 0 || align == 0 || (align & (align - 1)) || size > capacity_ - mapped_bytes_) return {};
+  const uint64_t bytes = round_up(size, kPage);
+  const uint64_t iova = place(bytes, std::max<uint64_t>(align, kPage));
+  if (iova == kNoRoom) return {};
+  uint8_t* cpu = arena_ + (iova - kIovaBase);  // zero: never touched, or given back on free
+  next_offset_ = std::max(next_offset_, iova - kIovaBase + bytes + kPage);
+  uint32_t slot;
+  if (free_slots_.empty()) {
+    slot = uint32_t(slots_.size());
+    slots_.push_back({});
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  }
+  slots_[slot] = {iova, cpu, size};
+  by_iova_.emplace(iova, slot);
+  set_pages(iova, bytes, slot);
+  mapped_bytes_ += size;
+  return slots_[slot];
+}
+
+bool HostMemory::free(uint64_t iova) {
+  auto it = by_iova_.find(iova);
+  if (it == by_iova_.end()) return false;
+  const uint32_t slot = it->second;
+  const Region r = slots_[slot];
+  const uint64_t bytes = round_up(r.size, kPage);
+  // The pages go back to the OS; touched again, they come back zeroed.
+  ::madvise(r.cpu, bytes, MADV_DONTNEED);
+  set_pages(iova, bytes, 0);
+  by_iova_.erase(it);
+  slots_[slot] = {};
+  free_slots_.push_back(slot);
+  mapped_bytes_ -= r.size;
+  socket->invalidate_direct_mem_ptr(r.iova, r.iova + r.size - 1);
+  return true;
+}
+
+const HostMemory::Region* HostMemory::find(uint64_t iova, size_t len) const {
+  if (iova < kIovaBase || iova - kIovaBase >= arena_bytes_) return nullptr;
+  const uint64_t page = (iova - kIovaBase) / kPage;
+  const Chunk* chunk = page_table_[page / kChunkPages].get();
+  const uint32_t slot = chunk ? (*chunk)[page % kChunkPages] : 0;
+  if (!slot || !covers(slots_[slot], iova, len)) return nullptr;
+  return &slots_[slot];
 }
 
 void HostMemory::wait_for_write(const sc_core::sc_time& timeout) {

@@ -1,12 +1,18 @@
 // Host memory as the device reaches it over PCIe: sparse (only allocated DMA regions
 // exist), a TLM-2.0 target with DMI. Accesses outside every region fail with an address
 // error instead of touching anything, so a device bug shows up as an error, not a crash.
+//
+// Memory costs what is touched, as an OS gives it: one reservation of address space at the
+// start (not committed), a region's pages zero-filled by the kernel on first touch and
+// given back when the region is freed. IOVAs mirror the reservation's offsets; a region's
+// lookup is a page-table walk, whatever the number of regions.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include <systemc>
 #include <tlm>
@@ -19,18 +25,22 @@ class HostMemory : public sc_core::sc_module {
   tlm_utils::simple_target_socket<HostMemory> socket;
 
   // `capacity`: the most bytes mapped at once (the DMA memory the host can give).
-  HostMemory(sc_core::sc_module_name name, uint64_t capacity);
+  // `iova_space`: the address space reserved for IOVAs (0: 64 times the capacity, at least
+  // 1 GiB); a freed region's IOVAs are not handed out again until it has all been used.
+  // Throws std::runtime_error when the OS refuses the reservation.
+  HostMemory(sc_core::sc_module_name name, uint64_t capacity, uint64_t iova_space = 0);
+  ~HostMemory() override;
 
   struct Region {
     uint64_t iova;
     uint8_t* cpu;
     size_t size;
   };
-  // Zeroed memory at a fresh address (never reused, so stale device addresses fault).
-  // Returns an empty region if `size` is 0, `align` is not a power of two, or the memory
-  // would pass the capacity (what dma_alloc_coherent's -ENOMEM stands for).
+  // Zeroed memory at a fresh address. Returns an empty region if `size` is 0, `align` is
+  // not a power of two, or the memory would pass the capacity or the IOVA space (what
+  // dma_alloc_coherent's -ENOMEM stands for).
   Region alloc(size_t size, size_t align);
-  // Unmaps the region at `iova`; returns false if there is none.
+  // Unmaps the region at `iova` and gives its pages back; returns false if there is none.
   bool free(uint64_t iova);
   // The CPU pointer for [iova, iova + len), or null if that range is not mapped.
   uint8_t* cpu_ptr(uint64_t iova, size_t len);
@@ -44,19 +54,27 @@ class HostMemory : public sc_core::sc_module {
   uint64_t access_errors() const { return access_errors_; }
 
  private:
+  static constexpr unsigned kPageShift = 12;
+  static constexpr unsigned kChunkPages = 512;  // one page-table chunk covers 2 MiB
+  using Chunk = std::array<uint32_t, kChunkPages>;  // region slot per page, 0: none
+
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   bool get_direct_mem_ptr(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi);
   unsigned int transport_dbg(tlm::tlm_generic_payload& trans);
-  const Region* find(uint64_t iova, size_t len);
+  const Region* find(uint64_t iova, size_t len) const;
+  // Where `bytes` (page-rounded, a guard page after) aligned to `align` fit, or ~0.
+  uint64_t place(uint64_t bytes, uint64_t align) const;
+  void set_pages(uint64_t iova, uint64_t bytes, uint32_t slot);
 
   sc_core::sc_event written_;
   unsigned watchers_ = 0;
-  std::map<uint64_t, Region> regions_;
-  // The region last found in each of 256 page slots: a message touches several regions
-  // (WQE rings, buffers, CQ and CEQ rings) over and over, each found here in a few loads.
-  std::array<const Region*, 256> by_page_{};
-  std::map<uint64_t, std::unique_ptr<uint8_t[]>> storage_;
-  uint64_t next_iova_ = 0x1'0000'0000ull;
+  uint8_t* arena_ = nullptr;  // the reservation; IOVA kIovaBase + n is arena_[n]
+  uint64_t arena_bytes_ = 0;
+  uint64_t next_offset_ = 0;  // the bump pointer; past the end, gaps are searched
+  std::map<uint64_t, uint32_t> by_iova_;  // region start -> slot, for free() and gaps
+  std::vector<Region> slots_{Region{}};   // slot 0 is no region
+  std::vector<uint32_t> free_slots_;
+  std::vector<std::unique_ptr<Chunk>> page_table_;  // by 2 MiB chunk of the arena
   uint64_t mapped_bytes_ = 0;
   uint64_t capacity_;
   uint64_t access_errors_ = 0;

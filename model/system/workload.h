@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <queue>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "driver/core/ib_device.h"
@@ -65,6 +68,8 @@ class Workload {
   // The whole program; call on a host thread. Failures land in the scoreboard.
   void run();
   const WorkloadCounters& counters() const { return counters_; }
+  // When the traffic began (wall clock): setup before it, traffic and teardown after.
+  std::chrono::steady_clock::time_point traffic_started() const { return started_; }
   // Setup ran into a limit of the configured device or host the scenario could not be
   // checked against beforehand: what, naming the key (empty when none). Not a check
   // failure: the scenario asks for more than the system it configures holds.
@@ -97,7 +102,16 @@ class Workload {
   static void forget_region(Qp& q);
   // posting.cpp: the posting thread's loop, sends and receives.
   void traffic();
-  bool finished() const;
+  bool finished() const { return unfinished_ == 0; }
+  // Keeps `q.done` and unfinished_ up to date after its sends or receives completed.
+  void update_finished(Qp& q);
+  // The posting thread visits only the QPs something happened to (a completion, a peer's
+  // completion, an error, the end of an idle gap), in index order as a scan of all of them
+  // would: the cost of an event does not grow with the number of QPs.
+  void mark_ready(const Qp& q);
+  // The first ready QP at `from` or after, taken off the set (kNoQp: none); QPs whose idle
+  // gap is over by now join the set first.
+  unsigned next_ready(unsigned from);
   void report_progress();
   uint64_t room(const Qp& q) const;
   bool batch_fits(const Qp& q) const;
@@ -148,6 +162,12 @@ class Workload {
   // dev.remove(). Not recursive: nothing done under it may call back into the workload.
   std::unique_ptr<hal::Lock> lock_;
   std::vector<std::unique_ptr<Qp>> qps_;
+  size_t unfinished_ = 0;     // QPs not done
+  std::set<unsigned> ready_;  // QP indexes for the posting thread to visit
+  static constexpr unsigned kNoQp = ~0u;
+  // Idle gaps after bursts: (end in ns, QP index), earliest first; an entry is stale when
+  // the QP's idle_until_ns has moved on.
+  std::priority_queue<std::pair<uint64_t, unsigned>, std::vector<std::pair<uint64_t, unsigned>>, std::greater<>> idle_;
   std::vector<ibcore::ib_cq*> cqs_;  // distinct pool CQs, in the order they were got
   uint64_t next_wr_id_ = 1;
   std::vector<ibcore::ib_send_wr> wr_scratch_;  // one batch being posted

@@ -8,6 +8,11 @@
 //   irdma-sim-bench doorbell-msix [ROUNDS]
 //     through vfio-user: a doorbell (a signaled NOP on an armed CQ) to the completion
 //     handler on the interrupt thread, in microseconds.
+//   irdma-sim-bench scale approximate|loose PAIRS [COMPLETIONS] [CQ_ENTRIES] [CEQS]
+//     the same number of completions (default 819200) spread over PAIRS loopback RC pairs,
+//     each QP with a CQ of its own (CQ_ENTRIES, default 256) on CEQS vectors (default 2),
+//     64-byte messages: wall time per completion (and without setup: traffic and teardown),
+//     and the process's peak RSS beside it.
 //   irdma-sim-bench model approximate|loose [CQES]
 //     the device's CQ engine alone writing CQEs (a quarter extended) into host memory
 //     through the PCIe link: CQEs per wall-clock second.
@@ -20,6 +25,9 @@
 #include <cstring>
 #include <memory>
 #include <string>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <systemc>
 #include <tlm_utils/simple_initiator_socket.h>
@@ -86,6 +94,49 @@ int e2e(bool loose, uint32_t sends, uint32_t max_bytes, uint32_t itr_us) {
   sc.config.sync = loose ? system::SyncMode::loose : system::SyncMode::approximate;
   system::Simulation sim(sc.config);
   return e2e_on(sim, sc, loose ? "loose" : "approximate");
+}
+
+int scale(bool loose, uint64_t pairs, uint64_t completions, uint64_t cq_entries, uint64_t ceqs) {
+  const uint64_t sends = std::max<uint64_t>(1, completions / (4 * pairs));  // a send and a receive completion per message, both ways
+  const uint64_t queues = 2 * pairs + 16;
+  char doc[1024];
+  std::snprintf(doc, sizeof doc,
+                "name: scale\nseed: 1\n"
+                "config: {device: {max_qp: %llu, max_cq: %llu, max_cqe: %llu, num_ceqs: %llu}, host: {memory_mb: %llu}}\n"
+                "qp_pairs: [{name: p, count: %llu, cq: own, sq_depth: 16, rq_depth: 16, cq_entries: %llu}]\n"
+                "traffic: {sends_per_qp: %llu, min_bytes: 1, max_bytes: 64, batch: 4}\n",
+                (unsigned long long)queues, (unsigned long long)queues, (unsigned long long)cq_entries,
+                (unsigned long long)ceqs, (unsigned long long)std::max<uint64_t>(1024, pairs * 4),
+                (unsigned long long)pairs, (unsigned long long)cq_entries, (unsigned long long)sends);
+  const std::string path = "/tmp/irdma-sim-bench-scale-" + std::to_string(::getpid()) + ".yaml";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (!f) return 2;
+    std::fputs(doc, f);
+    std::fclose(f);
+  }
+  system::Scenario sc = system::load_scenario(path);
+  std::remove(path.c_str());
+  sc.config.sync = loose ? system::SyncMode::loose : system::SyncMode::approximate;
+  system::Simulation sim(sc.config);
+  system::CompletionLog no_log;
+  system::Scoreboard sb(2 * sc.pairs.size());
+  system::Workload wl(sim, sc, sb, no_log);
+  const auto start = std::chrono::steady_clock::now();
+  sim.run_on_host([&] { wl.run(); });
+  const double wall = seconds_since(start);
+  const double setup = std::chrono::duration<double>(wl.traffic_started() - start).count();
+  bool passed = true;
+  for (const system::Check& c : sb.checks()) passed = passed && c.passed;
+  const uint64_t n = wl.counters().completions;
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  std::printf("scale %-11s pairs=%llu cq_entries=%llu ceqs=%llu completions=%llu wall_s=%.3f ns_per_completion=%.0f "
+              "setup_s=%.3f traffic_ns_per_completion=%.0f peak_rss_mb=%.0f checks=%s\n",
+              loose ? "loose" : "approximate", (unsigned long long)pairs, (unsigned long long)cq_entries,
+              (unsigned long long)ceqs, (unsigned long long)n, wall, wall * 1e9 / double(n), setup,
+              (wall - setup) * 1e9 / double(n), double(usage.ru_maxrss) / 1024.0, passed ? "passed" : "FAILED");
+  return passed ? 0 : 1;
 }
 
 // The model served by a child process, the driver and the workload here on OS threads.
@@ -225,9 +276,12 @@ int sc_main(int argc, char** argv) {
   if (what == "e2e" && sim_mode) return e2e(mode == "loose", uint32_t(arg(3, 200000)), uint32_t(arg(4, 64)), uint32_t(arg(5, 0)));
   if (what == "e2e" && mode == "vfio-user") return e2e_vfio_user(uint32_t(arg(3, 20000)), uint32_t(arg(4, 64)), uint32_t(arg(5, 0)));
   if (what == "model" && sim_mode) return model(mode == "loose", arg(3, 4'000'000));
+  if (what == "scale" && sim_mode && argc >= 4)
+    return scale(mode == "loose", std::max<uint64_t>(1, arg(3, 8)), arg(4, 819200), arg(5, 256), arg(6, 2));
   if (what == "doorbell-msix") return doorbell_to_msix(uint32_t(arg(2, 2000)));
   std::fprintf(stderr,
                "usage: irdma-sim-bench e2e approximate|loose|vfio-user [SENDS_PER_QP] [MAX_BYTES] [CEQ_ITR_US]\n"
+               "       irdma-sim-bench scale approximate|loose PAIRS [COMPLETIONS] [CQ_ENTRIES] [CEQS]\n"
                "       irdma-sim-bench model approximate|loose [CQES]\n"
                "       irdma-sim-bench doorbell-msix [ROUNDS]\n");
   return 2;

@@ -55,6 +55,7 @@ struct Workload::Qp {
   std::vector<uint64_t> atomic_values;  // of the peer's atomic slots, as this QP leaves them
   uint64_t sends_total = 0, sends_posted = 0, sends_done = 0;
   uint64_t recvs_total = 0, recvs_posted = 0, recvs_done = 0;
+  bool done = false;  // every send and receive completed (Workload::unfinished_ counts the rest)
   // An error completion broke the connection: the workload moves the peer to error too,
   // as a ULP tearing the connection down does.
   bool broken = false, peer_flushed = false;

@@ -22,6 +22,7 @@ bool Workload::completed(const WrCtx& ctx, ib_wc& wc) {
   const bool unmapped_success = (ctx.op == TrafficOp::bind_mw || ctx.op == TrafficOp::nop) &&
                                 wc.status == IB_WC_GENERAL_ERR && !ctx.qp->broken;
   ctx.qp->completions++;
+  mark_ready(*ctx.qp);
   if (wc.status != IB_WC_SUCCESS && !unmapped_success) {
     ctx.qp->broken = true;
     if (wc.vendor_err >> 16 == irdma::IRDMA_FLUSH_MAJOR_ERR) counters_.flushed++;
@@ -55,6 +56,7 @@ void Workload::on_send_done(ib_cq*, ib_wc* wc) {
   Qp& q = *ctx.qp;
   wl.sb_.check_send(q.index, copy, wc->status != IB_WC_SUCCESS || wl.moved_right(q, ctx));
   q.sends_done = ctx.seq + 1;  // it retires every unsignaled WR before it
+  wl.update_finished(q);
   wl.wake_poster(q);
 }
 
@@ -66,6 +68,7 @@ void Workload::on_recv_done(ib_cq*, ib_wc* wc) {
   if (!wl.completed(ctx, copy)) return;
   Qp& q = *ctx.qp;
   q.recvs_done++;
+  wl.update_finished(q);
   bool payload_ok = true;
   if (wc->status != IB_WC_SUCCESS) {
     q.rq_error = true;
@@ -85,7 +88,9 @@ void Workload::on_recv_done(ib_cq*, ib_wc* wc) {
   wl.sb_.check_recv(q.index, copy, payload_ok);
   if (q.recvs_posted < q.recvs_total) wl.post_recv(q);
   wl.wake_poster(q);
-  if (q.peer->bq) wl.wake_poster(*q.peer);  // a window slot it waits for may be free
+  // The peer's credit (UD) or a window slot it waits for may be free.
+  wl.mark_ready(*q.peer);
+  if (q.peer->bq) wl.wake_poster(*q.peer);
 }
 
 // After a successful SQ completion: an RDMA WRITE's data is at the peer, a READ's is here,

@@ -40,15 +40,19 @@ void Workload::traffic() {
       return;
     }
     int progress = 0;
-    for (auto& q : qps_) {
-      if (q->torn_down) continue;
-      if (q->cq_error) {
-        progress += tear_down_pair(*q);
+    for (unsigned i = next_ready(0); i != kNoQp; i = next_ready(i + 1)) {
+      Qp& q = *qps_[i];
+      if (q.torn_down) continue;
+      if (q.cq_error) {
+        progress += tear_down_pair(q);
         continue;
       }
-      if (q->broken && !q->peer_flushed) progress += flush_peer(*q);
-      progress += maybe_resize(*q);
-      progress += post_sends(*q);
+      int did = 0;
+      if (q.broken && !q.peer_flushed) did += flush_peer(q);
+      did += maybe_resize(q);
+      did += post_sends(q);
+      if (did) mark_ready(q);  // it may have more to do on the next pass
+      progress += did;
     }
     const uint64_t now = dev_.hw().exec.now_ns();
     if (progress || counters_.completions != seen_completions) {
@@ -66,8 +70,8 @@ void Workload::traffic() {
     // for a slice: a long timeout a completion cuts short would stay in the simulator's
     // timed-event queue until it expires, and thousands of them slow every notification.
     uint64_t wake = now + kWaitSliceNs;
-    for (const auto& q : qps_)
-      if (q->idle_until_ns > now && q->sends_posted < q->sends_total) wake = std::min(wake, q->idle_until_ns);
+    while (!idle_.empty() && qps_[idle_.top().second]->idle_until_ns != idle_.top().first) idle_.pop();
+    if (!idle_.empty()) wake = std::min(wake, idle_.top().first);
     if (stop) wake = std::min(wake, start + stop);
     unlocked([&] { completed_->wait_for(wake - now); });
   }
@@ -77,10 +81,30 @@ void Workload::traffic() {
   sb_.record("no_stall", true, "traffic finished");
 }
 
-bool Workload::finished() const {
-  return std::all_of(qps_.begin(), qps_.end(), [](const auto& q) {
-    return q->sends_done == q->sends_total && q->recvs_done == q->recvs_total;
-  });
+void Workload::update_finished(Qp& q) {
+  const bool done = q.sends_done == q.sends_total && q.recvs_done == q.recvs_total;
+  if (done == q.done) return;
+  q.done = done;
+  if (done)
+    unfinished_--;
+  else
+    unfinished_++;
+}
+
+void Workload::mark_ready(const Qp& q) { ready_.insert(q.index); }
+
+unsigned Workload::next_ready(unsigned from) {
+  const uint64_t now = dev_.hw().exec.now_ns();
+  while (!idle_.empty() && idle_.top().first <= now) {
+    const auto [until, index] = idle_.top();
+    idle_.pop();
+    if (qps_[index]->idle_until_ns == until) ready_.insert(index);
+  }
+  const auto it = ready_.lower_bound(from);
+  if (it == ready_.end()) return kNoQp;
+  const unsigned index = *it;
+  ready_.erase(it);
+  return index;
 }
 
 void Workload::report_progress() {
@@ -159,7 +183,10 @@ int Workload::post_sends(Qp& q) {
     sb_.expect_send(q.index, done);
     posted++;
     const bool burst_ends = t.burst && q.sends_posted % t.burst == 0;
-    if (burst_ends) q.idle_until_ns = dev_.hw().exec.now_ns() + t.idle_gap_ns;
+    if (burst_ends) {
+      q.idle_until_ns = dev_.hw().exec.now_ns() + t.idle_gap_ns;
+      if (q.sends_posted < q.sends_total) idle_.emplace(q.idle_until_ns, q.index);
+    }
     if (op == TrafficOp::nop) {
       // No verb posts a NOP: the batch so far goes first, then the NOP on its own.
       sge_scratch_.pop_back();

@@ -19,7 +19,10 @@ void Workload::cq_error(const ib_event& ev) {
   const std::lock_guard<hal::Lock> held(*lock_);
   counters_.cq_errors++;
   for (auto& q : qps_)
-    if (q->cq == ev.cq) q->cq_error = true;
+    if (q->cq == ev.cq) {
+      q->cq_error = true;
+      mark_ready(*q);
+    }
   completed_->signal();
 }
 
@@ -32,6 +35,7 @@ int Workload::tear_down_pair(Qp& q) {
     if (!destroy_qp(*x)) sb_.record("tear_down_pair", false, "destroying a QP failed");
     x->sends_done = x->sends_posted = x->sends_total;
     x->recvs_done = x->recvs_posted = x->recvs_total;
+    update_finished(*x);
   }
   for (Qp* x : {&q, q.peer}) {
     if (!x->own_cq || !x->cq) continue;

@@ -119,7 +119,10 @@ bool Workload::setup() {
                    read_source_key(sc_.seed, q->index, slot));
   }
   const std::lock_guard<hal::Lock> held(*lock_);
+  unfinished_ = qps_.size();
   for (auto& q : qps_) {
+    update_finished(*q);
+    mark_ready(*q);
     const uint64_t initial = std::min<uint64_t>(q->bq->rq_depth(), q->recvs_total);
     for (uint64_t i = 0; i < initial; i++)
       if (post_recv(*q)) return false;
