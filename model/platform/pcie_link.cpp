@@ -91,7 +91,7 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
   const uint32_t len = trans.get_data_length();
   if (trans.is_write()) {
     delay += payload_time(len);
-    const sc_time arrival = sc_core::sc_time_stamp() + delay + dma_latency_;
+    sc_time arrival = sc_core::sc_time_stamp() + delay + dma_latency_;
     if (addr >= kMsiBase && addr < kMsiBase + kMsiSize && len == 4) {
       uint32_t data;
       std::memcpy(&data, trans.get_data_ptr(), 4);
@@ -103,6 +103,10 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
     // Posted: the device is told OK; an unmapped target shows up as a dma_error event.
     trans.set_response_status(tlm::TLM_OK_RESPONSE);
     if (defer_) {
+      if (posted_.size() >= kPostedCredits) {
+        wait_for_posted_credit(delay);
+        arrival = sc_core::sc_time_stamp() + delay + dma_latency_;
+      }
       const uint8_t* p = trans.get_data_ptr();
       std::vector<uint8_t> data;
       if (!spare_.empty()) {
@@ -169,6 +173,14 @@ void PcieLink::apply_writes_overlapping(uint64_t addr, uint32_t len, sc_time& de
     spare_.push_back(std::move(w.data));
     posted_.pop_front();
   }
+}
+
+void PcieLink::wait_for_posted_credit(sc_time& delay) {
+  const sc_time issue = sc_core::sc_time_stamp() + delay;  // the initiator's own time
+  const sc_time credit = std::max(issue, posted_.front().arrival);
+  sc_core::wait(posted_.front().arrival - sc_core::sc_time_stamp());
+  apply_due_writes();  // lands the oldest now, whichever process the kernel runs first
+  delay = credit - sc_core::sc_time_stamp();
 }
 
 void PcieLink::apply_due_writes() {

@@ -66,6 +66,9 @@ class PcieLink : public sc_core::sc_module {
   void dma_invalidate_dmi(sc_dt::uint64 start, sc_dt::uint64 end);
   void apply_write(uint64_t addr, const uint8_t* data, uint32_t len, uint64_t t_ps);
   void apply_due_writes();
+  // Out of posted-request credits: the initiator (at `delay` ahead of the kernel) waits
+  // until the oldest queued write has landed and frees one.
+  void wait_for_posted_credit(sc_core::sc_time& delay);
   // Lands, in order, every queued write up to the last one touching [addr, addr + len),
   // first waiting out the initiator's `delay` (then zero) if there are any.
   void apply_writes_overlapping(uint64_t addr, uint32_t len, sc_core::sc_time& delay);
@@ -82,6 +85,9 @@ class PcieLink : public sc_core::sc_module {
     uint64_t addr;
     std::vector<uint8_t> data;
   };
+  // The root complex's posted-request credits: a device that has that many writes in
+  // flight waits for one to land, as on a real link; and the queue stays bounded.
+  static constexpr size_t kPostedCredits = 256;
   std::deque<PostedWrite> posted_;
   tlm::tlm_generic_payload write_;  // reused for every write the link applies
   std::vector<std::vector<uint8_t>> spare_;  // buffers of applied writes, for reuse
