@@ -1,7 +1,7 @@
 #include "model/trace/trace_log.h"
 
 #include <algorithm>
-#include <cinttypes>
+#include <charconv>
 #include <stdexcept>
 
 namespace irdma_sim::trace {
@@ -13,6 +13,14 @@ namespace {
 // Events held before the window is looked at again: a bound on its size between looks,
 // and few enough looks that they cost nothing beside the events.
 constexpr size_t kLookEvery = 4096;
+
+// Appends `value` in decimal, or in hex after "0x": what std::to_string and "%#" PRIx64
+// print, without their allocations.
+void append_number(std::string& out, uint64_t value, int base) {
+  char buf[24];
+  const auto end = std::to_chars(buf, buf + sizeof buf, value, base).ptr;
+  out.append(buf, size_t(end - buf));
+}
 
 }  // namespace
 
@@ -27,7 +35,7 @@ void TraceLog::open(const std::string& path, std::function<uint64_t()> horizon) 
 void TraceLog::Event::begin(const char* ev) {
   json_.reserve(160);
   json_ += "{\"t_ps\":";
-  json_ += std::to_string(t_ps_);
+  append_number(json_, t_ps_, 10);
   json_ += ",\"ev\":\"";
   json_ += ev;
   json_ += '"';
@@ -41,7 +49,13 @@ void TraceLog::Event::commit() {
     log.write(json_);
     return;
   }
-  log.pending_.push({t_ps_, log.seq_++, std::move(json_)});
+  if (log.pending_.empty() || log.pending_.back().t_ps <= t_ps_) {
+    log.pending_.push_back({t_ps_, std::move(json_)});
+  } else {  // after every event of its time or earlier
+    const auto at = std::upper_bound(log.pending_.begin(), log.pending_.end(), t_ps_,
+                                     [](uint64_t t, const Entry& e) { return t < e.t_ps; });
+    log.pending_.insert(at, {t_ps_, std::move(json_)});
+  }
   if (log.pending_.size() % kLookEvery == 0) log.flush();
 }
 
@@ -49,13 +63,15 @@ void TraceLog::Event::put_num(const char* key, uint64_t value) {
   json_ += ",\"";
   json_ += key;
   json_ += "\":";
-  json_ += std::to_string(value);
+  append_number(json_, value, 10);
 }
 
 void TraceLog::Event::put_addr(const char* key, uint64_t value) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, value);
-  put_str(key, buf);
+  json_ += ",\"";
+  json_ += key;
+  json_ += "\":\"0x";
+  append_number(json_, value, 16);
+  json_ += '"';
 }
 
 void TraceLog::Event::put_str(const char* key, const char* value) {
@@ -68,25 +84,27 @@ void TraceLog::Event::put_str(const char* key, const char* value) {
 
 void TraceLog::Event::put_hex(const char* key, const void* bytes, size_t len) {
   static const char digits[] = "0123456789abcdef";
-  std::string h(2 * len, '0');
+  json_ += ",\"";
+  json_ += key;
+  json_ += "\":\"";
   const auto* p = static_cast<const uint8_t*>(bytes);
   for (size_t i = 0; i < len; i++) {
-    h[2 * i] = digits[p[i] >> 4];
-    h[2 * i + 1] = digits[p[i] & 15];
+    json_ += digits[p[i] >> 4];
+    json_ += digits[p[i] & 15];
   }
-  put_str(key, h.c_str());
+  json_ += '"';
 }
 
-void TraceLog::write(const std::string& json) {
-  std::fputs(json.c_str(), out_);
-  std::fputc('\n', out_);
+void TraceLog::write(std::string& json) {
+  json += '\n';
+  std::fwrite(json.data(), 1, json.size(), out_);
   written_++;
 }
 
 void TraceLog::write_before(uint64_t t_ps) {
-  while (!pending_.empty() && pending_.top().t_ps < t_ps) {
-    write(pending_.top().json);
-    pending_.pop();
+  while (!pending_.empty() && pending_.front().t_ps < t_ps) {
+    write(pending_.front().json);
+    pending_.pop_front();
   }
   written_before_ = std::max(written_before_, t_ps);
 }

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
-#include <queue>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -83,17 +83,16 @@ class TraceLog {
  private:
   struct Entry {
     uint64_t t_ps;
-    uint64_t seq;
     std::string json;
-    bool operator>(const Entry& o) const { return t_ps != o.t_ps ? t_ps > o.t_ps : seq > o.seq; }
   };
   void write_before(uint64_t t_ps);
-  void write(const std::string& json);
+  void write(std::string& json);  // appends the newline
 
   std::FILE* out_ = nullptr;
   std::function<uint64_t()> horizon_;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> pending_;
-  uint64_t seq_ = 0;
+  // Held events in time order, equal times in logging order. Events come almost in order,
+  // so each goes in at or near the back.
+  std::deque<Entry> pending_;
   uint64_t written_ = 0;
   uint64_t written_before_ = 0;  // every event older than this is written
   uint64_t late_ = 0;
