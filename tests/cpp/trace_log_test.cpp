@@ -46,6 +46,22 @@ TEST(TraceLog, StreamsInTimeOrderHoldingOnlyTheReorderWindow) {
   std::remove(path.c_str());
 }
 
+TEST(TraceLog, EventsOfOneTimeKeepTheOrderTheyWereLoggedIn) {
+  const std::string path = ::testing::TempDir() + "trace_log_order_test.jsonl";
+  {
+    TraceLog log;
+    log.open(path, [] { return uint64_t(0); });
+    const std::pair<uint64_t, const char*> events[] = {{5, "a"}, {3, "b"}, {5, "c"}, {3, "d"}, {5, "e"}, {4, "f"}};
+    for (const auto& [t, name] : events) log.event(t, name);
+    log.close();
+  }
+  std::ifstream in(path);
+  std::string line, order;
+  while (std::getline(in, line)) order += line.substr(line.find("\"ev\":\"") + 6, 1);
+  EXPECT_EQ(order, "bdface");
+  std::remove(path.c_str());
+}
+
 // An event logged before one already written is a model bug: it is kept (written at
 // once) and counted, never dropped.
 TEST(TraceLog, AnEventFromThePastIsWrittenAndCounted) {
