@@ -47,6 +47,7 @@
 #include "driver/backends/vfio_user/client.h"
 #include "driver/core/cq.h"
 #include "model/system/workload.h"
+#include "model/system/yaml_reader.h"
 
 using namespace irdma_sim;
 
@@ -115,7 +116,14 @@ int scale(bool loose, uint64_t pairs, uint64_t completions, uint64_t cq_entries,
     std::fputs(doc, f);
     std::fclose(f);
   }
-  system::Scenario sc = system::load_scenario(path);
+  system::Scenario sc;
+  try {
+    sc = system::load_scenario(path);
+  } catch (const system::ScenarioError& e) {
+    std::remove(path.c_str());
+    std::fprintf(stderr, "irdma-sim-bench scale: %llu pairs cannot run: %s\n", (unsigned long long)pairs, e.what());
+    return 2;
+  }
   std::remove(path.c_str());
   sc.config.sync = loose ? system::SyncMode::loose : system::SyncMode::approximate;
   system::Simulation sim(sc.config);
