@@ -8,7 +8,6 @@
 #include <functional>
 #include <memory>
 #include <queue>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +19,7 @@
 #include "model/system/run_progress.h"
 #include "model/system/scenario.h"
 #include "model/system/scoreboard.h"
+#include "model/system/workload/ready_set.h"
 
 namespace irdma_sim::system {
 
@@ -163,8 +163,8 @@ class Workload {
   std::unique_ptr<hal::Lock> lock_;
   std::vector<std::unique_ptr<Qp>> qps_;
   size_t unfinished_ = 0;     // QPs not done
-  std::set<unsigned> ready_;  // QP indexes for the posting thread to visit
-  static constexpr unsigned kNoQp = ~0u;
+  ReadySet ready_;            // QP indexes for the posting thread to visit
+  static constexpr unsigned kNoQp = ReadySet::kNone;
   // Idle gaps after bursts: (end in ns, QP index), earliest first; an entry is stale when
   // the QP's idle_until_ns has moved on.
   std::priority_queue<std::pair<uint64_t, unsigned>, std::vector<std::pair<uint64_t, unsigned>>, std::greater<>> idle_;

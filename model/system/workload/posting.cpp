@@ -100,11 +100,7 @@ unsigned Workload::next_ready(unsigned from) {
     idle_.pop();
     if (qps_[index]->idle_until_ns == until) ready_.insert(index);
   }
-  const auto it = ready_.lower_bound(from);
-  if (it == ready_.end()) return kNoQp;
-  const unsigned index = *it;
-  ready_.erase(it);
-  return index;
+  return ready_.take_from(from);
 }
 
 void Workload::report_progress() {

@@ -120,6 +120,7 @@ bool Workload::setup() {
   }
   const std::lock_guard<hal::Lock> held(*lock_);
   unfinished_ = qps_.size();
+  ready_.resize(unsigned(qps_.size()));
   for (auto& q : qps_) {
     update_finished(*q);
     mark_ready(*q);
