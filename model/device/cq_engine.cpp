@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "model/device/descriptor_fields.h"
+
 namespace irdma_sim::device {
+
+using namespace regs;
 
 CqEngine::CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CeqEngine& ceqs,
                    AeqEngine& aeq, trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter)
@@ -79,17 +83,17 @@ bool CqEngine::arm(uint32_t cq_id) {
   if (it == cqs_.end() || !dma_.read(it->second.shadow, shadow, sizeof shadow)) return false;
   CqContext& cq = it->second;
   const uint64_t arm = shadow[4];
-  const int seq = int((arm >> 16) & 3);
+  const int seq = int(get(arm, CQ_DBSA_ARM_SEQ_NUM));
   if (seq == cq.arm_seq) {
     counters_.stale_arms++;
     return true;
   }
   cq.arm_seq = seq;
-  const bool next = (arm >> 14) & 1, next_se = (arm >> 15) & 1;
+  const bool next = bit(arm, CQ_DBSA_ARM_NEXT), next_se = bit(arm, CQ_DBSA_ARM_NEXT_SE);
   cq.armed = next || next_se;
   cq.solicited_only = !next;
   counters_.arms++;
-  const bool head_is_current = (shadow[4] & 0x3FFF) == (cq.resizes & 0x3FFF);
+  const bool head_is_current = get(arm, CQ_DBSA_SW_CQ_SELECT) == get(cq.resizes, CQ_DBSA_SW_CQ_SELECT);
   if (next && (!head_is_current || shadow[0] != cq.tail)) raise_event(cq);
   return true;
 }

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "model/device/regs.h"
+#include "model/device/descriptor_fields.h"
 
 namespace irdma_sim::device {
 
@@ -41,17 +41,16 @@ QpEngine::QpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEn
 uint16_t QpEngine::load_ctx(QpContext& qp) {
   uint64_t ctx[kQpCtxBytes / 8];
   if (!dma_.read(qp.host_ctx, ctx, kQpCtxBytes)) return CQP_MINOR_DMA_ERROR;
-  qp.rq_shift = uint8_t(get(ctx[0], 9, 8));
-  qp.sq_base = ctx[1];
-  qp.rq_base = ctx[2];
-  // Sizes are log2(quanta) - 2.
-  qp.rq_wqes = (1u << (get(ctx[3], 11, 8) + 2)) >> qp.rq_shift;
-  qp.sq_quanta = 1u << (get(ctx[3], 15, 12) + 2);
-  qp.dest_qp = uint32_t(get(ctx[8], 23, 0));
-  qp.qkey = uint32_t(get(ctx[8], 63, 32));
-  qp.send_cq = uint32_t(get(ctx[17], 18, 0));
-  qp.recv_cq = uint32_t(get(ctx[17], 50, 32));
-  qp.compl_ctx = ctx[21];
+  qp.rq_shift = uint8_t(get(ctx[0], QPC_RQWQESIZE));
+  qp.sq_base = ctx[QPC_SQADDR_QWORD];
+  qp.rq_base = ctx[QPC_RQADDR_QWORD];
+  qp.rq_wqes = (1u << (get(ctx[QPC_SIZES_QWORD], QPC_RQSIZE) + 2)) >> qp.rq_shift;
+  qp.sq_quanta = 1u << (get(ctx[QPC_SIZES_QWORD], QPC_SQSIZE) + 2);
+  qp.dest_qp = uint32_t(get(ctx[QPC_DESTQP_QWORD], QPC_DESTQP));
+  qp.qkey = uint32_t(get(ctx[QPC_DESTQP_QWORD], QPC_QKEY));
+  qp.send_cq = uint32_t(get(ctx[QPC_CQNUM_QWORD], QPC_TXCQNUM));
+  qp.recv_cq = uint32_t(get(ctx[QPC_CQNUM_QWORD], QPC_RXCQNUM));
+  qp.compl_ctx = ctx[QPC_QPCOMPCTX_QWORD];
   if (!cqs_.exists(qp.send_cq) || !cqs_.exists(qp.recv_cq)) return CQP_MINOR_NO_SUCH_OBJECT;
   if (qp.sq_quanta < kMaxQuanta || qp.rq_wqes == 0) return CQP_MINOR_BAD_SIZE;
   return 0;
@@ -104,16 +103,16 @@ void QpEngine::count_cq_users(const QpContext& qp, int delta) {
   }
 }
 
-// Fragment slot i sits at qwords {0,1} (i = 0) or {4 + 2(i-1), 5 + 2(i-1)}; length 62:32.
+// Fragment slot i sits at qwords {0,1} (i = 0) or {4 + 2(i-1), 5 + 2(i-1)}.
 QpEngine::Fragments QpEngine::sq_fragments(const uint64_t* wqe) {
-  return fragments(wqe, bit(wqe[3], 47) ? 1 : 0, unsigned(get(wqe[3], 41, 38)) + 1);
+  return fragments(wqe, bit(wqe[3], SQ_WQE_IMMDATAFLAG) ? 1 : 0, unsigned(get(wqe[3], WQE_ADDFRAGCNT)) + 1);
 }
 
 QpEngine::Fragments QpEngine::fragments(const uint64_t* wqe, unsigned first_slot, unsigned slots) {
   Fragments out;
   for (unsigned i = first_slot; i < slots && i < 16; i++) {
     const uint64_t* s = i == 0 ? wqe : wqe + 4 + 2 * (i - 1);
-    const uint32_t len = uint32_t(get(s[1], 62, 32));
+    const uint32_t len = uint32_t(get(s[1], WQE_FRAG_LEN));
     if (len) out.at[out.count++] = {s[0], len};
   }
   return out;
@@ -153,11 +152,11 @@ QpEngine::Receive QpEngine::next_receive(QpContext& peer, Fragments& dst) {
   uint64_t rwqe[(kQuantum << 3) / 8];
   if (!dma_.read(peer.rq_base + uint64_t(peer.rq_head) * rwqe_bytes, rwqe, rwqe_bytes))
     return Receive::unreadable;
-  if (bit(rwqe[3], 63) != peer.rq_polarity) return Receive::none;
+  if (bit(rwqe[3], WQE_VALID) != peer.rq_polarity) return Receive::none;
   time_.cycles(cfg_.cycles.wqe_decode);
   // An RQ WQE of 2^rq_shift quanta holds at most 1 + 2 (2^rq_shift - 1) fragment slots.
   const unsigned rq_slot_limit = 1 + 2 * ((1u << peer.rq_shift) - 1);
-  unsigned rq_slots = unsigned(get(rwqe[3], 41, 38)) + 1;
+  unsigned rq_slots = unsigned(get(rwqe[3], WQE_ADDFRAGCNT)) + 1;
   if (rq_slots > rq_slot_limit) {
     counters_.wqe_errors++;
     rq_slots = rq_slot_limit;
@@ -182,8 +181,8 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
   const bool send = op == SQ_SEND || op == SQ_SEND_SOL || op == SQ_SEND_INV || op == SQ_SEND_SOL_INV;
   const bool write = op == SQ_RDMA_WRITE || op == SQ_RDMA_WRITE_SOL;
   const bool read = op == SQ_RDMA_READ || op == SQ_RDMA_READ_INV_STAG;
-  const bool imm = bit(wqe[3], 47) && !read;
-  const bool signaled = bit(wqe[3], 62);
+  const bool imm = bit(wqe[3], SQ_WQE_IMMDATAFLAG) && !read;
+  const bool signaled = bit(wqe[3], SQ_WQE_SIGCOMPL);
   if (qp.type == QP_TYPE_ROCE_UD) return execute_ud(qp, wqe, op);
   if (op == SQ_ATOMIC_FETCH_ADD || op == SQ_ATOMIC_COMPARE_SWAP) return execute_atomic(qp, wqe, op);
   auto peer_it = qps_.find(qp.dest_qp);
@@ -219,7 +218,7 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
   if (total > kMaxMessage) return fail(qp, FLUSH_LOC_LEN_ERR);  // longer than RoCE allows
   if (send) {
     remote_.assign(receive.begin(), receive.end());
-  } else if (uint16_t err = remote_extents(uint32_t(get(wqe[3], 31, 0)), wqe[2], total,
+  } else if (uint16_t err = remote_extents(uint32_t(get(wqe[3], SQ_WQE_REMSTAG)), wqe[2], total,
                                            read ? RemoteAccess::read : RemoteAccess::write)) {
     // The responder refuses the access (NAK): the requester's QP moves to error.
     enter_error(qp, err);
@@ -239,7 +238,7 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
     rq.payload_len = uint32_t(total);
     if (op == SQ_SEND_INV || op == SQ_SEND_SOL_INV) {  // the STag rides in REMSTAG
       rq.stag_or_ipv4 = true;
-      rq.stag_or_src_qpn = uint32_t(get(wqe[3], 31, 0));
+      rq.stag_or_src_qpn = uint32_t(get(wqe[3], SQ_WQE_REMSTAG));
       stags_.invalidate(rq.stag_or_src_qpn);  // a key it cannot invalidate is not reported
     }
     if (imm) {
@@ -251,7 +250,7 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
   }
   // A READ with invalidate frees the sink's STag (its first fragment's) once data landed.
   if (op == SQ_RDMA_READ_INV_STAG) {
-    if (uint16_t err = stags_.invalidate(uint32_t(get(wqe[1], 31, 0)))) {
+    if (uint16_t err = stags_.invalidate(uint32_t(get(wqe[1], WQE_FRAG_STAG)))) {
       enter_error(qp, err);
       return Result::failed;
     }
@@ -276,35 +275,36 @@ uint16_t QpEngine::remote_extents(uint32_t stag, uint64_t va, uint64_t len, Remo
 QpEngine::Result QpEngine::execute_local(QpContext& qp, const uint64_t* wqe, uint8_t op) {
   uint16_t err = 0;
   if (op == SQ_INV_STAG) {
-    err = stags_.invalidate(uint32_t(get(wqe[1], 31, 0)));
+    err = stags_.invalidate(uint32_t(get(wqe[1], SQ_WQE_LOCSTAG)));
   } else if (op == SQ_FAST_REG_NSMR) {
     err = fast_register(wqe);
   } else if (op == SQ_BIND_MW) {
-    const StagGrant window{uint32_t(get(wqe[1], 31, 0)), wqe[0], wqe[2],
-                           uint8_t(get(wqe[3], 52, 48)), bit(wqe[3], 55)};
-    err = stags_.bind(window, uint32_t(get(wqe[1], 63, 32)), bit(wqe[3], 54));
+    const StagGrant window{uint32_t(get(wqe[1], SQ_WQE_MWSTAG)), wqe[0], wqe[2],
+                           uint8_t(get(wqe[3], SQ_WQE_STAGRIGHTS)), bit(wqe[3], SQ_WQE_REMOTE_ATOMICS_EN)};
+    err = stags_.bind(window, uint32_t(get(wqe[1], SQ_WQE_PARENTMRSTAG)), bit(wqe[3], SQ_WQE_MEMWINDOWTYPE));
   }
   if (err) {
     enter_error(qp, err);
     return Result::failed;
   }
-  if (bit(wqe[3], 62)) complete_sq(qp, op, 0, 0);
+  if (bit(wqe[3], SQ_WQE_SIGCOMPL)) complete_sq(qp, op, 0, 0);
   return Result::done;
 }
 
 // FAST_REG_NSMR: one page's address in qword1, or (LPBLSIZE 1) a list in the HMC's PBLE
 // object from FIRSTPMPBLIDX on.
 uint16_t QpEngine::fast_register(const uint64_t* wqe) {
-  const StagGrant g{uint32_t(get(wqe[3], 31, 0)), wqe[0], get(wqe[2], 40, 0),
-                    uint8_t(get(wqe[3], 52, 48)), bit(wqe[3], 55)};
+  const StagGrant g{uint32_t(get(wqe[3], SQ_WQE_STAG)), wqe[0], get(wqe[2], SQ_WQE_STAGLEN),
+                    uint8_t(get(wqe[3], SQ_WQE_STAGRIGHTS)), bit(wqe[3], SQ_WQE_REMOTE_ATOMICS_EN)};
   const uint64_t npages = StagTable::pages_spanned(g.va, g.len);
-  if (!bit(wqe[3], 53) || get(wqe[3], 47, 46) != 0) return FLUSH_PROT_ERR;  // VA-based, 4 KiB pages
+  if (!bit(wqe[3], SQ_WQE_VABASEDTO) || get(wqe[3], SQ_WQE_HPAGESIZE) != 0) return FLUSH_PROT_ERR;  // 4 KiB pages
   std::vector<uint64_t> pages;
-  if (get(wqe[3], 45, 44) == 0) {
+  if (get(wqe[3], SQ_WQE_LPBLSIZE) == 0) {
     if (npages > 1) return FLUSH_PROT_ERR;
     pages.push_back(wqe[1] & ~(StagTable::kPage - 1));
   } else {
-    const uint64_t first = get(wqe[1], 11, 0) << 16 | get(wqe[2], 63, 48);
+    const uint64_t first = get(wqe[1], SQ_WQE_FIRSTPMPBLIDXHI) << SQ_WQE_FIRSTPMPBLIDXLO.width() |
+                           get(wqe[2], SQ_WQE_FIRSTPMPBLIDXLO);
     if (first + npages > hmc_.committed(Hmc::PBLE)) return FLUSH_PROT_ERR;  // before sizing by the WQE
     pages.resize(npages);
     if (!hmc_.read_pbles(first, npages, pages.data())) return FLUSH_PROT_ERR;
@@ -319,7 +319,7 @@ QpEngine::Result QpEngine::execute_atomic(QpContext& qp, const uint64_t* wqe, ui
   time_.cycles(cfg_.cycles.execute);
   if (cfg_.generation < 3) return fail(qp, FLUSH_LOC_QP_OP_ERR);
   if (wqe[2] % 8 != 0) return fail(qp, FLUSH_REM_INV_REQ_ERR);  // atomics need natural alignment
-  if (uint16_t err = remote_extents(uint32_t(get(wqe[3], 31, 0)), wqe[2], 8, RemoteAccess::atomic)) {
+  if (uint16_t err = remote_extents(uint32_t(get(wqe[3], SQ_WQE_REMSTAG)), wqe[2], 8, RemoteAccess::atomic)) {
     enter_error(qp, err);
     return Result::failed;
   }
@@ -333,24 +333,24 @@ QpEngine::Result QpEngine::execute_atomic(QpContext& qp, const uint64_t* wqe, ui
   dma_.write(wqe[0], &original, 8);
   counters_.messages++;
   counters_.bytes_moved += 8;
-  if (bit(wqe[3], 62)) complete_sq(qp, op, 0, 0);
+  if (bit(wqe[3], SQ_WQE_SIGCOMPL)) complete_sq(qp, op, 0, 0);
   return Result::done;
 }
 
 // A datagram: delivered to the QP and QKEY qword2 names when it has a receive posted there,
 // dropped otherwise (UD has no RNR and no acknowledgement); the sender completes either way.
 QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_t op) {
-  const bool imm = bit(wqe[3], 47);
+  const bool imm = bit(wqe[3], SQ_WQE_IMMDATAFLAG);
   if (op != SQ_SEND && op != SQ_SEND_SOL) return fail(qp, FLUSH_LOC_QP_OP_ERR);
   const Fragments local = sq_fragments(wqe);
   const uint64_t total = local.bytes();
   time_.cycles(cfg_.cycles.execute);
 
-  auto peer_it = qps_.find(uint32_t(get(wqe[2], 55, 32)));
+  auto peer_it = qps_.find(uint32_t(get(wqe[2], SQ_WQE_DESTQPN)));
   Fragments receive;
   bool delivered = false;
   if (peer_it != qps_.end() && peer_it->second.type == QP_TYPE_ROCE_UD && !peer_it->second.in_error &&
-      peer_it->second.qkey == uint32_t(get(wqe[2], 31, 0)) &&
+      peer_it->second.qkey == uint32_t(get(wqe[2], SQ_WQE_DESTQKEY)) &&
       next_receive(peer_it->second, receive) == Receive::posted) {
     QpContext& peer = peer_it->second;
     const uint64_t capacity = receive.bytes();
@@ -382,7 +382,7 @@ QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_
     delivered = true;
   }
   if (!delivered) counters_.ud_dropped++;
-  if (bit(wqe[3], 62)) complete_sq(qp, op, 0, 0);
+  if (bit(wqe[3], SQ_WQE_SIGCOMPL)) complete_sq(qp, op, 0, 0);
   return Result::done;
 }
 
@@ -430,13 +430,13 @@ void QpEngine::flush_sq(QpContext& qp, uint16_t minor) {
   for (bool first = true;; first = false) {
     uint64_t hdr[4];
     if (!dma_.read(qp.sq_base + uint64_t(qp.sq_head) * kQuantum, hdr, kQuantum) ||
-        bit(hdr[3], 63) != qp.sq_polarity)
+        bit(hdr[3], WQE_VALID) != qp.sq_polarity)
       return;
-    const uint8_t op = uint8_t(get(hdr[3], 37, 32));
+    const uint8_t op = uint8_t(get(hdr[3], SQ_WQE_OPCODE));
     if (op != SQ_NOP || cfg_.generation < 3)
       post_flush_cqe(qp, true, uint16_t(qp.sq_head), op, first ? minor : FLUSH_GENERAL_ERR);
     if (cfg_.generation < 3) return;
-    const unsigned quanta = std::min(1 + (unsigned(get(hdr[3], 41, 38)) + 1) / 2, qp.sq_quanta - qp.sq_head);
+    const unsigned quanta = std::min(1 + (unsigned(get(hdr[3], WQE_ADDFRAGCNT)) + 1) / 2, qp.sq_quanta - qp.sq_head);
     if ((qp.sq_head += quanta) == qp.sq_quanta) {
       qp.sq_head = 0;
       qp.sq_polarity = !qp.sq_polarity;
@@ -449,7 +449,7 @@ void QpEngine::flush_rq(QpContext& qp, uint16_t minor) {
   for (bool first = true;; first = false) {
     uint64_t hdr[4];
     if (!dma_.read(qp.rq_base + uint64_t(qp.rq_head) * rwqe_bytes, hdr, kQuantum) ||
-        bit(hdr[3], 63) != qp.rq_polarity)
+        bit(hdr[3], WQE_VALID) != qp.rq_polarity)
       return;
     post_flush_cqe(qp, false, uint16_t(qp.rq_head << qp.rq_shift), 0,
                    first ? minor : FLUSH_GENERAL_ERR);
@@ -509,10 +509,10 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
       return Result::done;
     }
     const uint64_t* wqe = fetched + size_t(head - first) * 4;
-    if (bit(wqe[3], 63) != qp.sq_polarity) return Result::done;
+    if (bit(wqe[3], WQE_VALID) != qp.sq_polarity) return Result::done;
     time_.cycles(cfg_.cycles.wqe_decode);
-    const uint8_t op = uint8_t(get(wqe[3], 37, 32));
-    const unsigned quanta = 1 + (unsigned(get(wqe[3], 41, 38)) + 1) / 2;
+    const uint8_t op = uint8_t(get(wqe[3], SQ_WQE_OPCODE));
+    const unsigned quanta = 1 + (unsigned(get(wqe[3], WQE_ADDFRAGCNT)) + 1) / 2;
     const bool fits = quanta <= kMaxQuanta && head + quanta <= qp.sq_quanta;
     // A WQE whose tail was not fetched yet is fetched again from its start.
     if (fits && head + quanta > first + count) {
