@@ -24,8 +24,7 @@ uint16_t AeqEngine::create(uint64_t base, uint32_t entries) {
   exists_ = true;
   base_ = base;
   entries_ = entries;
-  tail_ = 0;
-  polarity_ = true;
+  tail_ = {};
   outstanding_ = 0;
   return 0;
 }
@@ -45,12 +44,9 @@ void AeqEngine::post(const AsyncEvent& ae) {
   const uint64_t aeqe[2] = {ae.ctx, put(AEQE_QPCQID_LOW, ae.object_id) |
                                         put(AEQE_AECODE, ae.code) |
                                         put(AEQE_QPCQID_HI, ae.object_id >> AEQE_QPCQID_LOW.width()) |
-                                        put(AEQE_AESRC, ae.source) | put(AEQE_VALID, polarity_)};
-  dma_.write(base_ + uint64_t(tail_) * 16, aeqe, 16);
-  if (++tail_ == entries_) {
-    tail_ = 0;
-    polarity_ = !polarity_;
-  }
+                                        put(AEQE_AESRC, ae.source) | put(AEQE_VALID, tail_.polarity)};
+  dma_.write(base_ + uint64_t(tail_.idx) * 16, aeqe, 16);
+  tail_.advance(entries_);
   outstanding_++;
   counters_.aeqes++;
   trace_.event(time_.now_ps(), "aeqe").num("code", ae.code).num("source", ae.source).num("id", ae.object_id);

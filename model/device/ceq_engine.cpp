@@ -46,12 +46,9 @@ bool CeqEngine::notify(uint32_t ceq_id, uint64_t cq_ctx) {
     trace_.event(time_.now_ps(), "ceqe_dropped").num("ceq", ceq_id).addr("ctx", cq_ctx);
     return false;
   }
-  const uint64_t ceqe = put(CEQE_CQCTX, cq_ctx) | put(CEQE_VALID, q.polarity);
-  dma_.write(q.base + uint64_t(q.tail) * 8, &ceqe, 8);
-  if (++q.tail == q.entries) {
-    q.tail = 0;
-    q.polarity = !q.polarity;
-  }
+  const uint64_t ceqe = put(CEQE_CQCTX, cq_ctx) | put(CEQE_VALID, q.tail.polarity);
+  dma_.write(q.base + uint64_t(q.tail.idx) * 8, &ceqe, 8);
+  q.tail.advance(q.entries);
   q.unacked++;
   counters_.ceqes++;
   trace_.event(time_.now_ps(), "ceqe").num("ceq", ceq_id).addr("ctx", cq_ctx);

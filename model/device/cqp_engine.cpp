@@ -35,8 +35,7 @@ void CqpEngine::start(uint64_t host_ctx) {
   sq_size_ = 1u << (enc + 1);
   sq_base_ = ctx[1];
   cqp_ctx_ = ctx[3];
-  tail_ = 0;
-  polarity_ = true;
+  tail_ = {};
   op_err_ = false;
   running_ = true;
   time_.catch_up();
@@ -55,14 +54,14 @@ void CqpEngine::doorbell(uint32_t head) {
     return;
   }
   uint64_t wqe[kWqeBytes / 8];
-  while (tail_ != head) {
-    if (!dma_.read(sq_base_ + uint64_t(tail_) * kWqeBytes, wqe, kWqeBytes) ||
-        bit(wqe[3], CQP_WQE_VALID) != polarity_) {
+  while (tail_.idx != head) {
+    if (!dma_.read(sq_base_ + uint64_t(tail_.idx) * kWqeBytes, wqe, kWqeBytes) ||
+        bit(wqe[3], CQP_WQE_VALID) != tail_.polarity) {
       // Rung for a WQE that is not there: the driver's bug, reported, not executed.
       op_err_ = true;
       errcodes_ = uint32_t(CQP_MAJOR_ERROR) << 16 | CQP_MINOR_BAD_OPCODE;
       counters_.errors++;
-      trace_.event(time_.now_ps(), "cqp_error").num("index", tail_);
+      trace_.event(time_.now_ps(), "cqp_error").num("index", tail_.idx);
       return;
     }
     time_.cycles(cfg_.cycles.cqp_wqe);
@@ -72,7 +71,7 @@ void CqpEngine::doorbell(uint32_t head) {
     counters_.commands++;
     if (out.major) counters_.errors++;
     trace_.event(time_.now_ps(), "cqp_op")
-        .num("index", tail_)
+        .num("index", tail_.idx)
         .num("opcode", get(wqe[3], CQP_WQE_OPCODE))
         .num("major", out.major)
         .num("minor", out.minor);
@@ -84,7 +83,7 @@ void CqpEngine::doorbell(uint32_t head) {
     if (ccq_before) {
       CqeFields f;
       f.qp_ctx = cqp_ctx_;
-      f.wqe_idx = uint16_t(tail_);
+      f.wqe_idx = uint16_t(tail_.idx);
       f.stag_or_src_qpn = out.op_ret;
       f.op = uint8_t(get(wqe[3], CQP_WQE_OPCODE));
       f.error = out.major != 0;
@@ -94,10 +93,7 @@ void CqpEngine::doorbell(uint32_t head) {
     }
     // CQPTAIL is host-visible: it moves at the engine's time, not ahead of it.
     time_.catch_up();
-    if (++tail_ == sq_size_) {
-      tail_ = 0;
-      polarity_ = !polarity_;
-    }
+    tail_.advance(sq_size_);
   }
 }
 

@@ -122,7 +122,7 @@ void QpEngine::complete_sq(const QpContext& qp, uint8_t op, uint16_t major, uint
   CqeFields f;
   f.qp_ctx = qp.compl_ctx;
   f.qp_id = qp.id;
-  f.wqe_idx = uint16_t(qp.sq_head);
+  f.wqe_idx = uint16_t(qp.sq_head.idx);
   f.op = op;
   f.sq = true;
   if (qp.type == QP_TYPE_ROCE_UD) {
@@ -150,9 +150,9 @@ uint8_t QpEngine::receive_opcode(uint8_t sq_op, bool imm) const {
 QpEngine::Receive QpEngine::next_receive(QpContext& peer, Fragments& dst) {
   const uint32_t rwqe_bytes = kQuantum << peer.rq_shift;
   uint64_t rwqe[(kQuantum << 3) / 8];
-  if (!dma_.read(peer.rq_base + uint64_t(peer.rq_head) * rwqe_bytes, rwqe, rwqe_bytes))
+  if (!dma_.read(peer.rq_base + uint64_t(peer.rq_head.idx) * rwqe_bytes, rwqe, rwqe_bytes))
     return Receive::unreadable;
-  if (bit(rwqe[3], WQE_VALID) != peer.rq_polarity) return Receive::none;
+  if (bit(rwqe[3], WQE_VALID) != peer.rq_head.polarity) return Receive::none;
   time_.cycles(cfg_.cycles.wqe_decode);
   // An RQ WQE of 2^rq_shift quanta holds at most 1 + 2 (2^rq_shift - 1) fragment slots.
   const unsigned rq_slot_limit = 1 + 2 * ((1u << peer.rq_shift) - 1);
@@ -169,12 +169,9 @@ QpEngine::Receive QpEngine::next_receive(QpContext& peer, Fragments& dst) {
 void QpEngine::complete_rq(QpContext& peer, CqeFields& rq) {
   rq.qp_ctx = peer.compl_ctx;
   rq.qp_id = peer.id;
-  rq.wqe_idx = uint16_t(peer.rq_head << peer.rq_shift);
+  rq.wqe_idx = uint16_t(peer.rq_head.idx << peer.rq_shift);
   cqs_.post(peer.recv_cq, rq);
-  if (++peer.rq_head == peer.rq_wqes) {
-    peer.rq_head = 0;
-    peer.rq_polarity = !peer.rq_polarity;
-  }
+  peer.rq_head.advance(peer.rq_wqes);
 }
 
 QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t op) {
@@ -429,18 +426,15 @@ void QpEngine::post_flush_cqe(const QpContext& qp, bool sq, uint16_t wqe_idx, ui
 void QpEngine::flush_sq(QpContext& qp, uint16_t minor) {
   for (bool first = true;; first = false) {
     uint64_t hdr[4];
-    if (!dma_.read(qp.sq_base + uint64_t(qp.sq_head) * kQuantum, hdr, kQuantum) ||
-        bit(hdr[3], WQE_VALID) != qp.sq_polarity)
+    if (!dma_.read(qp.sq_base + uint64_t(qp.sq_head.idx) * kQuantum, hdr, kQuantum) ||
+        bit(hdr[3], WQE_VALID) != qp.sq_head.polarity)
       return;
     const uint8_t op = uint8_t(get(hdr[3], SQ_WQE_OPCODE));
     if (op != SQ_NOP || cfg_.generation < 3)
-      post_flush_cqe(qp, true, uint16_t(qp.sq_head), op, first ? minor : FLUSH_GENERAL_ERR);
+      post_flush_cqe(qp, true, uint16_t(qp.sq_head.idx), op, first ? minor : FLUSH_GENERAL_ERR);
     if (cfg_.generation < 3) return;
-    const unsigned quanta = std::min(1 + (unsigned(get(hdr[3], WQE_ADDFRAGCNT)) + 1) / 2, qp.sq_quanta - qp.sq_head);
-    if ((qp.sq_head += quanta) == qp.sq_quanta) {
-      qp.sq_head = 0;
-      qp.sq_polarity = !qp.sq_polarity;
-    }
+    const unsigned quanta = 1 + (unsigned(get(hdr[3], WQE_ADDFRAGCNT)) + 1) / 2;
+    qp.sq_head.advance(qp.sq_quanta, std::min(quanta, qp.sq_quanta - qp.sq_head.idx));
   }
 }
 
@@ -448,16 +442,13 @@ void QpEngine::flush_rq(QpContext& qp, uint16_t minor) {
   const uint32_t rwqe_bytes = kQuantum << qp.rq_shift;
   for (bool first = true;; first = false) {
     uint64_t hdr[4];
-    if (!dma_.read(qp.rq_base + uint64_t(qp.rq_head) * rwqe_bytes, hdr, kQuantum) ||
-        bit(hdr[3], WQE_VALID) != qp.rq_polarity)
+    if (!dma_.read(qp.rq_base + uint64_t(qp.rq_head.idx) * rwqe_bytes, hdr, kQuantum) ||
+        bit(hdr[3], WQE_VALID) != qp.rq_head.polarity)
       return;
-    post_flush_cqe(qp, false, uint16_t(qp.rq_head << qp.rq_shift), 0,
+    post_flush_cqe(qp, false, uint16_t(qp.rq_head.idx << qp.rq_shift), 0,
                    first ? minor : FLUSH_GENERAL_ERR);
     if (cfg_.generation < 3) return;
-    if (++qp.rq_head == qp.rq_wqes) {
-      qp.rq_head = 0;
-      qp.rq_polarity = !qp.rq_polarity;
-    }
+    qp.rq_head.advance(qp.rq_wqes);
   }
 }
 
@@ -503,13 +494,13 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
   };
   for (;;) {
     if (between_wqes_) between_wqes_();
-    const uint32_t head = qp.sq_head;
+    const uint32_t head = qp.sq_head.idx;
     if ((head < first || head >= first + count) && !fetch(head)) {
       counters_.wqe_errors++;
       return Result::done;
     }
     const uint64_t* wqe = fetched + size_t(head - first) * 4;
-    if (bit(wqe[3], WQE_VALID) != qp.sq_polarity) return Result::done;
+    if (bit(wqe[3], WQE_VALID) != qp.sq_head.polarity) return Result::done;
     time_.cycles(cfg_.cycles.wqe_decode);
     const uint8_t op = uint8_t(get(wqe[3], SQ_WQE_OPCODE));
     const unsigned quanta = 1 + (unsigned(get(wqe[3], WQE_ADDFRAGCNT)) + 1) / 2;
@@ -542,12 +533,8 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
     }
     if (op != SQ_NOP) qp.requests++;
     counters_.wqes_executed++;
-    qp.sq_head += std::min(quanta, qp.sq_quanta - qp.sq_head);
-    if (qp.sq_head == qp.sq_quanta) {
-      qp.sq_head = 0;
-      qp.sq_polarity = !qp.sq_polarity;
-      count = 0;
-    }
+    // The fetched quanta belong to the last pass once the head wraps.
+    if (qp.sq_head.advance(qp.sq_quanta, std::min(quanta, qp.sq_quanta - qp.sq_head.idx))) count = 0;
   }
 }
 

@@ -13,6 +13,7 @@
 #include "model/device/dma_port.h"
 #include "model/device/engine_time.h"
 #include "model/device/hmc.h"
+#include "model/device/ring_pos.h"
 #include "model/device/stag_table.h"
 #include "model/trace/trace_log.h"
 
@@ -32,11 +33,9 @@ struct QpContext {
   uint32_t send_cq = 0;
   uint32_t recv_cq = 0;
   uint64_t compl_ctx = 0;      // echoed in CQE qword1
-  // Consumer state of the device.
-  uint32_t sq_head = 0;
-  bool sq_polarity = true;
-  uint32_t rq_head = 0;
-  bool rq_polarity = true;
+  // The device's consumer positions: the SQ's in quanta, the RQ's in WQEs.
+  RingPos sq_head;
+  RingPos rq_head;
   uint64_t requests = 0;        // non-NOP SQ WQEs carried out
   bool in_error = false;        // executes nothing more; its queues were flushed
   int64_t fault_at = -1;        // request number that fails (injected), or -1
