@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "model/device/regs.h"
+#include "model/device/descriptor_fields.h"
 
 namespace irdma_sim::device {
 
@@ -24,8 +24,7 @@ uint16_t AeqEngine::create(uint64_t base, uint32_t entries) {
   exists_ = true;
   base_ = base;
   entries_ = entries;
-  tail_ = 0;
-  polarity_ = true;
+  tail_ = {};
   outstanding_ = 0;
   return 0;
 }
@@ -36,33 +35,29 @@ uint16_t AeqEngine::destroy() {
   return 0;
 }
 
-// qword0: the context; qword1: QPCQID_LOW 17:0, AECODE 45:34, QPCQID_HI 46, AESRC 53:50,
-// VALID 63.
 void AeqEngine::post(const AsyncEvent& ae) {
   if (!exists_ || outstanding_ == entries_) {
     counters_.dropped++;
     trace_.event(time_.now_ps(), "aeqe_dropped").num("code", ae.code).num("id", ae.object_id);
     return;
   }
-  const uint64_t aeqe[2] = {ae.ctx, (uint64_t(ae.object_id) & mask(17, 0)) |
-                                        uint64_t(ae.code & 0xFFF) << 34 |
-                                        uint64_t((ae.object_id >> 18) & 1) << 46 |
-                                        uint64_t(ae.source & 0xF) << 50 | uint64_t(polarity_) << 63};
-  dma_.write(base_ + uint64_t(tail_) * 16, aeqe, 16);
-  if (++tail_ == entries_) {
-    tail_ = 0;
-    polarity_ = !polarity_;
-  }
+  const uint64_t aeqe[2] = {ae.ctx, put(AEQE_QPCQID_LOW, ae.object_id) |
+                                        put(AEQE_AECODE, ae.code) |
+                                        put(AEQE_QPCQID_HI, ae.object_id >> AEQE_QPCQID_LOW.width()) |
+                                        put(AEQE_AESRC, ae.source) | put(AEQE_VALID, tail_.polarity)};
+  dma_.write(base_ + uint64_t(tail_.idx) * 16, aeqe, 16);
+  tail_.advance(entries_);
   outstanding_++;
   counters_.aeqes++;
   trace_.event(time_.now_ps(), "aeqe").num("code", ae.code).num("source", ae.source).num("id", ae.object_id);
-  if (bit(aeqctl_, 30)) vectors_.event(unsigned(get(aeqctl_, 10, 0)));
+  if (bit(aeqctl_, PFINT_AEQCTL_CAUSE_ENA)) vectors_.event(unsigned(get(aeqctl_, PFINT_AEQCTL_MSIX_INDX)));
 }
 
 void AeqEngine::consumed(uint32_t n) { outstanding_ -= std::min<uint64_t>(n, outstanding_); }
 
 bool AeqEngine::unconsumed(unsigned vector) const {
-  return exists_ && outstanding_ && bit(aeqctl_, 30) && get(aeqctl_, 10, 0) == vector;
+  return exists_ && outstanding_ && bit(aeqctl_, PFINT_AEQCTL_CAUSE_ENA) &&
+         get(aeqctl_, PFINT_AEQCTL_MSIX_INDX) == vector;
 }
 
 }  // namespace irdma_sim::device

@@ -9,6 +9,7 @@
 #include "model/device/dma_port.h"
 #include "model/device/engine_time.h"
 #include "model/device/msix_vectors.h"
+#include "model/device/ring_pos.h"
 #include "model/trace/trace_log.h"
 
 namespace irdma_sim::device {
@@ -53,8 +54,7 @@ class AeqEngine {
   bool exists_ = false;
   uint64_t base_ = 0;
   uint32_t entries_ = 0;
-  uint32_t tail_ = 0;
-  bool polarity_ = true;
+  RingPos tail_;
   uint64_t outstanding_ = 0;  // written, not yet returned through AEQALLOC
   uint32_t aeqctl_ = 0;
   AeqEngineCounters counters_;

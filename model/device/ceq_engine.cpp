@@ -1,6 +1,6 @@
 #include "model/device/ceq_engine.h"
 
-#include "model/device/regs.h"
+#include "model/device/descriptor_fields.h"
 
 namespace irdma_sim::device {
 
@@ -11,8 +11,8 @@ namespace {
 constexpr uint32_t kMinCeqEntries = 8;
 constexpr uint32_t kMaxCeqEntries = 262143;  // max_hw_ceq_size
 
-unsigned msix_index(uint32_t ceqctl) { return unsigned(get(ceqctl, 10, 0)); }
-bool cause_enabled(uint32_t ceqctl) { return bit(ceqctl, 30); }
+unsigned msix_index(uint32_t ceqctl) { return unsigned(get(ceqctl, GLINT_CEQCTL_MSIX_INDX)); }
+bool cause_enabled(uint32_t ceqctl) { return bit(ceqctl, GLINT_CEQCTL_CAUSE_ENA); }
 
 }  // namespace
 
@@ -46,12 +46,9 @@ bool CeqEngine::notify(uint32_t ceq_id, uint64_t cq_ctx) {
     trace_.event(time_.now_ps(), "ceqe_dropped").num("ceq", ceq_id).addr("ctx", cq_ctx);
     return false;
   }
-  const uint64_t ceqe = (cq_ctx & mask(62, 0)) | uint64_t(q.polarity) << 63;
-  dma_.write(q.base + uint64_t(q.tail) * 8, &ceqe, 8);
-  if (++q.tail == q.entries) {
-    q.tail = 0;
-    q.polarity = !q.polarity;
-  }
+  const uint64_t ceqe = put(CEQE_CQCTX, cq_ctx) | put(CEQE_VALID, q.tail.polarity);
+  dma_.write(q.base + uint64_t(q.tail.idx) * 8, &ceqe, 8);
+  q.tail.advance(q.entries);
   q.unacked++;
   counters_.ceqes++;
   trace_.event(time_.now_ps(), "ceqe").num("ceq", ceq_id).addr("ctx", cq_ctx);

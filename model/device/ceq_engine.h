@@ -14,6 +14,7 @@
 #include "model/device/dma_port.h"
 #include "model/device/engine_time.h"
 #include "model/device/msix_vectors.h"
+#include "model/device/ring_pos.h"
 #include "model/trace/trace_log.h"
 
 namespace irdma_sim::device {
@@ -50,8 +51,7 @@ class CeqEngine {
   struct Ceq {
     uint64_t base = 0;
     uint32_t entries = 0;
-    uint32_t tail = 0;
-    bool polarity = true;
+    RingPos tail;
     uint64_t unacked = 0;
   };
 

@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "model/device/descriptor_fields.h"
+
 namespace irdma_sim::device {
+
+using namespace regs;
 
 CqEngine::CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CeqEngine& ceqs,
                    AeqEngine& aeq, trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter)
@@ -14,7 +18,7 @@ CqEngine::CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CeqE
 // re-read only when the space the device last knew of falls below the shadow read
 // threshold (or below what this completion needs).
 bool CqEngine::room(CqContext& cq, uint32_t slots, const CqeFields& fields) {
-  const auto free_slots = [&] { return cq.size - 1 - (cq.tail + cq.size - cq.head_seen) % cq.size; };
+  const auto free_slots = [&] { return cq.size - 1 - (cq.tail.idx + cq.size - cq.head_seen) % cq.size; };
   if (!cq.overflowed && free_slots() < std::max(slots, cq.shadow_read_threshold)) {
     uint64_t head = 0;
     counters_.head_reads++;
@@ -52,8 +56,7 @@ void CqEngine::resize(uint32_t cq_id, uint64_t base, uint32_t size, uint32_t sha
   cq.shadow_read_threshold = shadow_read_threshold;
   cq.check_overflow = check_overflow;
   cq.ceqe_mask = ceqe_mask;
-  cq.tail = 0;
-  cq.polarity = true;
+  cq.tail = {};
   cq.head_seen = 0;
   cq.resizes++;
   counters_.resizes++;
@@ -79,18 +82,18 @@ bool CqEngine::arm(uint32_t cq_id) {
   if (it == cqs_.end() || !dma_.read(it->second.shadow, shadow, sizeof shadow)) return false;
   CqContext& cq = it->second;
   const uint64_t arm = shadow[4];
-  const int seq = int((arm >> 16) & 3);
+  const int seq = int(get(arm, CQ_DBSA_ARM_SEQ_NUM));
   if (seq == cq.arm_seq) {
     counters_.stale_arms++;
     return true;
   }
   cq.arm_seq = seq;
-  const bool next = (arm >> 14) & 1, next_se = (arm >> 15) & 1;
+  const bool next = bit(arm, CQ_DBSA_ARM_NEXT), next_se = bit(arm, CQ_DBSA_ARM_NEXT_SE);
   cq.armed = next || next_se;
   cq.solicited_only = !next;
   counters_.arms++;
-  const bool head_is_current = (shadow[4] & 0x3FFF) == (cq.resizes & 0x3FFF);
-  if (next && (!head_is_current || shadow[0] != cq.tail)) raise_event(cq);
+  const bool head_is_current = get(arm, CQ_DBSA_SW_CQ_SELECT) == get(cq.resizes, CQ_DBSA_SW_CQ_SELECT);
+  if (next && (!head_is_current || shadow[0] != cq.tail.idx)) raise_event(cq);
   return true;
 }
 
@@ -105,13 +108,6 @@ void CqEngine::raise_event(CqContext& cq) {
 const CqContext* CqEngine::find(uint32_t cq_id) const {
   auto it = cqs_.find(cq_id);
   return it == cqs_.end() ? nullptr : &it->second;
-}
-
-void CqEngine::step(CqContext& cq) {
-  if (++cq.tail == cq.size) {
-    cq.tail = 0;
-    cq.polarity = !cq.polarity;
-  }
 }
 
 void CqEngine::write_half(CqContext& cq, uint32_t slot, uint32_t offset, const CqeHalf& half) {
@@ -131,26 +127,26 @@ bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
   CqContext& cq = it->second;
   time_.cycles(cfg_.cycles.cqe_format);
   if (cq.check_overflow && !room(cq, fields.extended && !cq.cqe_64byte ? 2 : 1, fields)) return true;
-  const uint32_t slot = cq.tail;
+  const uint32_t slot = cq.tail.idx;
   formatter_->at_time_ps(time_.now_ps());
-  const CqeHalf main = formatter_->format_main(fields, cq.polarity);
+  const CqeHalf main = formatter_->format_main(fields, cq.tail.polarity);
   CqeHalf ext{};
   if (fields.extended) {
     if (cq.cqe_64byte) {
-      ext = formatter_->format_ext(fields, cq.polarity);
+      ext = formatter_->format_ext(fields, cq.tail.polarity);
       write_half(cq, slot, 32, ext);
     } else {
       // The extended half takes the next slot, with that slot's pass polarity. It is
       // written first so a reader that sees the main half valid finds the rest valid too.
-      step(cq);
-      ext = formatter_->format_ext(fields, cq.polarity);
-      write_half(cq, cq.tail, 0, ext);
+      cq.tail.advance(cq.size);
+      ext = formatter_->format_ext(fields, cq.tail.polarity);
+      write_half(cq, cq.tail.idx, 0, ext);
     }
     counters_.extended_cqes++;
   }
   time_.cycles(cfg_.cycles.cqe_write);
   write_half(cq, slot, 0, main);
-  step(cq);
+  cq.tail.advance(cq.size);
   counters_.cqes_written++;
   if (cq_id == 0) counters_.ccq_cqes++;
   if (cq.armed && (!cq.solicited_only || fields.solicited)) raise_event(cq);

@@ -11,6 +11,7 @@
 #include "model/device/cqe_format.h"
 #include "model/device/dma_port.h"
 #include "model/device/device_config.h"
+#include "model/device/ring_pos.h"
 #include "model/trace/trace_log.h"
 
 namespace irdma_sim::device {
@@ -27,9 +28,7 @@ struct CqContext {
   bool ceqe_mask = false;
   bool cqe_64byte = false;
   uint32_t shadow_read_threshold = 0;
-  // Producer state.
-  uint32_t tail = 0;
-  bool polarity = true;
+  RingPos tail;  // the producer's
   // Arming: the next completion (solicited ones only, if so armed) raises one event.
   bool armed = false;
   bool solicited_only = false;
@@ -82,7 +81,6 @@ class CqEngine {
 
  private:
   void write_half(CqContext& cq, uint32_t slot, uint32_t offset, const CqeHalf& half);
-  void step(CqContext& cq);
   // The CQ's completion event: one CEQE, and the CQ disarmed.
   void raise_event(CqContext& cq);
   // CHKOVERFLOW: room for `slots` more slots without overwriting what the driver has not

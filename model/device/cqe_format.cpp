@@ -1,36 +1,30 @@
 #include "model/device/cqe_format.h"
 
+#include "model/device/descriptor_fields.h"
+
 namespace irdma_sim::device {
-namespace {
 
-constexpr uint64_t field(uint64_t value, unsigned lsb, unsigned width) {
-  const uint64_t mask = width == 64 ? ~0ull : ((1ull << width) - 1);
-  return (value & mask) << lsb;
-}
-
-constexpr uint64_t bit(bool value, unsigned pos) { return uint64_t(value) << pos; }
-
-}  // namespace
+using namespace regs;
 
 CqeHalf TlmCqeFormatter::format_main(const CqeFields& f, bool polarity) {
   CqeHalf q{};
-  q[0] = field(f.payload_len, 0, 32) | field(f.tcp_seq_rtt, 32, 32);
+  q[0] = put(CQE_PAYLDLEN, f.payload_len) | put(CQE_TCPSEQNUMRTT, f.tcp_seq_rtt);
   q[1] = f.qp_ctx;
-  q[2] = field(f.stag_or_src_qpn, 0, 32) | field(f.qp_id, 32, 24);
-  q[3] = field(f.minor_err, 0, 16) | field(f.major_err, 16, 16) | field(f.wqe_idx, 32, 15) |
-         bit(f.extended, 50) | bit(f.push_dropped, 51) | bit(f.stag_or_ipv4, 53) |
-         bit(f.solicited, 54) | bit(f.error, 55) | field(f.op, 56, 6) | bit(f.sq, 62) |
-         bit(polarity, 63);
+  q[2] = put(CQE_INVSTAG_OR_UDSRCQPN, f.stag_or_src_qpn) | put(CQE_QPID, f.qp_id);
+  q[3] = put(CQE_MINERR, f.minor_err) | put(CQE_MAJERR, f.major_err) | put(CQE_WQEIDX, f.wqe_idx) |
+         put(CQE_EXTCQE, f.extended) | put(CQE_PSHDROP, f.push_dropped) |
+         put(CQE_STAG_OR_IPV4, f.stag_or_ipv4) | put(CQE_SOEVENT, f.solicited) |
+         put(CQE_ERROR, f.error) | put(CQE_OP, f.op) | put(CQE_SQ, f.sq) | put(CQE_VALID, polarity);
   return q;
 }
 
 CqeHalf TlmCqeFormatter::format_ext(const CqeFields& f, bool polarity) {
   CqeHalf q{};
-  q[0] = field(f.imm_data, 0, 32);
+  q[0] = put(CQE_IMMDATALOW32, f.imm_data);
   q[1] = 0;
-  q[2] = field(f.ud_smac, 0, 48) | field(f.ud_vlan, 48, 16);
-  q[3] = bit(f.vlan_valid, 60) | bit(f.smac_valid, 61) | bit(f.imm_valid, 62) |
-         bit(polarity, 63);
+  q[2] = put(CQE_UDSMAC, f.ud_smac) | put(CQE_UDVLAN, f.ud_vlan);
+  q[3] = put(CQE_UDVLANVALID, f.vlan_valid) | put(CQE_UDSMACVALID, f.smac_valid) |
+         put(CQE_IMMVALID, f.imm_valid) | put(CQE_VALID, polarity);
   return q;
 }
 

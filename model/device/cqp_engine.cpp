@@ -1,6 +1,6 @@
 #include "model/device/cqp_engine.h"
 
-#include "model/device/regs.h"
+#include "model/device/descriptor_fields.h"
 
 namespace irdma_sim::device {
 
@@ -28,15 +28,14 @@ void CqpEngine::start(uint64_t host_ctx) {
   uint64_t ctx[8];
   if (!dma_.read(host_ctx, ctx, sizeof ctx)) return fail(CQP_MAJOR_ERROR, CQP_MINOR_DMA_ERROR);
   // SQ size is encoded as log2(size) - 1, for sizes 4 .. 2048.
-  const uint64_t enc = get(ctx[0], 11, 8);
+  const uint64_t enc = get(ctx[0], CQPHC_SQSIZE);
   if (enc < 1 || enc > 10) return fail(CQP_MAJOR_ERROR, CQP_MINOR_BAD_SIZE);
   // A driver for another generation (HW major version: GEN_2 is 1, GEN_3 is 2).
-  if (get(ctx[4], 31, 16) != cfg_.generation - 1u) return fail(CQP_MAJOR_ERROR, CQP_MINOR_UNSUPPORTED);
+  if (get(ctx[4], CQPHC_HW_MAJVER) != cfg_.generation - 1u) return fail(CQP_MAJOR_ERROR, CQP_MINOR_UNSUPPORTED);
   sq_size_ = 1u << (enc + 1);
   sq_base_ = ctx[1];
   cqp_ctx_ = ctx[3];
-  tail_ = 0;
-  polarity_ = true;
+  tail_ = {};
   op_err_ = false;
   running_ = true;
   time_.catch_up();
@@ -55,14 +54,14 @@ void CqpEngine::doorbell(uint32_t head) {
     return;
   }
   uint64_t wqe[kWqeBytes / 8];
-  while (tail_ != head) {
-    if (!dma_.read(sq_base_ + uint64_t(tail_) * kWqeBytes, wqe, kWqeBytes) ||
-        bit(wqe[3], 63) != polarity_) {
+  while (tail_.idx != head) {
+    if (!dma_.read(sq_base_ + uint64_t(tail_.idx) * kWqeBytes, wqe, kWqeBytes) ||
+        bit(wqe[3], CQP_WQE_VALID) != tail_.polarity) {
       // Rung for a WQE that is not there: the driver's bug, reported, not executed.
       op_err_ = true;
       errcodes_ = uint32_t(CQP_MAJOR_ERROR) << 16 | CQP_MINOR_BAD_OPCODE;
       counters_.errors++;
-      trace_.event(time_.now_ps(), "cqp_error").num("index", tail_);
+      trace_.event(time_.now_ps(), "cqp_error").num("index", tail_.idx);
       return;
     }
     time_.cycles(cfg_.cycles.cqp_wqe);
@@ -72,8 +71,8 @@ void CqpEngine::doorbell(uint32_t head) {
     counters_.commands++;
     if (out.major) counters_.errors++;
     trace_.event(time_.now_ps(), "cqp_op")
-        .num("index", tail_)
-        .num("opcode", get(wqe[3], 37, 32))
+        .num("index", tail_.idx)
+        .num("opcode", get(wqe[3], CQP_WQE_OPCODE))
         .num("major", out.major)
         .num("minor", out.minor);
     if (!ccq_before && out.major) {
@@ -84,9 +83,9 @@ void CqpEngine::doorbell(uint32_t head) {
     if (ccq_before) {
       CqeFields f;
       f.qp_ctx = cqp_ctx_;
-      f.wqe_idx = uint16_t(tail_);
+      f.wqe_idx = uint16_t(tail_.idx);
       f.stag_or_src_qpn = out.op_ret;
-      f.op = uint8_t(get(wqe[3], 37, 32));
+      f.op = uint8_t(get(wqe[3], CQP_WQE_OPCODE));
       f.error = out.major != 0;
       f.major_err = out.major;
       f.minor_err = out.minor;
@@ -94,10 +93,7 @@ void CqpEngine::doorbell(uint32_t head) {
     }
     // CQPTAIL is host-visible: it moves at the engine's time, not ahead of it.
     time_.catch_up();
-    if (++tail_ == sq_size_) {
-      tail_ = 0;
-      polarity_ = !polarity_;
-    }
+    tail_.advance(sq_size_);
   }
 }
 
@@ -107,7 +103,7 @@ CqpEngine::Outcome CqpEngine::outcome(uint16_t minor) {
 }
 
 CqpEngine::Outcome CqpEngine::execute(const uint64_t* wqe) {
-  const uint8_t op = uint8_t(get(wqe[3], 37, 32));
+  const uint8_t op = uint8_t(get(wqe[3], CQP_WQE_OPCODE));
   switch (op) {
     case OP_CREATE_CQ: return create_cq(wqe);
     case OP_DESTROY_CQ: return destroy_cq(wqe);
@@ -117,53 +113,55 @@ CqpEngine::Outcome CqpEngine::execute(const uint64_t* wqe) {
     case OP_DESTROY_QP: return qp_command(op, wqe);
     case OP_FLUSH_WQES: return flush_wqes(wqe);
     case OP_CREATE_CEQ:
-      return outcome(ceqs_.create(uint32_t(get(wqe[3], 9, 0)), wqe[4], uint32_t(get(wqe[2], 21, 0))));
-    case OP_DESTROY_CEQ: return outcome(ceqs_.destroy(uint32_t(get(wqe[3], 9, 0))));
+      return outcome(ceqs_.create(uint32_t(get(wqe[3], CQP_CEQ_CEQID)), wqe[4],
+                                  uint32_t(get(wqe[2], CQP_CEQ_CEQSIZE))));
+    case OP_DESTROY_CEQ: return outcome(ceqs_.destroy(uint32_t(get(wqe[3], CQP_CEQ_CEQID))));
     // This model's AEQ WQEs follow CEQ_CREATE's: entries in qword2, the ring in qword4.
-    case OP_CREATE_AEQ: return outcome(aeq_.create(wqe[4], uint32_t(get(wqe[2], 31, 0))));
+    case OP_CREATE_AEQ: return outcome(aeq_.create(wqe[4], uint32_t(get(wqe[2], CQP_AEQ_AEQSIZE))));
     case OP_DESTROY_AEQ: return outcome(aeq_.destroy());
     case OP_ALLOC_STAG:
     case OP_DEALLOC_STAG: return stag_command(op, wqe);
     case OP_QUERY_FPM_VAL: return outcome(hmc_.query_fpm(wqe[4]));
-    case OP_COMMIT_FPM_VAL: return outcome(hmc_.commit_fpm(wqe[4], uint32_t(get(wqe[3], 31, 0))));
+    case OP_COMMIT_FPM_VAL: return outcome(hmc_.commit_fpm(wqe[4], uint32_t(get(wqe[3], CQP_WQE_BUFSIZE))));
     case OP_UPDATE_PE_SDS: return outcome(hmc_.update_sds(wqe));
-    case OP_QUERY_RDMA_FEATURES: return outcome(hmc_.query_features(wqe[4], uint32_t(get(wqe[3], 31, 0))));
+    case OP_QUERY_RDMA_FEATURES:
+      return outcome(hmc_.query_features(wqe[4], uint32_t(get(wqe[3], CQP_WQE_BUFSIZE))));
     default: return {CQP_MAJOR_ERROR, CQP_MINOR_BAD_OPCODE, 0};
   }
 }
 
 CqpEngine::Outcome CqpEngine::create_cq(const uint64_t* wqe) {
-  const uint32_t id = uint32_t(get(wqe[3], 18, 0));
+  const uint32_t id = uint32_t(get(wqe[3], CQP_CQ_CQID));
   if (id >= hmc_.committed(Hmc::CQ)) return {CQP_MAJOR_ERROR, CQP_MINOR_BAD_ID, 0};
   if (cqs_.exists(id)) return {CQP_MAJOR_ERROR, CQP_MINOR_ID_IN_USE, 0};
-  if (bit(wqe[3], 47)) return {CQP_MAJOR_ERROR, CQP_MINOR_UNSUPPORTED, 0};  // PBL rings
+  if (bit(wqe[3], CQP_CQ_VIRTMAP)) return {CQP_MAJOR_ERROR, CQP_MINOR_UNSUPPORTED, 0};  // PBL rings
   CqContext cq;
   cq.id = id;
   const uint64_t size = wqe[0];
   if (size < 2 || size > kMaxCqSizeField) return {CQP_MAJOR_ERROR, CQP_MINOR_BAD_SIZE, 0};
   cq.size = uint32_t(size);
-  cq.ctx = get(wqe[1], 62, 0);
-  cq.shadow_read_threshold = uint32_t(get(wqe[2], 17, 0));
+  cq.ctx = get(wqe[1], CQP_CQ_CQCTX);
+  cq.shadow_read_threshold = uint32_t(get(wqe[2], CQP_CQ_SHADOW_READ_THRESHOLD));
   cq.base = wqe[4];
   cq.shadow = wqe[5];
-  cq.ceq_id_valid = bit(wqe[3], 49);
-  cq.ceq_id = cq.ceq_id_valid ? uint32_t(get(wqe[3], 31, 22)) : 0;
+  cq.ceq_id_valid = bit(wqe[3], CQP_CQ_CEQIDVALID);
+  cq.ceq_id = cq.ceq_id_valid ? uint32_t(get(wqe[3], CQP_CQ_CEQID)) : 0;
   if (cq.ceq_id_valid && cq.ceq_id >= cfg_.num_ceqs) return {CQP_MAJOR_ERROR, CQP_MINOR_BAD_ID, 0};
-  cq.check_overflow = bit(wqe[3], 46);
-  cq.ceqe_mask = bit(wqe[3], 48);
-  cq.cqe_64byte = bit(wqe[3], 61);
+  cq.check_overflow = bit(wqe[3], CQP_CQ_CHKOVERFLOW);
+  cq.ceqe_mask = bit(wqe[3], CQP_CQ_ENCEQEMASK);
+  cq.cqe_64byte = bit(wqe[3], CQP_CQ_AVOIDMEMCNFLCT);
   if (cq.cqe_64byte && !cfg_.cqe_64byte) return {CQP_MAJOR_ERROR, CQP_MINOR_UNSUPPORTED, 0};
   cqs_.add(cq);
   return {};
 }
 
 CqpEngine::Outcome CqpEngine::qp_command(uint8_t op, const uint64_t* wqe) {
-  const uint32_t id = uint32_t(get(wqe[3], 23, 0));
+  const uint32_t id = uint32_t(get(wqe[3], CQP_QP_QPID));
   uint16_t minor = 0;
   if (op == OP_CREATE_QP && id >= hmc_.committed(Hmc::QP))
     minor = CQP_MINOR_BAD_ID;
   else if (op == OP_CREATE_QP)
-    minor = qps_.create(id, uint8_t(get(wqe[3], 50, 48)), wqe[2]);
+    minor = qps_.create(id, uint8_t(get(wqe[3], CQP_QP_QPTYPE)), wqe[2]);
   else if (op == OP_MODIFY_QP)
     minor = qps_.modify(id, wqe[2]);
   else
@@ -175,23 +173,25 @@ CqpEngine::Outcome CqpEngine::qp_command(uint8_t op, const uint64_t* wqe) {
 // WQE with the minor code given (the driver's own codes) or a general flush. Flush CQEs
 // always carry major 1; the majors in qword2 are not used.
 CqpEngine::Outcome CqpEngine::flush_wqes(const uint64_t* wqe) {
-  const uint32_t id = uint32_t(get(wqe[3], 23, 0));
-  const bool user_codes = bit(wqe[3], 60);
-  const uint16_t sq_minor = user_codes ? uint16_t(get(wqe[2], 47, 32)) : FLUSH_GENERAL_ERR;
-  const uint16_t rq_minor = user_codes ? uint16_t(get(wqe[2], 15, 0)) : FLUSH_GENERAL_ERR;
-  const uint16_t minor = qps_.flush(id, bit(wqe[3], 61), bit(wqe[3], 62), sq_minor, rq_minor);
+  const uint32_t id = uint32_t(get(wqe[3], CQP_QP_QPID));
+  const bool user_codes = bit(wqe[3], CQP_FWQE_USERFLCODE);
+  const uint16_t sq_minor = user_codes ? uint16_t(get(wqe[2], CQP_FWQE_SQMNERR)) : FLUSH_GENERAL_ERR;
+  const uint16_t rq_minor = user_codes ? uint16_t(get(wqe[2], CQP_FWQE_RQMNERR)) : FLUSH_GENERAL_ERR;
+  const uint16_t minor =
+      qps_.flush(id, bit(wqe[3], CQP_FWQE_FLUSHSQ), bit(wqe[3], CQP_FWQE_FLUSHRQ), sq_minor, rq_minor);
   return outcome(minor);
 }
 
-// ALLOC_STAG makes a region (MR bit 43, its most bytes in STAGLEN) or a window (MWTYPE bit
-// 42: type 1) at index qword2 31:8; DEALLOC_STAG frees one of the kind the MR bit names.
+// ALLOC_STAG makes a region (MR, its most bytes in STAGLEN) or a window (MWTYPE: type 1)
+// at an index; DEALLOC_STAG frees one of the kind the MR bit names.
 CqpEngine::Outcome CqpEngine::stag_command(uint8_t op, const uint64_t* wqe) {
-  const uint32_t index = uint32_t(get(wqe[2], 31, 8));
-  const bool window = !bit(wqe[3], 43);
+  const uint32_t index = uint32_t(get(wqe[2], CQP_STAG_IDX));
+  const bool window = !bit(wqe[3], CQP_STAG_MR);
   if (op == OP_ALLOC_STAG && index >= hmc_.committed(Hmc::MR)) return outcome(CQP_MINOR_BAD_ID);
-  const uint16_t minor = op == OP_ALLOC_STAG
-                             ? stags_.alloc(index, window, bit(wqe[3], 42), get(wqe[1], 45, 0))
-                             : stags_.dealloc(index, window);
+  const uint16_t minor =
+      op == OP_ALLOC_STAG
+          ? stags_.alloc(index, window, bit(wqe[3], CQP_STAG_MWTYPE), get(wqe[1], CQP_STAG_STAGLEN))
+          : stags_.dealloc(index, window);
   return outcome(minor);
 }
 
@@ -201,18 +201,20 @@ CqpEngine::Outcome CqpEngine::stag_command(uint8_t op, const uint64_t* wqe) {
 // count of retired rings the driver drained, is not needed by this device: it never looks
 // at a retired ring again.
 CqpEngine::Outcome CqpEngine::modify_cq(const uint64_t* wqe) {
-  const uint32_t id = uint32_t(get(wqe[3], 18, 0));
+  const uint32_t id = uint32_t(get(wqe[3], CQP_CQ_CQID));
   const CqContext* cq = cqs_.find(id);
   if (!cq) return outcome(CQP_MINOR_NO_SUCH_OBJECT);
-  if (!bit(wqe[3], 43) || bit(wqe[3], 47) || bit(wqe[3], 61) != cq->cqe_64byte)
+  if (!bit(wqe[3], CQP_CQ_CQRESIZE) || bit(wqe[3], CQP_CQ_VIRTMAP) ||
+      bit(wqe[3], CQP_CQ_AVOIDMEMCNFLCT) != cq->cqe_64byte)
     return outcome(CQP_MINOR_UNSUPPORTED);  // only resizes, of physically contiguous rings
   if (wqe[0] < 2 || wqe[0] > kMaxCqSizeField) return outcome(CQP_MINOR_BAD_SIZE);
-  cqs_.resize(id, wqe[4], uint32_t(wqe[0]), uint32_t(get(wqe[2], 17, 0)), bit(wqe[3], 46), bit(wqe[3], 48));
+  cqs_.resize(id, wqe[4], uint32_t(wqe[0]), uint32_t(get(wqe[2], CQP_CQ_SHADOW_READ_THRESHOLD)),
+              bit(wqe[3], CQP_CQ_CHKOVERFLOW), bit(wqe[3], CQP_CQ_ENCEQEMASK));
   return {};
 }
 
 CqpEngine::Outcome CqpEngine::destroy_cq(const uint64_t* wqe) {
-  const uint32_t id = uint32_t(get(wqe[3], 18, 0));
+  const uint32_t id = uint32_t(get(wqe[3], CQP_CQ_CQID));
   if (!cqs_.exists(id)) return {CQP_MAJOR_ERROR, CQP_MINOR_NO_SUCH_OBJECT, 0};
   if (qps_.cq_in_use(id)) return {CQP_MAJOR_ERROR, CQP_MINOR_IN_USE, 0};
   cqs_.remove(id);

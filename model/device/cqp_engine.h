@@ -11,6 +11,8 @@
 #include "model/device/engine_time.h"
 #include "model/device/hmc.h"
 #include "model/device/qp_engine.h"
+#include "model/device/regs.h"
+#include "model/device/ring_pos.h"
 #include "model/trace/trace_log.h"
 
 namespace irdma_sim::device {
@@ -33,7 +35,7 @@ class CqpEngine {
   void doorbell(uint32_t head);
 
   uint32_t status_reg() const { return status_; }
-  uint32_t tail_reg() const { return tail_ | (op_err_ ? 0x80000000u : 0); }
+  uint32_t tail_reg() const { return tail_.idx | (op_err_ ? regs::CQPTAIL_OP_ERR : 0); }
   uint32_t errcodes_reg() const { return errcodes_; }
   const CqpCounters& counters() const { return counters_; }
 
@@ -67,8 +69,7 @@ class CqpEngine {
   uint64_t sq_base_ = 0;
   uint32_t sq_size_ = 0;
   uint64_t cqp_ctx_ = 0;       // echoed in CCQ CQEs
-  uint32_t tail_ = 0;
-  bool polarity_ = true;
+  RingPos tail_;
   uint32_t status_ = 0;
   uint32_t errcodes_ = 0;
   bool op_err_ = false;

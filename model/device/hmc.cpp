@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "model/device/regs.h"
+#include "model/device/descriptor_fields.h"
 
 namespace irdma_sim::device {
 
@@ -79,11 +79,11 @@ uint16_t Hmc::commit_fpm(uint64_t buf, uint32_t len) {
 // when their command's bit 63 says so. Entries past those come in a buffer this device
 // does not fetch: such a command is refused.
 uint16_t Hmc::update_sds(const uint64_t* wqe) {
-  if (get(wqe[3], 3, 0)) return CQP_MINOR_UNSUPPORTED;
+  if (get(wqe[3], CQP_UPESD_ENTRY_COUNT)) return CQP_MINOR_UNSUPPORTED;
   const std::pair<uint64_t, uint64_t> entries[] = {{wqe[0] | SD_CMD_VALID, wqe[1]}, {wqe[4], wqe[5]}, {wqe[6], wqe[7]}};
   for (const auto& [cmd, data] : entries) {
     if (!(cmd & SD_CMD_VALID)) continue;
-    const uint64_t index = get(cmd, 11, 0);
+    const uint64_t index = get(cmd, SD_CMD_INDEX);
     if (index >= kMaxSds || !(cmd & SD_CMD_WRITE)) return CQP_MINOR_BAD_ID;
     if ((data & SD_VALID) && (data & SD_TYPE_DIRECT)) return CQP_MINOR_UNSUPPORTED;  // paged SDs only
     sd_[index] = data;

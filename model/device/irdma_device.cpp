@@ -175,7 +175,7 @@ void IrdmaDevice::write_reg(uint64_t off, uint32_t value, uint64_t due_ps) {
         queue(WorkKind::cqp_start, uint64_t(ccqp_high_) << 32 | ccqp_low_, due_ps);
       return;
     case CQPDB: queue(WorkKind::cqp_doorbell, value, due_ps); return;
-    case WQEALLOC: queue_sq(WorkKind::sq_doorbell, value & 0x3FFFF, due_ps); return;
+    case WQEALLOC: queue_sq(WorkKind::sq_doorbell, get(value, WQEALLOC_QPID), due_ps); return;
     case CQARM:
       counters_.cq_arms++;
       control(WorkKind::cq_arm, value, due_ps);

@@ -48,13 +48,13 @@ void MsixVectors::write_dyn_ctl(unsigned vector, uint32_t value) {
   if (vector >= vectors_.size()) return;
   Vector& v = vectors_[vector];
   v.dyn_ctl = value;
-  if (!bit(value, 0)) {
+  if (!bit(value, GLINT_DYN_CTL_INTENA)) {
     v.enabled = false;
     return;
   }
   v.enabled = true;
-  v.interval_ps = get(value, 16, 5) * kIntervalUnitPs;
-  if (bit(value, 1)) v.pending = false;
+  v.interval_ps = get(value, GLINT_DYN_CTL_INTERVAL) * kIntervalUnitPs;
+  if (bit(value, GLINT_DYN_CTL_CLEARPBA)) v.pending = false;
   if (v.pending || cause_pending_(vector)) fire(vector);
 }
 

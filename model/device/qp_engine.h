@@ -13,6 +13,7 @@
 #include "model/device/dma_port.h"
 #include "model/device/engine_time.h"
 #include "model/device/hmc.h"
+#include "model/device/ring_pos.h"
 #include "model/device/stag_table.h"
 #include "model/trace/trace_log.h"
 
@@ -32,11 +33,9 @@ struct QpContext {
   uint32_t send_cq = 0;
   uint32_t recv_cq = 0;
   uint64_t compl_ctx = 0;      // echoed in CQE qword1
-  // Consumer state of the device.
-  uint32_t sq_head = 0;
-  bool sq_polarity = true;
-  uint32_t rq_head = 0;
-  bool rq_polarity = true;
+  // The device's consumer positions: the SQ's in quanta, the RQ's in WQEs.
+  RingPos sq_head;
+  RingPos rq_head;
   uint64_t requests = 0;        // non-NOP SQ WQEs carried out
   bool in_error = false;        // executes nothing more; its queues were flushed
   int64_t fault_at = -1;        // request number that fails (injected), or -1
@@ -88,6 +87,11 @@ class QpEngine {
   const QpEngineCounters& counters() const { return counters_; }
 
  private:
+  static constexpr unsigned kQuantum = 32;      // bytes: an SQ WQE is 1 to kMaxQuanta of them
+  static constexpr unsigned kMaxQuanta = 8;
+  static constexpr uint32_t kFetchQuanta = 16;  // 512 bytes: one max read request
+  static constexpr uint32_t kChunk = 64 * 1024;  // the bounce buffer's size
+
   // A WQE's fragments with data (at most 15 slots fit in 8 quanta).
   struct Fragments {
     Extent at[16];
@@ -100,30 +104,59 @@ class QpEngine {
       return n;
     }
   };
+
+  // QP table (qp_engine.cpp).
+  uint16_t load_ctx(QpContext& qp);
+  void count_cq_users(const QpContext& qp, int delta);
+
+  // WQE fetch and decode (qp_sq_fetch.cpp).
+  // SQ quanta [first, first + count), as last read from host memory.
+  struct SqWindow {
+    uint64_t qwords[kFetchQuanta * kQuantum / 8];
+    uint32_t first = 0, count = 0;
+    bool holds(uint32_t quantum) const { return quantum >= first && quantum < first + count; }
+  };
+  // The SQ WQE at the head, decoded.
+  struct SqWqe {
+    const uint64_t* qwords = nullptr;
+    uint8_t op = 0;
+    unsigned quanta = 0;
+    bool fits = false;  // at most kMaxQuanta, and not past the ring's end
+  };
+  enum class Fetch { ready, empty, unreadable };
+  Fetch fetch_sq_wqe(const QpContext& qp, SqWindow& window, SqWqe& wqe);
+  bool load_window(const QpContext& qp, SqWindow& window, uint32_t from);
+  static unsigned wqe_quanta(uint64_t hdr);
   // The fragments of an SQ WQE's data: after the immediate's slot when there is one.
   static Fragments sq_fragments(const uint64_t* wqe);
-  uint16_t load_ctx(QpContext& qp);
+  static Fragments fragments(const uint64_t* wqe, unsigned first_slot, unsigned slots);
+  enum class Receive { posted, none, unreadable };
+  Receive next_receive(QpContext& peer, Fragments& dst);
+
+  // Execution and completion (qp_execute.cpp).
   // Runs a SEND, RDMA WRITE or RDMA READ against the peer QP.
   Result execute(QpContext& qp, const uint64_t* wqe, uint8_t op);
   Result execute_ud(QpContext& qp, const uint64_t* wqe, uint8_t op);
   Result execute_atomic(QpContext& qp, const uint64_t* wqe, uint8_t op);
+  // A remote access under the WQE's STag: the extents land in remote_ (0 or a flush code).
+  uint16_t remote_extents(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access);
+  uint64_t move_payload(const Extent* src, size_t src_n, const Extent* dst, size_t dst_n);
+  uint8_t receive_opcode(uint8_t sq_op, bool imm) const;
+  void complete_rq(QpContext& peer, CqeFields& rq);
+  void complete_sq(const QpContext& qp, uint8_t op, uint16_t major, uint16_t minor);
+
+  // Local work requests (qp_memory_keys.cpp).
   // NOP, INV_STAG, FAST_REG_NSMR and BIND_MW: work on this device's own state.
   Result execute_local(QpContext& qp, const uint64_t* wqe, uint8_t op);
   uint16_t fast_register(const uint64_t* wqe);
+
+  // Errors and flushes (qp_flush.cpp).
   Result fail(QpContext& qp, uint16_t minor);
-  // A remote access under the WQE's STag: the extents land in remote_ (0 or a flush code).
-  uint16_t remote_extents(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access);
-  uint8_t receive_opcode(uint8_t sq_op, bool imm) const;
   void enter_error(QpContext& qp, uint16_t minor) { enter_error(qp, true, true, minor, minor); }
   void enter_error(QpContext& qp, bool sq, bool rq, uint16_t sq_minor, uint16_t rq_minor);
   void flush_sq(QpContext& qp, uint16_t minor);
   void flush_rq(QpContext& qp, uint16_t minor);
   void post_flush_cqe(const QpContext& qp, bool sq, uint16_t wqe_idx, uint8_t op, uint16_t minor);
-  enum class Receive { posted, none, unreadable };
-  Receive next_receive(QpContext& peer, Fragments& dst);
-  void complete_rq(QpContext& peer, CqeFields& rq);
-  void complete_sq(const QpContext& qp, uint8_t op, uint16_t major, uint16_t minor);
-  static Fragments fragments(const uint64_t* wqe, unsigned first_slot, unsigned slots);
 
   const DeviceConfig& cfg_;
   DmaPort& dma_;
@@ -132,9 +165,6 @@ class QpEngine {
   trace::TraceLog& trace_;
   std::unordered_map<uint32_t, QpContext> qps_;
   std::unordered_map<uint32_t, uint32_t> cq_users_;  // CQ id -> how many QP queues complete on it
-  void count_cq_users(const QpContext& qp, int delta);
-  static constexpr uint32_t kChunk = 64 * 1024;
-  uint64_t move_payload(const Extent* src, size_t src_n, const Extent* dst, size_t dst_n);
   StagTable& stags_;
   Hmc& hmc_;  // FAST_REG_NSMR's page lists
   std::function<void()> between_wqes_;

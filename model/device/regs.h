@@ -6,9 +6,24 @@
 
 namespace irdma_sim::device::regs {
 
-constexpr uint64_t mask(unsigned hi, unsigned lo) { return (~0ull >> (63 - hi)) & (~0ull << lo); }
-constexpr uint64_t get(uint64_t word, unsigned hi, unsigned lo) { return (word & mask(hi, lo)) >> lo; }
-constexpr bool bit(uint64_t word, unsigned n) { return (word >> n) & 1; }
+// A field of a 64-bit register or descriptor word: bits hi down to lo. Every field the
+// device reads or writes is named once (here and in descriptor_fields.h), never by number
+// at the place it is used.
+struct Field {
+  unsigned hi, lo;
+  constexpr unsigned width() const { return hi - lo + 1; }
+  constexpr uint64_t mask() const { return (~0ull >> (63 - hi)) & (~0ull << lo); }
+};
+// A one-bit flag.
+struct Flag {
+  unsigned n;
+};
+
+constexpr uint64_t get(uint64_t word, Field f) { return (word & f.mask()) >> f.lo; }
+constexpr bool bit(uint64_t word, Flag f) { return (word >> f.n) & 1; }
+// `value` placed in its field, bits that do not fit dropped.
+constexpr uint64_t put(Field f, uint64_t value) { return (value << f.lo) & f.mask(); }
+constexpr uint64_t put(Flag f, bool value) { return uint64_t(value) << f.n; }
 
 // BAR0 offsets.
 inline constexpr uint64_t CQPDB = 0x00500800;
@@ -26,6 +41,15 @@ inline constexpr uint64_t CCQPHIGH = 0x0050A100;
 inline constexpr uint64_t CQPERRCODES = 0x0050A200;
 inline constexpr uint64_t GLPE_CPUSTATUS0 = 0x0050BA5C;  // 1 and 2 follow, 4 bytes apart
 inline constexpr uint64_t GLPCI_LBARCTRL = 0x0009DE74;
+// Interrupt routing (GLINT_CEQCTL, PFINT_AEQCTL) and vector control (GLINT_DYN_CTL).
+inline constexpr Field GLINT_CEQCTL_MSIX_INDX{10, 0};
+inline constexpr Flag GLINT_CEQCTL_CAUSE_ENA{30};
+inline constexpr Field PFINT_AEQCTL_MSIX_INDX{10, 0};
+inline constexpr Flag PFINT_AEQCTL_CAUSE_ENA{30};
+inline constexpr Flag GLINT_DYN_CTL_INTENA{0};
+inline constexpr Flag GLINT_DYN_CTL_CLEARPBA{1};
+inline constexpr Field GLINT_DYN_CTL_INTERVAL{16, 5};  // 2 us units
+inline constexpr Field WQEALLOC_QPID{17, 0};
 inline constexpr uint32_t CPUSTATUS_READY = 0x80;
 inline constexpr unsigned LBARCTRL_PE_DB_SIZE_SHIFT = 4;  // bits 5:4: 1 = 4 MiB, 2 = 8 MiB
 inline constexpr uint64_t BAR0_SIZE = 0x02000000;         // 32 MiB, as on E810
@@ -66,6 +90,7 @@ inline constexpr uint32_t FPM_MAX_CEQS_OFFSET = 120;
 inline constexpr uint64_t FPM_MAX_CEQS_MASK = 0x7FF;  // 10:0
 inline constexpr uint64_t SD_CMD_VALID = 1ull << 63;  // entries 1 and 2 of a WQE
 inline constexpr uint64_t SD_CMD_WRITE = 1ull << 31;
+inline constexpr Field SD_CMD_INDEX{11, 0};
 inline constexpr uint64_t SD_VALID = 1ull << 0;
 inline constexpr uint64_t SD_TYPE_DIRECT = 1ull << 1;  // else paged
 // QUERY_RDMA_FEATURES: qwords of type (63:48) and value (47:0); FW_INFO's 47:32 counts them.
