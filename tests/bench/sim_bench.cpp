@@ -66,17 +66,33 @@ system::Scenario e2e_scenario(uint32_t sends, uint32_t max_bytes, uint32_t itr_u
   return sc;
 }
 
-// The workload on `host`, timed: one line of figures, exit status 0 when every check held.
-int e2e_on(system::Host& host, const system::Scenario& sc, const char* mode) {
+// A workload run on a host, timed (wall clock, setup apart), its checks' verdict.
+struct TimedRun {
+  double wall_s = 0, setup_s = 0;
+  bool passed = true;
+  system::WorkloadCounters counts;
+};
+
+TimedRun run_timed(system::Host& host, const system::Scenario& sc) {
   system::CompletionLog no_log;
   system::Scoreboard sb(2 * sc.pairs.size());
   system::Workload wl(host, sc, sb, no_log);
   const auto start = std::chrono::steady_clock::now();
   host.run_on_host([&] { wl.run(); });
-  const double wall = seconds_since(start);
-  bool passed = true;
-  for (const system::Check& c : sb.checks()) passed = passed && c.passed;
-  const uint64_t n = wl.counters().completions;
+  TimedRun r;
+  r.wall_s = seconds_since(start);
+  r.setup_s = std::chrono::duration<double>(wl.traffic_started() - start).count();
+  for (const system::Check& c : sb.checks()) r.passed = r.passed && c.passed;
+  r.counts = wl.counters();
+  return r;
+}
+
+// The workload on `host`, timed: one line of figures, exit status 0 when every check held.
+int e2e_on(system::Host& host, const system::Scenario& sc, const char* mode) {
+  const TimedRun r = run_timed(host, sc);
+  const double wall = r.wall_s;
+  const bool passed = r.passed;
+  const uint64_t n = r.counts.completions;
   // Completions arrive by interrupt: how many, and how many completions each brought.
   const uint64_t irqs = host.driver().event_counters().interrupts;
   const double host_s = host.now_ps() / 1e12;
@@ -85,8 +101,8 @@ int e2e_on(system::Host& host, const system::Scenario& sc, const char* mode) {
               "completions_per_interrupt=%.2f idle_waits=%llu doorbells=%llu checks=%s\n",
               mode, sc.config.device.ceq_itr_us, (unsigned long long)n, wall, double(n) / wall,
               host.now_ps() / 1e6, (unsigned long long)irqs, double(irqs) / host_s, double(irqs) / wall,
-              irqs ? double(n) / double(irqs) : 0.0, (unsigned long long)wl.counters().idle_polls,
-              (unsigned long long)wl.counters().doorbells, passed ? "passed" : "FAILED");
+              irqs ? double(n) / double(irqs) : 0.0, (unsigned long long)r.counts.idle_polls,
+              (unsigned long long)r.counts.doorbells, passed ? "passed" : "FAILED");
   return passed ? 0 : 1;
 }
 
@@ -127,24 +143,17 @@ int scale(bool loose, uint64_t pairs, uint64_t completions, uint64_t cq_entries,
   std::remove(path.c_str());
   sc.config.sync = loose ? system::SyncMode::loose : system::SyncMode::approximate;
   system::Simulation sim(sc.config);
-  system::CompletionLog no_log;
-  system::Scoreboard sb(2 * sc.pairs.size());
-  system::Workload wl(sim, sc, sb, no_log);
-  const auto start = std::chrono::steady_clock::now();
-  sim.run_on_host([&] { wl.run(); });
-  const double wall = seconds_since(start);
-  const double setup = std::chrono::duration<double>(wl.traffic_started() - start).count();
-  bool passed = true;
-  for (const system::Check& c : sb.checks()) passed = passed && c.passed;
-  const uint64_t n = wl.counters().completions;
+  const TimedRun r = run_timed(sim, sc);
+  const double wall = r.wall_s, setup = r.setup_s;
+  const uint64_t n = r.counts.completions;
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
   std::printf("scale %-11s pairs=%llu cq_entries=%llu ceqs=%llu completions=%llu wall_s=%.3f ns_per_completion=%.0f "
               "setup_s=%.3f traffic_ns_per_completion=%.0f peak_rss_mb=%.0f checks=%s\n",
               loose ? "loose" : "approximate", (unsigned long long)pairs, (unsigned long long)cq_entries,
               (unsigned long long)ceqs, (unsigned long long)n, wall, wall * 1e9 / double(n), setup,
-              (wall - setup) * 1e9 / double(n), double(usage.ru_maxrss) / 1024.0, passed ? "passed" : "FAILED");
-  return passed ? 0 : 1;
+              (wall - setup) * 1e9 / double(n), double(usage.ru_maxrss) / 1024.0, r.passed ? "passed" : "FAILED");
+  return r.passed ? 0 : 1;
 }
 
 // The model served by a child process, the driver and the workload here on OS threads.
