@@ -70,7 +70,12 @@ void Workload::traffic() {
     // for a slice: a long timeout a completion cuts short would stay in the simulator's
     // timed-event queue until it expires, and thousands of them slow every notification.
     uint64_t wake = now + kWaitSliceNs;
-    while (!idle_.empty() && qps_[idle_.top().second]->idle_until_ns != idle_.top().first) idle_.pop();
+    // Entries are stale once the QP's gap moved on or it has nothing left to post.
+    while (!idle_.empty()) {
+      const Qp& q = *qps_[idle_.top().second];
+      if (q.idle_until_ns == idle_.top().first && q.sends_posted < q.sends_total) break;
+      idle_.pop();
+    }
     if (!idle_.empty()) wake = std::min(wake, idle_.top().first);
     if (stop) wake = std::min(wake, start + stop);
     unlocked([&] { completed_->wait_for(wake - now); });
