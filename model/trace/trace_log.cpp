@@ -13,6 +13,7 @@ namespace {
 // Events held before the window is looked at again: a bound on its size between looks,
 // and few enough looks that they cost nothing beside the events.
 constexpr size_t kLookEvery = 4096;
+constexpr size_t kWriteBuffer = 1 << 20;
 
 // Appends `value` in decimal, or in hex after "0x": what std::to_string and "%#" PRIx64
 // print, without their allocations.
@@ -28,6 +29,7 @@ void TraceLog::open(const std::string& path, std::function<uint64_t()> horizon) 
   close();
   out_ = std::fopen(path.c_str(), "w");
   if (!out_) throw std::runtime_error("cannot open trace file " + path);
+  std::setvbuf(out_, nullptr, _IOFBF, kWriteBuffer);  // a write(2) per MiB, not per 4 KiB
   horizon_ = std::move(horizon);
   written_before_ = 0;
 }
