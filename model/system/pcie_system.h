@@ -1,6 +1,6 @@
 // The driver on this machine's OS threads, driving a PCIe function through a transport: the
-// model served in another process over vfio-user today, silicon through kernel VFIO
-// tomorrow. A Host like Simulation, on the wall clock: nothing here is simulated.
+// model served in another process over vfio-user, or silicon through kernel VFIO. A Host
+// like Simulation, on the wall clock: nothing here is simulated.
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,5 @@
 // The driver's machine on a PCIe function: hal::Platform over a PciTransport (the
-// vfio-user client today, kernel VFIO tomorrow), as DPDK, SPDK and mlx5_vfio build theirs.
+// vfio-user client or kernel VFIO), as DPDK, SPDK and mlx5_vfio build theirs.
 // It owns the transport and builds config space, BAR0, the DMA pool, the MSI-X dispatcher
 // and OS execution on it, after checking that the function is there to drive.
 #pragma once
