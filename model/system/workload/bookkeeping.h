@@ -3,14 +3,41 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <deque>
 #include <memory>
+#include <new>
+#include <type_traits>
 #include <vector>
 
 #include "model/system/buffered_qp.h"
 #include "model/system/workload.h"
 
 namespace irdma_sim::system {
+
+// Records by slot that cost memory only where a slot is used: calloc of a large block is a
+// fresh mapping whose pages the kernel zero-fills on first touch (a deep queue's records are
+// mostly never touched). T's all-zero bytes must be its default value.
+template <typename T>
+class ZeroFilledArray {
+  static_assert(std::is_aggregate_v<T> && std::is_trivially_destructible_v<T>);
+
+ public:
+  void resize(size_t n) {
+    data_.reset(static_cast<T*>(std::calloc(n, sizeof(T))));
+    if (n && !data_) throw std::bad_alloc();
+    size_ = n;
+  }
+  T& operator[](size_t i) { return data_.get()[i]; }
+  size_t size() const { return size_; }
+
+ private:
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T, Free> data_;
+  size_t size_ = 0;
+};
 
 // Ops whose message takes a receive at the peer.
 inline bool consumes_receive(TrafficOp op) { return op == TrafficOp::send || op == TrafficOp::write_imm; }
@@ -26,6 +53,8 @@ struct Workload::WrCtx {
   uint32_t len = 0;
   uint64_t original = 0, after = 0;  // atomics: the value returned, the value left behind
 };
+// Kept in ZeroFilledArrays: zero bytes must read as the defaults above.
+static_assert(TrafficOp{} == TrafficOp::send);
 
 // A message on its way to a QP's receive queue: a SEND or a WRITE with immediate data.
 struct Workload::Incoming {
@@ -45,7 +74,7 @@ struct Workload::Qp {
   // The device's numbers for them, kept: a completion may outlive its QP's destruction.
   uint32_t qp_num = 0, cq_num = 0;
   uint32_t nr_cqe = 0;
-  std::vector<WrCtx> send_ctx, recv_ctx;
+  ZeroFilledArray<WrCtx> send_ctx, recv_ctx;
   std::deque<Incoming> incoming;
   // Of those, the WRITE_WITH_IMMs (their numbers at the sender): their bytes are checked in
   // this QP's window when their receive completes, so the sender writes no other message
