@@ -103,7 +103,7 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
     // Posted: the device is told OK; an unmapped target shows up as a dma_error event.
     trans.set_response_status(tlm::TLM_OK_RESPONSE);
     if (defer_) {
-      if (posted_.size() >= kPostedCredits) {
+      if (posted_.size() >= kPostedCredits && initiator_can_wait()) {
         wait_for_posted_credit(delay);
         arrival = sc_core::sc_time_stamp() + delay + dma_latency_;
       }
@@ -173,6 +173,11 @@ void PcieLink::apply_writes_overlapping(uint64_t addr, uint32_t len, sc_time& de
     spare_.push_back(std::move(w.data));
     posted_.pop_front();
   }
+}
+
+bool PcieLink::initiator_can_wait() {
+  const sc_core::sc_process_handle me = sc_core::sc_get_current_process_handle();
+  return me.valid() && me.proc_kind() != sc_core::SC_METHOD_PROC_;
 }
 
 void PcieLink::wait_for_posted_credit(sc_time& delay) {

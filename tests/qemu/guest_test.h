@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "driver/backends/hex.h"
 #include "driver/backends/vfio/vfio_transport.h"
 
 namespace guest {
@@ -19,15 +20,15 @@ void check(bool ok, const std::string& what);
 void info(const std::string& what);  // an INFO line: what the device offers, not a verdict
 int failures();
 
-std::string hex(uint64_t v);
+using backends::hex;
 std::string kernel_log();
 // How many times `needle` occurs in the kernel log.
 size_t kernel_log_count(const std::string& needle);
 // The first line of a sysfs attribute ("" when absent).
 std::string sysfs(const std::string& path);
 
-// Passes when `fn` throws PciTransportError (or std::exception, with `any`) whose message
-// holds `needle`; the message is printed with the verdict.
+// Passes when `fn` throws (PciTransportError, or DmaPool's std::invalid_argument) with a
+// message that holds `needle`; the message is printed with the verdict.
 void expect_error(const std::string& what, const std::string& needle, const std::function<void()>& fn);
 
 // The MSI-X capability as config space states it (present = false when there is none).
@@ -46,9 +47,8 @@ MsixCap read_msix_cap(pcie::PciTransport& t);
 void reset_checks(pcie::VfioTransport& t, const std::string& method, const std::function<bool()>& was_reset,
                   const std::string& what);
 
-// Region and irq infos of the device, one INFO line each; returns false when an mmapped
-// area does not lie inside its region.
-bool print_infos(pcie::PciTransport& t);
+// Region and irq infos of the device as VFIO reports them, one INFO line each.
+void print_infos(pcie::PciTransport& t);
 
 // The per-device suites. Each opens the function itself and closes it before returning.
 void edu_checks(const std::string& bdf);

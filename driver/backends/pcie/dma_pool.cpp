@@ -9,10 +9,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "driver/backends/hex.h"
 #include "driver/backends/unique_fd.h"
 
 namespace pcie {
 namespace {
+
+using backends::hex;
 
 // A cache line: a buffer the device writes never shares one with a buffer the CPU writes.
 constexpr uint64_t kMinAlign = 64;
@@ -24,12 +27,6 @@ uint64_t page_size() {
 
 bool power_of_two(uint64_t v) { return v && !(v & (v - 1)); }
 uint64_t round_up(uint64_t v, uint64_t align) { return (v + align - 1) & ~(align - 1); }
-
-std::string hex(uint64_t v) {
-  char text[24];
-  std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(v));
-  return text;
-}
 
 const DmaPoolOptions& validated(const DmaPoolOptions& o) {
   if (!power_of_two(o.block_size) || o.block_size < page_size())

@@ -41,7 +41,8 @@ class VfioIommu {
   virtual void map(void* cpu_address, uint64_t size, uint64_t iova, bool read, bool write) = 0;
   virtual void unmap(uint64_t iova, uint64_t size) = 0;
 
-  // What the IOMMU accepts: the page sizes it maps, its IOVA ranges (a fallback where the
+  // What the IOMMU accepts: the page sizes it maps (a bitmap; iommufd gives the smallest
+  // only), its IOVA ranges (a fallback where the
   // kernel reports none) and how many more mappings it takes (0 = not reported).
   uint64_t page_sizes() const { return page_sizes_; }
   const std::vector<IovaRange>& ranges() const { return ranges_; }
@@ -60,7 +61,8 @@ class VfioIommu {
   uint32_t dma_avail_ = 0;
 };
 
-// True when this kernel offers iommufd and `bdf` a VFIO cdev (vfio-pci bound, 6.6+).
+// True when this kernel offers iommufd and `bdf` a VFIO cdev (vfio-pci bound, 6.6+), and
+// this user may open both.
 bool iommufd_offered(const std::string& bdf);
 std::unique_ptr<VfioIommu> open_type1(const VfioFunction& function);
 std::unique_ptr<VfioIommu> open_iommufd(const VfioFunction& function);

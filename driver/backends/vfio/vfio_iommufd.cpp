@@ -138,7 +138,7 @@ void Iommufd::read_ranges() {
                           reinterpret_cast<uintptr_t>(ranges.data()), 0};
     if (::ioctl(iommufd_.get(), kIommuIoasIovaRanges, &q) == 0) {
       ranges.resize(q.num_iovas);
-      page_sizes_ = q.out_iova_alignment;  // the smallest page it maps
+      page_sizes_ = q.out_iova_alignment;  // iommufd reports only the smallest page it maps
       for (const IommuIovaRange& r : ranges) ranges_.push_back({r.start, r.last});
       ranges_reported_ = true;
       return;
@@ -176,17 +176,24 @@ void Iommufd::map(void* cpu_address, uint64_t size, uint64_t iova, bool read, bo
 void Iommufd::unmap(uint64_t iova, uint64_t size) {
   IommuIoasUnmap u{sizeof u, ioas_, iova, size};
   if (::ioctl(iommufd_.get(), kIommuIoasUnmap, &u) != 0) {
+    const int e = errno;
     throw PciTransportError(function_.where + ": IOMMU_IOAS_UNMAP of " + hex(size) + " bytes at IOVA " + hex(iova) +
-                            ": " + errno_text(errno) +
-                            (errno == ENOENT ? ": unmap exactly what dma_map mapped" : std::string()));
+                            ": " + errno_text(e) + (e == ENOENT ? "; unmap exactly what dma_map mapped" : ""));
   }
   maps_.erase(iova);
+  if (u.length != size) {  // the kernel says how much it unmapped
+    throw PciTransportError(function_.where + ": IOMMU_IOAS_UNMAP at IOVA " + hex(iova) + " unmapped " + hex(u.length) +
+                            " bytes, not " + hex(size) + ": unmap exactly what dma_map mapped");
+  }
 }
 
 }  // namespace
 
 bool iommufd_offered(const std::string& bdf) {
-  return ::access("/dev/iommu", F_OK) == 0 && !cdev_name(bdf).empty();
+  // Usable by this user too: a user given only the group's node goes through type1.
+  const std::string cdev = cdev_name(bdf);
+  return !cdev.empty() && ::access("/dev/iommu", R_OK | W_OK) == 0 &&
+         ::access(("/dev/vfio/devices/" + cdev).c_str(), R_OK | W_OK) == 0;
 }
 
 std::unique_ptr<VfioIommu> open_iommufd(const VfioFunction& function) { return std::make_unique<Iommufd>(function); }

@@ -156,23 +156,19 @@ const RegionInfo& VfioTransport::region_locked(uint32_t index) {
   return *it->second;
 }
 
-uint64_t VfioTransport::region_offset(uint32_t index) {
+uint64_t VfioTransport::file_offset(uint32_t index, uint64_t offset, size_t size, const char* access) {
   std::lock_guard lock(regions_mutex_);
   const RegionInfo& info = region_locked(index);
-  if (info.size == 0) {
-    throw PciTransportError(where() + ": the device has no region " + std::to_string(index));
+  if (info.size == 0) throw PciTransportError(where() + ": the device has no region " + std::to_string(index));
+  if (offset > info.size || size > info.size - offset) {
+    throw PciTransportError(where() + ": " + access + " of " + std::to_string(size) + " bytes at " + hex(offset) +
+                            " passes the end of region " + std::to_string(index) + " (" + hex(info.size) + " bytes)");
   }
-  return region_offsets_.at(index);
+  return region_offsets_.at(index) + offset;
 }
 
 void VfioTransport::region_read(uint32_t index, uint64_t offset, void* data, size_t size) {
-  uint64_t base = region_offset(index);
-  const RegionInfo& info = region(index);
-  if (offset > info.size || size > info.size - offset) {
-    throw PciTransportError(where() + ": read of " + std::to_string(size) + " bytes at " + hex(offset) +
-                            " passes the end of region " + std::to_string(index) + " (" + hex(info.size) + " bytes)");
-  }
-  ssize_t n = ::pread(device(), data, size, static_cast<off_t>(base + offset));
+  const ssize_t n = ::pread(device(), data, size, static_cast<off_t>(file_offset(index, offset, size, "read")));
   if (n != static_cast<ssize_t>(size)) {
     throw PciTransportError(where() + ": pread of region " + std::to_string(index) + " at " + hex(offset) + ": " +
                             (n < 0 ? errno_text(errno) : "short read"));
@@ -180,13 +176,7 @@ void VfioTransport::region_read(uint32_t index, uint64_t offset, void* data, siz
 }
 
 void VfioTransport::region_write(uint32_t index, uint64_t offset, const void* data, size_t size) {
-  uint64_t base = region_offset(index);
-  const RegionInfo& info = region(index);
-  if (offset > info.size || size > info.size - offset) {
-    throw PciTransportError(where() + ": write of " + std::to_string(size) + " bytes at " + hex(offset) +
-                            " passes the end of region " + std::to_string(index) + " (" + hex(info.size) + " bytes)");
-  }
-  ssize_t n = ::pwrite(device(), data, size, static_cast<off_t>(base + offset));
+  const ssize_t n = ::pwrite(device(), data, size, static_cast<off_t>(file_offset(index, offset, size, "write")));
   if (n != static_cast<ssize_t>(size)) {
     throw PciTransportError(where() + ": pwrite of region " + std::to_string(index) + " at " + hex(offset) + ": " +
                             (n < 0 ? errno_text(errno) : "short write"));

@@ -61,7 +61,9 @@ class VfioTransport final : public PciTransport {
  private:
   RegionInfo query_region(uint32_t index);
   const RegionInfo& region_locked(uint32_t index);
-  uint64_t region_offset(uint32_t index);
+  // The device fd's position of [offset, offset + size) in region `index`; throws when the
+  // region is absent or too short for it (`access`: "read" or "write", for the message).
+  uint64_t file_offset(uint32_t index, uint64_t offset, size_t size, const char* access);
   std::string where() const;  // "vfio 0000:00:03.0"
   int device() const { return iommu_->device_fd(); }
 

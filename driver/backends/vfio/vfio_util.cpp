@@ -6,15 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 
 namespace pcie::vfio_util {
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string link_basename(const std::string& path) {
   char buf[PATH_MAX];

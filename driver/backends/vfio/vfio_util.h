@@ -9,12 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "driver/backends/hex.h"
 #include "driver/backends/pci_transport.h"
 
 namespace pcie::vfio_util {
 
+using backends::hex;
 inline std::string errno_text(int e) { return std::strerror(e); }
-std::string hex(uint64_t v);
 
 // The last component of a sysfs symlink's target ("vfio-pci", "3"), or "" where none.
 std::string link_basename(const std::string& path);
