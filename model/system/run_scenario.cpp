@@ -285,7 +285,10 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   const int interrupted_by = wl->interrupted() ? signals.caught() : 0;
   const uint64_t interrupted_at_ps = wl->interrupted_at_ps();
   const WorkloadCounters counts = wl->counters();
-  const std::vector<std::string> warnings = wl->warnings();
+  std::vector<std::string> warnings = wl->warnings();
+  if (options.trace && !trace)
+    warnings.push_back("no trace.jsonl: backend " + options.backend +
+                       " has no transaction log here (a served device's server keeps its own; silicon none)");
   completions.close();
   host.close_trace();
   const SystemCounters sys = counters_of(host, server.get());

@@ -69,6 +69,9 @@ def test_attached_to_a_served_device_runs_and_the_server_serves_the_next_client(
             proc = cli("run", scenario("rdma_ops.yaml"), "--out", str(out), "--backend", f"vfio-user:{socket}")
             assert proc.returncode == 0, proc.stdout + proc.stderr
             assert not (out / "trace.jsonl").exists(), "the server keeps the log"
+            warnings = json.loads((out / "report.json").read_text())["warnings"]
+            assert any(w.startswith(f"no trace.jsonl: backend vfio-user:{socket} has no transaction log here")
+                       for w in warnings), warnings
     finally:
         server.send_signal(signal.SIGINT)
         assert server.wait(timeout=10) == 0
