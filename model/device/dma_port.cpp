@@ -1,6 +1,29 @@
 #include "model/device/dma_port.h"
 
+#include <cstring>
+
 namespace irdma_sim::device {
+
+DmaPort::DmaPort(tlm::tlm_initiator_socket<>& socket, EngineTime& time, const PciConfigSpace& config)
+    : socket_(socket), time_(time), config_(config), grants_(size_t(1) << kGrantBits) {
+  dmi_request_.set_extension(new DmiTermsExtension);
+}
+
+bool DmaPort::direct(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len, sc_core::sc_time& delay) {
+  const Grant& g = grant_for(addr);
+  if (len == 0 || addr < g.start || addr > g.end || len - 1 > g.end - addr) return false;
+  uint8_t* at = g.ptr + (addr - g.start);
+  if (cmd == tlm::TLM_READ_COMMAND) {
+    if (!g.read || !g.terms->read(addr, len, delay)) return false;
+    std::memcpy(data, at, len);
+  } else {
+    if (!g.write) return false;
+    std::memcpy(at, data, len);
+    g.terms->written(addr, len, delay);
+  }
+  direct_++;
+  return true;
+}
 
 bool DmaPort::transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len,
                        sc_core::sc_time& delay) {
@@ -8,6 +31,7 @@ bool DmaPort::transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t
     errors_++;
     return false;
   }
+  if (direct(cmd, addr, data, len, delay)) return true;
   trans_.set_command(cmd);
   trans_.set_address(addr);
   trans_.set_data_ptr(static_cast<unsigned char*>(data));
@@ -21,7 +45,27 @@ bool DmaPort::transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t
     errors_++;
     return false;
   }
+  if (trans_.is_dmi_allowed()) request_dmi(cmd, addr);
   return true;
+}
+
+void DmaPort::request_dmi(tlm::tlm_command cmd, uint64_t addr) {
+  Grant& g = grant_for(addr);
+  if (addr >= g.start && addr <= g.end) return;  // granted; this access was the terms' to decline
+  DmiTermsExtension* ext = dmi_request_.get_extension<DmiTermsExtension>();
+  ext->terms = nullptr;
+  dmi_request_.set_command(cmd);
+  dmi_request_.set_address(addr);
+  tlm::tlm_dmi dmi;
+  // Without terms a pointer would skip the link's timing and trace: not taken.
+  if (!socket_->get_direct_mem_ptr(dmi_request_, dmi) || !ext->terms) return;
+  g = {dmi.get_start_address(), dmi.get_end_address(), dmi.get_dmi_ptr(), ext->terms,
+                     dmi.is_read_allowed(), dmi.is_write_allowed()};
+}
+
+void DmaPort::invalidate_dmi(uint64_t start, uint64_t end) {
+  for (Grant& g : grants_)
+    if (g.start <= end && start <= g.end) g = Grant{};
 }
 
 bool DmaPort::read(uint64_t addr, void* dst, uint32_t len) {

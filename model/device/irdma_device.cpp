@@ -57,6 +57,7 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
       cqp_(cfg_, dma_port_, time_, hmc_, cq_, qp_, stags_, ceq_, aeq_, trace),
       msix_(cfg.msix_vectors()) {
   pci.register_b_transport(this, &IrdmaDevice::pci_b_transport);
+  dma.register_invalidate_direct_mem_ptr(this, &IrdmaDevice::invalidate_dma_dmi);
   qp_.set_between_wqes([this] { run_due_control(); });
   SC_THREAD(engine_thread);
   SC_METHOD(send_due_msix);

@@ -108,6 +108,7 @@ class IrdmaDevice : public sc_core::sc_module {
   };
 
   void pci_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  void invalidate_dma_dmi(sc_dt::uint64 start, sc_dt::uint64 end) { dma_port_.invalidate_dmi(start, end); }
   bool config_access(tlm::tlm_generic_payload& trans, uint64_t offset);
   bool msix_access(tlm::tlm_generic_payload& trans, uint64_t offset);
   uint32_t read_reg(uint64_t offset);

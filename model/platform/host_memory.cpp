@@ -155,7 +155,7 @@ void HostMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&)
     access_errors_++;
     return;
   }
-  if (trans.is_write() && watchers_) written_.notify(sc_core::SC_ZERO_TIME);
+  if (trans.is_write()) wake_watchers();
   trans.set_dmi_allowed(true);
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }
@@ -170,6 +170,7 @@ bool HostMemory::get_direct_mem_ptr(tlm::tlm_generic_payload& trans, tlm::tlm_dm
   dmi.allow_read_write();
   dmi.set_read_latency(sc_core::SC_ZERO_TIME);
   dmi.set_write_latency(sc_core::SC_ZERO_TIME);
+  if (auto* ext = trans.get_extension<device::DmiTermsExtension>()) ext->terms = this;
   return true;
 }
 

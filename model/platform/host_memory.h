@@ -18,9 +18,13 @@
 #include <tlm>
 #include <tlm_utils/simple_target_socket.h>
 
+#include "model/device/dmi_terms.h"
+
 namespace irdma_sim::platform {
 
-class HostMemory : public sc_core::sc_module {
+// Its DMI grants come with terms (device/dmi_terms.h) so that a direct write still wakes a
+// CPU waiting for one.
+class HostMemory : public sc_core::sc_module, private device::DmiTerms {
  public:
   tlm_utils::simple_target_socket<HostMemory> socket;
 
@@ -60,6 +64,11 @@ class HostMemory : public sc_core::sc_module {
 
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   bool get_direct_mem_ptr(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi);
+  bool read(uint64_t, uint32_t, sc_core::sc_time&) override { return true; }
+  void written(uint64_t, uint32_t, sc_core::sc_time&) override { wake_watchers(); }
+  void wake_watchers() {
+    if (watchers_) written_.notify(sc_core::SC_ZERO_TIME);
+  }
   unsigned int transport_dbg(tlm::tlm_generic_payload& trans);
   const Region* find(uint64_t iova, size_t len) const;
   // Where `bytes` (page-rounded, a guard page after) aligned to `align` fit, or ~0.

@@ -118,23 +118,33 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
       if (posted_.size() == 1) posted_due_.notify(arrival - sc_core::sc_time_stamp());
     } else {
       apply_write(addr, trans.get_data_ptr(), len, ps(arrival));
+      trans.set_dmi_allowed(write_.is_dmi_allowed());
     }
     return;
   }
   // Non-posted read: request out, completions back in max-payload TLPs. It may not pass
   // the device's earlier posted writes to the same bytes.
   apply_writes_overlapping(addr, len, delay);
-  const sc_time at_host = delay + read_request_ + dma_latency_;
-  sc_time mem_delay = at_host;
+  sc_time mem_delay = read_at_host(delay);
   host_mem->b_transport(trans, mem_delay);
-  const uint64_t t = ps(sc_core::sc_time_stamp() + at_host);
-  if (trans.is_response_ok()) {
-    trace_.event(t, "dma_read").addr("addr", addr).num("len", len);
-  } else {
-    dma_errors_++;
-    trace_.event(t, "dma_error").str("op", "read").addr("addr", addr).num("len", len);
-  }
+  read_done(addr, len, trans.is_response_ok(), delay);
+}
+
+sc_time PcieLink::read_at_host(const sc_time& delay) const { return delay + read_request_ + dma_latency_; }
+
+void PcieLink::read_done(uint64_t addr, uint32_t len, bool ok, sc_time& delay) {
+  const sc_time at_host = read_at_host(delay);
+  log_dma(ps(sc_core::sc_time_stamp() + at_host), false, ok, addr, len);
   delay = at_host + payload_time(len) + dma_latency_;
+}
+
+void PcieLink::log_dma(uint64_t t_ps, bool write, bool ok, uint64_t addr, uint32_t len) {
+  if (ok) {
+    trace_.event(t_ps, write ? "dma_write" : "dma_read").addr("addr", addr).num("len", len);
+    return;
+  }
+  dma_errors_++;
+  trace_.event(t_ps, "dma_error").str("op", write ? "write" : "read").addr("addr", addr).num("len", len);
 }
 
 void PcieLink::apply_write(uint64_t addr, const uint8_t* data, uint32_t len, uint64_t t_ps) {
@@ -146,21 +156,23 @@ void PcieLink::apply_write(uint64_t addr, const uint8_t* data, uint32_t len, uin
   w.set_streaming_width(len);
   w.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
   sc_time zero = sc_core::SC_ZERO_TIME;
+  w.set_dmi_allowed(false);
   host_mem->b_transport(w, zero);
-  if (w.is_response_ok()) {
-    trace_.event(t_ps, "dma_write").addr("addr", addr).num("len", len);
-  } else {
-    dma_errors_++;
-    trace_.event(t_ps, "dma_error").str("op", "write").addr("addr", addr).num("len", len);
-  }
+  log_dma(t_ps, true, w.is_response_ok(), addr, len);
 }
 
-void PcieLink::apply_writes_overlapping(uint64_t addr, uint32_t len, sc_time& delay) {
-  size_t last = 0;  // one past the last queued write that overlaps
-  for (size_t i = 0; i < posted_.size(); i++) {
-    const PostedWrite& w = posted_[i];
-    if (w.addr < addr + len && addr < w.addr + w.data.size()) last = i + 1;
+size_t PcieLink::last_posted_overlapping(uint64_t addr, uint32_t len) const {
+  for (size_t i = posted_.size(); i > 0; i--) {
+    const PostedWrite& w = posted_[i - 1];
+    if (w.addr < addr + len && addr < w.addr + w.data.size()) return i;
   }
+  return 0;
+}
+
+bool PcieLink::overlaps_posted(uint64_t addr, uint32_t len) const { return last_posted_overlapping(addr, len) != 0; }
+
+void PcieLink::apply_writes_overlapping(uint64_t addr, uint32_t len, sc_time& delay) {
+  size_t last = last_posted_overlapping(addr, len);  // one past the last queued write that overlaps
   // Landed writes are visible to the host at once (a spinning CPU wakes): an initiator
   // that runs ahead catches up first, so none lands before its sender's time.
   if (last && delay != sc_core::SC_ZERO_TIME) {
@@ -200,13 +212,28 @@ void PcieLink::apply_due_writes() {
 }
 
 bool PcieLink::dma_get_dmi(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi) {
-  // DMI bypasses the link's ordering of posted writes, so it is offered only when writes
-  // are not deferred.
-  if (defer_) return false;
-  if (!host_mem->get_direct_mem_ptr(trans, dmi)) return false;
-  dmi.set_read_latency(dma_latency_ * 2.0);
-  dmi.set_write_latency(dma_latency_);
+  // Granted only on terms: a bare pointer would skip the link's timing and log.
+  auto* ext = trans.get_extension<device::DmiTermsExtension>();
+  if (!ext || !host_mem->get_direct_mem_ptr(trans, dmi) || !ext->terms) return false;
+  memory_terms_ = ext->terms;
+  ext->terms = this;
+  // Deferred posted writes land through the link's queue, in order: reads only.
+  if (defer_) dmi.allow_read();
   return true;
+}
+
+bool PcieLink::read(uint64_t addr, uint32_t len, sc_time& delay) {
+  if (overlaps_posted(addr, len) || !memory_terms_->read(addr, len, delay)) return false;
+  read_done(addr, len, true, delay);
+  return true;
+}
+
+void PcieLink::written(uint64_t addr, uint32_t len, sc_time& delay) {
+  delay += payload_time(len);
+  const uint64_t arrival = ps(sc_core::sc_time_stamp() + delay + dma_latency_);
+  sc_time at_memory = sc_core::SC_ZERO_TIME;  // as a transported write is applied
+  memory_terms_->written(addr, len, at_memory);
+  log_dma(arrival, true, true, addr, len);
 }
 
 void PcieLink::dma_invalidate_dmi(sc_dt::uint64 start, sc_dt::uint64 end) {

@@ -17,6 +17,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
+#include "model/device/dmi_terms.h"
 #include "model/trace/trace_log.h"
 
 namespace irdma_sim::platform {
@@ -34,7 +35,10 @@ struct LinkConfig {
 inline constexpr uint64_t kMsiBase = 0xFEE00000ull;
 inline constexpr uint64_t kMsiSize = 0x100000ull;
 
-class PcieLink : public sc_core::sc_module {
+// DMI into host memory is granted on the link's terms (device/dmi_terms.h): a direct access
+// costs the time and leaves the log entry a transported one does. With posted writes
+// deferred, only reads are direct, and only those no queued write overlaps.
+class PcieLink : public sc_core::sc_module, private device::DmiTerms {
  public:
   IRDMA_SC_HAS_PROCESS(PcieLink);
   tlm_utils::simple_target_socket<PcieLink> host_mmio;   // from host CPUs
@@ -64,6 +68,13 @@ class PcieLink : public sc_core::sc_module {
   void dma_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   bool dma_get_dmi(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi);
   void dma_invalidate_dmi(sc_dt::uint64 start, sc_dt::uint64 end);
+  bool read(uint64_t addr, uint32_t len, sc_core::sc_time& delay) override;
+  void written(uint64_t addr, uint32_t len, sc_core::sc_time& delay) override;
+  // A read issued `delay` past the kernel's time reaches host memory at the returned offset.
+  sc_core::sc_time read_at_host(const sc_core::sc_time& delay) const;
+  // Logs a read that reached host memory; `delay` becomes when its data is back.
+  void read_done(uint64_t addr, uint32_t len, bool ok, sc_core::sc_time& delay);
+  void log_dma(uint64_t t_ps, bool write, bool ok, uint64_t addr, uint32_t len);
   void apply_write(uint64_t addr, const uint8_t* data, uint32_t len, uint64_t t_ps);
   void apply_due_writes();
   // Out of posted-request credits: the initiator (at `delay` ahead of the kernel) waits
@@ -72,6 +83,9 @@ class PcieLink : public sc_core::sc_module {
   // A thread may wait for a credit; a method (or a caller outside any process) may not, and
   // its write is queued past the credits instead.
   static bool initiator_can_wait();
+  // One past the last queued write touching [addr, addr + len), or 0.
+  size_t last_posted_overlapping(uint64_t addr, uint32_t len) const;
+  bool overlaps_posted(uint64_t addr, uint32_t len) const;
   // Lands, in order, every queued write up to the last one touching [addr, addr + len),
   // first waiting out the initiator's `delay` (then zero) if there are any.
   void apply_writes_overlapping(uint64_t addr, uint32_t len, sc_core::sc_time& delay);
@@ -95,6 +109,7 @@ class PcieLink : public sc_core::sc_module {
   tlm::tlm_generic_payload write_;  // reused for every write the link applies
   std::vector<std::vector<uint8_t>> spare_;  // buffers of applied writes, for reuse
   sc_core::sc_event posted_due_;
+  device::DmiTerms* memory_terms_ = nullptr;  // host memory's, behind the link's
   uint64_t dma_errors_ = 0;
   uint64_t mmio_errors_ = 0;
 };

@@ -1,14 +1,24 @@
 // PcieLink's posted writes in the timing-accurate mode: a device that runs ahead with more
 // writes in flight than the root complex has posted-request credits waits for the oldest to
 // land; every write still lands, in order, at its own time.
+// Its DMI into host memory: a device's direct accesses cost the simulated time and leave the
+// trace its transported ones would, in both timing modes, and end when the memory is freed.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
+#include "model/device/dma_port.h"
+#include "model/device/pci_config.h"
 #include "model/platform/host_memory.h"
 #include "model/platform/pcie_link.h"
 
@@ -86,6 +96,181 @@ TEST(PcieLink, ADeviceOutOfPostedCreditsWaitsAndEveryWriteStillLandsInOrder) {
   for (int i = 0; i < kWrites; ++i)
     for (int b = 0; b < 64; ++b) ASSERT_EQ(ring.cpu[64 * i + b], uint8_t(i % 255 + 1)) << "write " << i;
   EXPECT_EQ(link.dma_errors(), 0u);
+}
+
+// Passes transactions on and refuses DMI: the device behind it has every access transported.
+struct NoDmi : sc_core::sc_module {
+  tlm_utils::simple_target_socket<NoDmi> in{"in"};
+  tlm_utils::simple_initiator_socket<NoDmi> out{"out"};
+  explicit NoDmi(sc_core::sc_module_name name) : sc_module(name) {
+    in.register_b_transport(this, &NoDmi::b_transport);
+  }
+  void b_transport(tlm::tlm_generic_payload& t, sc_time& delay) {
+    out->b_transport(t, delay);
+    t.set_dmi_allowed(false);
+  }
+};
+
+// One DMA access of the script below and what came of it.
+struct Access {
+  bool write;
+  int region;
+  uint32_t off, len;
+  uint8_t fill;  // a write's bytes
+};
+struct Outcome {
+  bool ok;
+  std::vector<uint8_t> data;  // a read's
+  uint64_t engine_ps;         // the engine's time after it
+  bool operator==(const Outcome& o) const { return ok == o.ok && data == o.data && engine_ps == o.engine_ps; }
+};
+void PrintTo(const Outcome& o, std::ostream* os) {
+  *os << (o.ok ? "ok" : "failed") << " at " << o.engine_ps << " ps, " << o.data.size() << " bytes read";
+}
+
+// A device's DMA master behind its own link and memory, logging to its own trace, running a
+// script of accesses from an engine thread; region 0 is freed by the host half way.
+struct DmaSystem {
+  struct Engine : sc_core::sc_module {
+    SC_HAS_PROCESS(Engine);
+    tlm_utils::simple_initiator_socket<Engine> dma{"dma"};
+    Engine(sc_core::sc_module_name name, sc_time quantum, DmaSystem& sys)
+        : sc_module(name), time(1000, quantum), config(make_config()), port(dma, time, config), sys(sys) {
+      config.write(device::pci::COMMAND, 2, device::pci::COMMAND_MEMORY | device::pci::COMMAND_MASTER);
+      dma.register_invalidate_direct_mem_ptr(this, &Engine::invalidate);
+      SC_THREAD(run);
+    }
+    static device::PciConfigSpace make_config() {
+      std::array<device::PciBar, 6> bars{};
+      bars[0] = {1 << 20, true, true};
+      return device::PciConfigSpace({}, bars, {1, 0, 0x8000, 0x9000});
+    }
+    void invalidate(sc_dt::uint64 start, sc_dt::uint64 end) { port.invalidate_dmi(start, end); }
+    void run();
+    device::EngineTime time;
+    device::PciConfigSpace config;
+    device::DmaPort port;
+    DmaSystem& sys;
+  };
+
+  DmaSystem(const std::string& name, bool defer, sc_time quantum, bool dmi, const std::vector<Access>& script)
+      : mem((name + "_memory").c_str(), 1 << 20),
+        link((name + "_link").c_str(), platform::LinkConfig{}, defer, trace),
+        engine((name + "_engine").c_str(), quantum, *this),
+        mmio((name + "_mmio").c_str()),
+        script(script),
+        trace_path("/tmp/irdma-sim-dmi-" + name + "-" + std::to_string(::getpid()) + ".jsonl") {
+    trace.open(trace_path, [] { return sc_core::sc_time_stamp().value(); });
+    for (auto& r : regions) r = mem.alloc(8192, 4096);
+    if (dmi) {
+      engine.dma.bind(link.dev_dma);
+    } else {
+      no_dmi = std::make_unique<NoDmi>((name + "_no_dmi").c_str());
+      engine.dma.bind(no_dmi->in);
+      no_dmi->out.bind(link.dev_dma);
+    }
+    link.host_mem.bind(mem.socket);
+    link.dev_bar.bind(mmio.socket);
+    mmio.cpu.bind(link.host_mmio);
+  }
+  ~DmaSystem() { std::remove(trace_path.c_str()); }
+  std::string trace_text() {
+    trace.close();
+    std::ifstream in(trace_path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  trace::TraceLog trace;
+  platform::HostMemory mem;
+  platform::PcieLink link;
+  Engine engine;
+  NoMmio mmio;
+  std::unique_ptr<NoDmi> no_dmi;
+  std::vector<Access> script;
+  std::string trace_path;
+  std::array<platform::HostMemory::Region, 2> regions;
+  std::vector<Outcome> outcomes;
+  bool freed_page_touched = false;
+};
+
+void DmaSystem::Engine::run() {
+  for (size_t i = 0; i < sys.script.size(); ++i) {
+    const Access& a = sys.script[i];
+    if (i == sys.script.size() / 2) {
+      // The host takes region 0 back; the rest of the script still reaches for it.
+      time.sync();
+      sys.mem.free(sys.regions[0].iova);
+    }
+    const uint64_t addr = sys.regions[a.region].iova + a.off;
+    Outcome o;
+    if (a.write) {
+      std::vector<uint8_t> bytes(a.len, a.fill);
+      o.ok = port.write(addr, bytes.data(), a.len);
+    } else {
+      o.data.assign(a.len, 0xEE);
+      o.ok = port.read(addr, o.data.data(), a.len);
+    }
+    time.cycles(3);
+    o.engine_ps = time.now_ps();
+    sys.outcomes.push_back(o);
+  }
+  time.sync();
+  // Nothing the device did after the free may reach the pages region 0 had.
+  for (size_t b = 0; b < 8192; ++b) sys.freed_page_touched |= sys.regions[0].cpu[b] != 0;
+}
+
+std::vector<Access> dmi_script() {
+  std::vector<Access> s;
+  for (int round = 0; round < 3; ++round) {
+    for (int region = 0; region < 2; ++region) {
+      s.push_back({true, region, 0, 32, uint8_t(0x10 + round)});
+      s.push_back({true, region, 32, 32, uint8_t(0x20 + round)});
+      s.push_back({false, region, 0, 64, 0});     // over both writes, which may be in flight
+      s.push_back({false, region, 4096, 16, 0});  // over nothing written
+      s.push_back({true, region, 4100, 4, uint8_t(0x30 + round)});
+      s.push_back({false, region, 4096, 16, 0});
+      s.push_back({false, region, 8190, 4, 0});   // past the region's end: an error
+    }
+  }
+  return s;
+}
+
+// The same script through a DmaPort that may take DMI and one that may not, side by side.
+// `min_direct`: how many accesses at least must have been direct.
+void expect_direct_equals_transported(bool defer, sc_time quantum, size_t min_direct) {
+  const std::vector<Access> script = dmi_script();
+  DmaSystem direct("direct", defer, quantum, true, script);
+  DmaSystem transported("transported", defer, quantum, false, script);
+  sc_core::sc_start();
+
+  ASSERT_EQ(direct.outcomes.size(), script.size());
+  ASSERT_EQ(transported.outcomes.size(), script.size());
+  for (size_t i = 0; i < script.size(); ++i) EXPECT_EQ(direct.outcomes[i], transported.outcomes[i]) << "access " << i;
+  std::vector<uint8_t> first_two(32, 0x10);
+  first_two.resize(64, 0x20);
+  EXPECT_EQ(direct.outcomes[2].data, first_two);
+  EXPECT_FALSE(direct.outcomes[6].ok) << "a read past the region's end";
+  EXPECT_FALSE(direct.freed_page_touched) << "a direct write reached memory the host had freed";
+  EXPECT_EQ(direct.engine.port.errors(), transported.engine.port.errors());
+  EXPECT_GT(direct.engine.port.errors(), 3u);
+  EXPECT_EQ(direct.link.dma_errors(), transported.link.dma_errors());
+  EXPECT_GE(direct.engine.port.direct_accesses(), min_direct);
+  EXPECT_EQ(transported.engine.port.direct_accesses(), 0u);
+  const std::string direct_trace = direct.trace_text(), transported_trace = transported.trace_text();
+  EXPECT_GT(direct_trace.size(), 1000u);
+  EXPECT_EQ(direct_trace, transported_trace);
+}
+
+TEST(PcieLink, DirectAccessesLooselyTimedCostAndLogWhatTransportedOnesDo) {
+  // Every access inside a live region but the first to each of its pages.
+  expect_direct_equals_transported(false, sc_time(10, sc_core::SC_US), 26);
+}
+
+TEST(PcieLink, DirectReadsWithPostedWritesDeferredCostAndLogWhatTransportedOnesDo) {
+  // Only reads that no queued write overlaps: the second read of nothing written, per region.
+  expect_direct_equals_transported(true, sc_core::SC_ZERO_TIME, 3);
 }
 
 }  // namespace

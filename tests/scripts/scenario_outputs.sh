@@ -1,21 +1,32 @@
 #!/bin/sh
 # Runs every shipped scenario for seeds 1-3 and writes one checksum per output, so that two
-# builds can be compared for bit-identical behaviour (report.json without wall_time_s,
-# completions.jsonl, trace.jsonl):
+# builds can be compared for bit-identical behaviour (report.json without wall_time_s and
+# with the scenario's directory left out, completions.jsonl, trace.jsonl):
 #   tests/scripts/scenario_outputs.sh build/model/system/irdma-sim-run /tmp/before
 #   ... change, rebuild ...
 #   tests/scripts/scenario_outputs.sh build/model/system/irdma-sim-run /tmp/after
 #   diff /tmp/before/SHA256SUMS /tmp/after/SHA256SUMS
+# With SYNC=loose, every scenario runs in the loosely timed mode instead (its copy, with
+# `sync: {mode: loose}` under its `config:`, is kept in OUT/scenarios).
 set -eu
 run=$1 out=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
 : >"$out/SHA256SUMS"
-for scenario in "$root"/scenarios/*.yaml; do
+scenarios="$root/scenarios"
+if [ "${SYNC:-approximate}" != approximate ]; then
+  scenarios="$out/scenarios"
+  mkdir -p "$scenarios"
+  for scenario in "$root"/scenarios/*.yaml; do
+    sed "s/^config:\$/config:\n  sync: {mode: $SYNC}/" "$scenario" >"$scenarios/$(basename "$scenario")"
+    grep -q "sync: {mode: $SYNC}" "$scenarios/$(basename "$scenario")" || { echo "no config: in $scenario" >&2; exit 2; }
+  done
+fi
+for scenario in "$scenarios"/*.yaml; do
   for seed in 1 2 3; do
     dir="$out/$(basename "$scenario" .yaml)-seed$seed"
     "$run" "$scenario" --out "$dir" --seed "$seed" >"$dir.log" 2>&1 || true  # failing runs are compared too
-    sed 's/"wall_time_s":[^,]*,//' "$dir/report.json" >"$dir/report.nowall.json"
+    sed -e 's/"wall_time_s":[^,]*,//' -e "s|$scenarios/|scenarios/|g" "$dir/report.json" >"$dir/report.nowall.json"
     (cd "$out" && sha256sum "${dir##*/}/report.nowall.json" "${dir##*/}/completions.jsonl" \
        "${dir##*/}/trace.jsonl" >>SHA256SUMS)
   done
