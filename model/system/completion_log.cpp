@@ -25,12 +25,17 @@ void CompletionLog::close() {
 void CompletionLog::write(uint64_t t_ps, uint32_t cq, uint64_t wr_id, uint32_t qp_num,
                           const ib_wc& wc) {
   if (!out_) return;
-  char smac[18];
-  std::snprintf(smac, sizeof smac, "%02x:%02x:%02x:%02x:%02x:%02x", wc.smac[0], wc.smac[1],
-                wc.smac[2], wc.smac[3], wc.smac[4], wc.smac[5]);
+  static const char digits[] = "0123456789abcdef";
+  char smac[17];  // aa:bb:cc:dd:ee:ff
+  for (int i = 0; i < 6; i++) {
+    smac[3 * i] = digits[wc.smac[i] >> 4];
+    smac[3 * i + 1] = digits[wc.smac[i] & 15];
+    if (i < 5) smac[3 * i + 2] = ':';
+  }
   const bool imm = wc.wc_flags & IB_WC_WITH_IMM;
   const bool inv = wc.wc_flags & IB_WC_WITH_INVALIDATE;
-  JsonWriter j;
+  JsonWriter& j = line_;
+  j.clear();
   j.begin_object()
       .num("t_ps", t_ps)
       .num("cq", cq)
@@ -49,11 +54,11 @@ void CompletionLog::write(uint64_t t_ps, uint32_t cq, uint64_t wr_id, uint32_t q
       .num("slid", wc.slid)
       .num("sl", wc.sl)
       .num("pkey_index", wc.pkey_index)
-      .str("smac", smac)
+      .str("smac", std::string_view(smac, sizeof smac))
       .num("vlan_id", wc.vlan_id)
       .num("network_hdr_type", wc.network_hdr_type)
       .end_object();
-  std::fputs(j.text().c_str(), out_);
+  std::fwrite(j.text().data(), 1, j.text().size(), out_);
   std::fputc('\n', out_);
 }
 

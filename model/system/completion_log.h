@@ -7,6 +7,7 @@
 #include <string>
 
 #include "driver/core/ib_verbs.h"
+#include "model/system/json_writer.h"
 
 namespace irdma_sim::system {
 
@@ -28,6 +29,7 @@ class CompletionLog {
 
  private:
   std::FILE* out_ = nullptr;
+  JsonWriter line_;  // reused: a line costs no allocation
 };
 
 }  // namespace irdma_sim::system

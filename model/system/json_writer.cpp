@@ -1,28 +1,30 @@
 #include "model/system/json_writer.h"
 
+#include <charconv>
 #include <cstdio>
 
 namespace irdma_sim::system {
 
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (const char c : s) {
+void append_json_escaped(std::string& out, std::string_view s) {
+  size_t plain = 0;  // the run of characters that need no escape, appended at once
+  for (size_t i = 0; i < s.size(); i++) {
+    const char c = s[i];
+    if (c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20) continue;
+    out.append(s.data() + plain, i - plain);
+    plain = i + 1;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
       case '\n': out += "\\n"; break;
       case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
+      default: {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      }
     }
   }
-  return out;
+  out.append(s.data() + plain, s.size() - plain);
 }
 
 void JsonWriter::prefix(const char* key) {
@@ -30,7 +32,7 @@ void JsonWriter::prefix(const char* key) {
   first_ = false;
   if (key) {
     out_ += '"';
-    out_ += json_escape(key);
+    append_json_escaped(out_, key);
     out_ += "\":";
   }
 }
@@ -61,15 +63,25 @@ JsonWriter& JsonWriter::end_array() {
   return *this;
 }
 
+namespace {
+
+template <typename T>
+void append_decimal(std::string& out, T v) {
+  char buf[24];
+  out.append(buf, size_t(std::to_chars(buf, buf + sizeof buf, v).ptr - buf));
+}
+
+}  // namespace
+
 JsonWriter& JsonWriter::num(const char* key, uint64_t v) {
   prefix(key);
-  out_ += std::to_string(v);
+  append_decimal(out_, v);
   return *this;
 }
 
 JsonWriter& JsonWriter::inum(const char* key, int64_t v) {
   prefix(key);
-  out_ += std::to_string(v);
+  append_decimal(out_, v);
   return *this;
 }
 
@@ -93,10 +105,10 @@ JsonWriter& JsonWriter::null(const char* key) {
   return *this;
 }
 
-JsonWriter& JsonWriter::str(const char* key, const std::string& v) {
+JsonWriter& JsonWriter::str(const char* key, std::string_view v) {
   prefix(key);
   out_ += '"';
-  out_ += json_escape(v);
+  append_json_escaped(out_, v);
   out_ += '"';
   return *this;
 }

@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace irdma_sim::system {
 
-std::string json_escape(const std::string& s);
+// Appends `s` to `out`, escaped.
+void append_json_escaped(std::string& out, std::string_view s);
 
 class JsonWriter {
  public:
@@ -20,8 +22,13 @@ class JsonWriter {
   JsonWriter& real(const char* key, double v);
   JsonWriter& boolean(const char* key, bool v);
   JsonWriter& null(const char* key);
-  JsonWriter& str(const char* key, const std::string& v);
+  JsonWriter& str(const char* key, std::string_view v);
   const std::string& text() const { return out_; }
+  // Empties the text for the next document, keeping its storage.
+  void clear() {
+    out_.clear();
+    first_ = true;
+  }
 
  private:
   void prefix(const char* key);
