@@ -2,7 +2,7 @@
 
   irdma-sim run SCENARIO [--out DIR] [--seed N] [--no-trace]
   irdma-sim check SCENARIO...
-  irdma-sim sweep SCENARIO... --seeds 1-20 [--out DIR] [--jobs N] [--trace]
+  irdma-sim sweep SCENARIO... --seeds 1-20 [--out DIR] [--jobs N] [--trace] [--junit FILE]
   irdma-sim diff OUT_A OUT_B
   irdma-sim --version
 
@@ -21,6 +21,7 @@ from pathlib import Path
 from irdma_sim import __version__
 from irdma_sim._irdma_sim import ScenarioError, check_scenario
 from irdma_sim.diff import diff_runs
+from irdma_sim.junit import write_junit
 from irdma_sim.report import summary
 from irdma_sim.runner import RunFailed, Terminated, install_sigterm, run, signal_of
 from irdma_sim.sweep import ERROR, FAIL, INTERRUPTED, PASS, parse_seeds, sweep, tally, write_summary
@@ -141,6 +142,8 @@ def cmd_sweep(args):
     else:
         status = 2 if count[ERROR] else 1 if count[FAIL] else 0
     write_summary(args.out, outcomes, status)
+    if args.junit:
+        write_junit(args.junit, outcomes)
     line = (f"{count[PASS]} of {len(outcomes)} runs passed, {count[FAIL]} failed, {count[ERROR]} could not run")
     if interruption:
         line += f", {count[INTERRUPTED]} interrupted; the sweep was stopped"
@@ -214,6 +217,7 @@ def main(argv=None):
     s.add_argument("--jobs", type=jobs_value, help="parallel runs (default: one per CPU)")
     s.add_argument("--trace", action="store_true", help="also write trace.jsonl")
     s.add_argument("--backend", type=backend_value, default="sim", help=BACKEND_HELP)
+    s.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report (a testcase per scenario and seed)")
     s.set_defaults(func=cmd_sweep)
     v = sub.add_parser("serve", help="serve the device model over vfio-user until Ctrl-C")
     v.add_argument("--socket", required=True, help="the listening socket's path")

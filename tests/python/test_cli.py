@@ -220,6 +220,49 @@ def test_sweep_runs_every_seed_and_says_which_could_not_run(scenario, tmp_path):
     assert cli("sweep", scenario("smoke.yaml"), "--seeds", "3-1").returncode == 2
 
 
+def test_sweep_junit_has_a_testcase_per_scenario_and_seed(scenario, tmp_path):
+    import xml.etree.ElementTree as ET
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nqp_pairs:\n  - name: p\n    sq_dept: 8\n")
+    junit = tmp_path / "reports" / "sweep.xml"
+    proc = cli("sweep", scenario("smoke.yaml"), str(bad), "--seeds", "1-2", "--out", str(tmp_path / "sw"),
+               "--junit", str(junit))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    root = ET.parse(junit).getroot()
+    assert root.tag == "testsuites" and (root.get("tests"), root.get("errors"), root.get("failures")) == ("4", "2", "0")
+    suites = {s.get("name"): s for s in root.findall("testsuite")}
+    assert set(suites) == {"smoke", "bad"}
+    smoke_cases = suites["smoke"].findall("testcase")
+    assert [c.get("name") for c in smoke_cases] == ["seed 1", "seed 2"]
+    assert all(c.find("failure") is None and c.find("error") is None and float(c.get("time")) > 0 for c in smoke_cases)
+    errors = [c.find("error") for c in suites["bad"].findall("testcase")]
+    assert all(e is not None and "sq_dept" in e.get("message") for e in errors)
+    assert not list(junit.parent.glob("*.tmp"))
+
+
+def test_junit_failure_lists_each_failed_check_with_its_detail(tmp_path):
+    from irdma_sim.junit import junit_tree
+    from irdma_sim.sweep import Outcome
+    report = {"passed": False, "wall_time_s": 0.5, "interrupted": None, "checks": [
+        {"name": "every_signaled_wr_completed_once", "passed": False, "detail": "wr 7 of qp 3 completed twice"},
+        {"name": "expected_status_and_opcode", "passed": True, "detail": "12 checked"},
+        {"name": "no_cqe_lost", "passed": False, "detail": "cq 2 slot 9: <never written> & more"}]}
+    interrupted = {"passed": True, "wall_time_s": 0.1, "interrupted": {"signal": "SIGINT"}, "checks": []}
+    tree = junit_tree([Outcome("s.yaml", "s", 3, tmp_path / "a", report=report),
+                       Outcome("s.yaml", "s", 4, tmp_path / "b", report=interrupted)])
+    path = tmp_path / "j.xml"
+    tree.write(path, encoding="utf-8", xml_declaration=True)
+    import xml.etree.ElementTree as ET
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("2", "1", "1")
+    failed, skipped = suite.findall("testcase")
+    failure = failed.find("failure")
+    assert failure.get("message") == "failed: every_signaled_wr_completed_once, no_cqe_lost"
+    assert failure.text.splitlines() == ["every_signaled_wr_completed_once: wr 7 of qp 3 completed twice",
+                                         "no_cqe_lost: cq 2 slot 9: <never written> & more"]
+    assert "SIGINT" in skipped.find("skipped").get("message")
+
+
 def test_seed_lists():
     from irdma_sim.sweep import parse_seeds
     assert parse_seeds("1-3,7,0x10") == [1, 2, 3, 7, 16]
