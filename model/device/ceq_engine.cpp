@@ -43,12 +43,14 @@ bool CeqEngine::notify(uint32_t ceq_id, uint64_t cq_ctx) {
   Ceq& q = it->second;
   if (q.unacked == q.entries) {  // full of CEQEs not yet acknowledged: never overwritten
     counters_.ceqes_dropped++;
+    trace_.coverage().hit(trace::Cover::ceq, {2});
     trace_.event(time_.now_ps(), "ceqe_dropped").num("ceq", ceq_id).addr("ctx", cq_ctx);
     return false;
   }
   const uint64_t ceqe = put(CEQE_CQCTX, cq_ctx) | put(CEQE_VALID, q.tail.polarity);
   dma_.write(q.base + uint64_t(q.tail.idx) * 8, &ceqe, 8);
-  q.tail.advance(q.entries);
+  trace_.coverage().hit(trace::Cover::ceq, {0});
+  if (q.tail.advance(q.entries)) trace_.coverage().hit(trace::Cover::ceq, {1});
   q.unacked++;
   counters_.ceqes++;
   trace_.event(time_.now_ps(), "ceqe").num("ceq", ceq_id).addr("ctx", cq_ctx);

@@ -22,10 +22,12 @@ bool CqEngine::room(CqContext& cq, uint32_t slots, const CqeFields& fields) {
   if (!cq.overflowed && free_slots() < std::max(slots, cq.shadow_read_threshold)) {
     uint64_t head = 0;
     counters_.head_reads++;
+    trace_.coverage().hit(trace::Cover::cq_ring, {1});
     if (dma_.read(cq.shadow, &head, 8) && head < cq.size) cq.head_seen = uint32_t(head);
   }
   if (!cq.overflowed && free_slots() >= slots) return true;
   counters_.cqes_overflowed++;
+  trace_.coverage().hit(trace::Cover::cq_ring, {2});
   trace_.event(time_.now_ps(), "cqe_overflow")
       .num("cq", cq.id)
       .num("qp", fields.qp_id)
@@ -51,6 +53,7 @@ bool CqEngine::remove(uint32_t cq_id) {
 void CqEngine::resize(uint32_t cq_id, uint64_t base, uint32_t size, uint32_t shadow_read_threshold,
                       bool check_overflow, bool ceqe_mask) {
   CqContext& cq = cqs_.at(cq_id);
+  trace_.coverage().hit(trace::Cover::cq_resize, {size > cq.size ? 0u : size < cq.size ? 1u : 2u});
   cq.base = base;
   cq.size = size;
   cq.shadow_read_threshold = shadow_read_threshold;
@@ -83,17 +86,21 @@ bool CqEngine::arm(uint32_t cq_id) {
   CqContext& cq = it->second;
   const uint64_t arm = shadow[4];
   const int seq = int(get(arm, CQ_DBSA_ARM_SEQ_NUM));
+  const bool next = bit(arm, CQ_DBSA_ARM_NEXT), next_se = bit(arm, CQ_DBSA_ARM_NEXT_SE);
+  const unsigned kind = next ? 0 : 1;
   if (seq == cq.arm_seq) {
     counters_.stale_arms++;
+    trace_.coverage().hit(trace::Cover::cq_arm, {kind, 3});
     return true;
   }
   cq.arm_seq = seq;
-  const bool next = bit(arm, CQ_DBSA_ARM_NEXT), next_se = bit(arm, CQ_DBSA_ARM_NEXT_SE);
   cq.armed = next || next_se;
   cq.solicited_only = !next;
   counters_.arms++;
   const bool head_is_current = get(arm, CQ_DBSA_SW_CQ_SELECT) == get(cq.resizes, CQ_DBSA_SW_CQ_SELECT);
-  if (next && (!head_is_current || shadow[0] != cq.tail.idx)) raise_event(cq);
+  const bool now = next && (!head_is_current || shadow[0] != cq.tail.idx);
+  if (cq.armed) trace_.coverage().hit(trace::Cover::cq_arm, {kind, now ? 1u : 0u});
+  if (now) raise_event(cq);
   return true;
 }
 
@@ -117,6 +124,15 @@ void CqEngine::write_half(CqContext& cq, uint32_t slot, uint32_t offset, const C
   dma_.write(addr, half.data(), sizeof half);
 }
 
+// cqe_write's bins: where a CQE's last half fell, and cq_ring's wrap.
+void CqEngine::cover_write(const CqContext& cq, uint32_t slot, bool extended, bool wrapped) {
+  const bool split = extended && !cq.cqe_64byte && slot == cq.size - 1;
+  const uint32_t last = extended && !cq.cqe_64byte ? (slot + 1) % cq.size : slot;
+  trace_.coverage().hit(trace::Cover::cqe_write,
+                        {cq.cqe_64byte ? 1u : 0u, extended ? 1u : 0u, split ? 2u : last == cq.size - 1 ? 1u : 0u});
+  if (wrapped) trace_.coverage().hit(trace::Cover::cq_ring, {0});
+}
+
 bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
   auto it = cqs_.find(cq_id);
   if (it == cqs_.end()) {
@@ -131,6 +147,7 @@ bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
   formatter_->at_time_ps(time_.now_ps());
   const CqeHalf main = formatter_->format_main(fields, cq.tail.polarity);
   CqeHalf ext{};
+  bool wrapped = false;
   if (fields.extended) {
     if (cq.cqe_64byte) {
       ext = formatter_->format_ext(fields, cq.tail.polarity);
@@ -138,7 +155,7 @@ bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
     } else {
       // The extended half takes the next slot, with that slot's pass polarity. It is
       // written first so a reader that sees the main half valid finds the rest valid too.
-      cq.tail.advance(cq.size);
+      wrapped = cq.tail.advance(cq.size);
       ext = formatter_->format_ext(fields, cq.tail.polarity);
       write_half(cq, cq.tail.idx, 0, ext);
     }
@@ -146,10 +163,14 @@ bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
   }
   time_.cycles(cfg_.cycles.cqe_write);
   write_half(cq, slot, 0, main);
-  cq.tail.advance(cq.size);
+  wrapped |= cq.tail.advance(cq.size);
   counters_.cqes_written++;
   if (cq_id == 0) counters_.ccq_cqes++;
-  if (cq.armed && (!cq.solicited_only || fields.solicited)) raise_event(cq);
+  cover_write(cq, slot, fields.extended, wrapped);
+  if (cq.armed && (!cq.solicited_only || fields.solicited)) {
+    trace_.coverage().hit(trace::Cover::cq_arm, {cq.solicited_only ? 1u : 0u, 2});
+    raise_event(cq);
+  }
 
   if (trace_.enabled()) {
     uint8_t bytes[64];

@@ -80,6 +80,7 @@ class CqEngine {
   const CqEngineCounters& counters() const { return counters_; }
 
  private:
+  void cover_write(const CqContext& cq, uint32_t slot, bool extended, bool wrapped);
   void write_half(CqContext& cq, uint32_t slot, uint32_t offset, const CqeHalf& half);
   // The CQ's completion event: one CEQE, and the CQ disarmed.
   void raise_event(CqContext& cq);

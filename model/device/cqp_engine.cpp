@@ -70,6 +70,7 @@ void CqpEngine::doorbell(uint32_t head) {
     const Outcome out = execute(wqe);
     counters_.commands++;
     if (out.major) counters_.errors++;
+    cover_command(uint8_t(get(wqe[3], CQP_WQE_OPCODE)), out.major != 0);
     trace_.event(time_.now_ps(), "cqp_op")
         .num("index", tail_.idx)
         .num("opcode", get(wqe[3], CQP_WQE_OPCODE))
@@ -95,6 +96,17 @@ void CqpEngine::doorbell(uint32_t head) {
     time_.catch_up();
     tail_.advance(sq_size_);
   }
+}
+
+void CqpEngine::cover_command(uint8_t op, bool error) {
+  static constexpr uint8_t kCovered[] = {OP_CREATE_QP,          OP_MODIFY_QP,    OP_DESTROY_QP,    OP_CREATE_CQ,
+                                         OP_MODIFY_CQ,          OP_DESTROY_CQ,   OP_ALLOC_STAG,    OP_DEALLOC_STAG,
+                                         OP_QUERY_RDMA_FEATURES, OP_CREATE_CEQ,  OP_DESTROY_CEQ,   OP_CREATE_AEQ,
+                                         OP_DESTROY_AEQ,        OP_UPDATE_PE_SDS, OP_QUERY_FPM_VAL, OP_COMMIT_FPM_VAL,
+                                         OP_FLUSH_WQES};
+  unsigned command = 0;
+  while (command < std::size(kCovered) && kCovered[command] != op) command++;  // past the end: "other"
+  trace_.coverage().hit(trace::Cover::cqp_command, {command, error ? 1u : 0u});
 }
 
 // A command's completion from the minor code an engine returned (0: success).

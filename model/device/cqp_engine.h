@@ -53,6 +53,8 @@ class CqpEngine {
   Outcome flush_wqes(const uint64_t* wqe);
   Outcome stag_command(uint8_t op, const uint64_t* wqe);
   Outcome qp_command(uint8_t op, const uint64_t* wqe);
+  // cqp_command's bin for a command executed.
+  void cover_command(uint8_t op, bool error);
   void fail(uint16_t major, uint16_t minor);
 
   const DeviceConfig& cfg_;

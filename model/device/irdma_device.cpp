@@ -42,6 +42,8 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
       hmc_(cfg_, dma_port_),
       vectors_(time_, cfg.msix_vectors(),
                [this](unsigned vector, uint64_t due_ps) {
+                 trace_.coverage().hit(trace::Cover::ceq, {3});
+                 if (due_ps > time_.now_ps()) trace_.coverage().hit(trace::Cover::ceq, {4});
                  // Due by the engine's clock (which is past the CEQE's issue): right behind it.
                  if (due_ps <= time_.now_ps())
                    raise_msix(vector, true);

@@ -1,5 +1,7 @@
 #include "model/system/run_scenario.h"
 
+#include "model/system/coverage_report.h"
+
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -9,6 +11,7 @@
 #include <optional>
 
 #include "model/system/completion_log.h"
+#include "model/system/coverage_report.h"
 #include "driver/backends/vfio/vfio_transport.h"
 #include "driver/backends/vfio_user/client.h"
 #include "model/system/json_writer.h"
@@ -240,6 +243,17 @@ std::unique_ptr<Host> make_host(const SimConfig& cfg, const std::string& backend
   return std::make_unique<PcieSystem>(std::make_unique<pcie::vfio_user::VfioUserClient>(socket), driver_params(cfg));
 }
 
+// Written whole or not at all: a reader never finds half a file.
+void write_whole(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream file(tmp);
+    file << text;
+    if (!file.flush()) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
 }  // namespace
 
 RunResult run_scenario(const std::string& scenario_path, const std::string& out_dir,
@@ -259,6 +273,7 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   if (!vcd.empty() && std::filesystem::path(vcd).is_relative()) vcd = (out / vcd).string();
   // Outputs an earlier run left in this directory would pass for this run's.
   std::filesystem::remove(out / "report.json");
+  std::filesystem::remove(out / "coverage.json");
   // Only a device this run simulates or serves has a log for it: an attached device's server
   // keeps its own, if any, and silicon none.
   const bool trace = options.trace && (options.backend == "sim" || options.backend == "vfio-user");
@@ -285,6 +300,9 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   const int interrupted_by = wl->interrupted() ? signals.caught() : 0;
   const uint64_t interrupted_at_ps = wl->interrupted_at_ps();
   const WorkloadCounters counts = wl->counters();
+  trace::Coverage coverage = wl->coverage();
+  const bool device_seen = host.trace() != nullptr;  // the device ran here: its coverage is ours
+  if (device_seen) coverage.add(host.trace()->coverage());
   std::vector<std::string> warnings = wl->warnings();
   if (options.trace && !trace)
     warnings.push_back("no trace.jsonl: backend " + options.backend +
@@ -316,14 +334,9 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   bool passed = true;
   for (const Check& c : checks) passed = passed && c.passed;
   RunResult result{passed, interrupted_by, (out / "report.json").string()};
-  // Written whole or not at all: a reader never finds half a report.
-  const std::string tmp = result.report_path + ".tmp";
-  {
-    std::ofstream report(tmp);
-    report << report_json(sc, sys, counts, checks, warnings, passed, interrupted_by, interrupted_at_ps, wall);
-    if (!report.flush()) throw std::runtime_error("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, result.report_path);
+  write_whole((out / "coverage.json").string(), coverage_json(coverage, device_seen) + "\n");
+  write_whole(result.report_path,
+              report_json(sc, sys, counts, checks, warnings, passed, interrupted_by, interrupted_at_ps, wall));
   return result;
 }
 

@@ -20,6 +20,7 @@
 #include "model/system/scenario.h"
 #include "model/system/scoreboard.h"
 #include "model/system/workload/ready_set.h"
+#include "model/trace/coverage.h"
 
 namespace irdma_sim::system {
 
@@ -68,6 +69,8 @@ class Workload {
   // The whole program; call on a host thread. Failures land in the scoreboard.
   void run();
   const WorkloadCounters& counters() const { return counters_; }
+  // The host side's coverage: completions as the driver delivered them, pool gets.
+  const trace::Coverage& coverage() const { return coverage_; }
   // When the traffic began (wall clock): setup before it, traffic and teardown after.
   std::chrono::steady_clock::time_point traffic_started() const { return started_; }
   // Setup ran into a limit of the configured device or host the scenario could not be
@@ -93,6 +96,7 @@ class Workload {
 
   // setup.cpp: CQs, QP pairs, memory keys, faults, the first receives.
   bool setup();
+  size_t pool_size();  // CQs in the shared pools
   // For a resource error `err` (ENOSPC: `key`'s id space is used up; ENOMEM: host memory)
   // while setup did `what`: notes the limit error and returns true.
   bool out_of(int err, const char* key, uint64_t limit, const std::string& what);
@@ -128,6 +132,10 @@ class Workload {
   static void on_recv_done(ibcore::ib_cq* cq, ibcore::ib_wc* wc);
   // Counts and logs a completion, its wr_id set from `ctx`; false when its QP's pair was
   // torn down meanwhile and nothing more is to be checked of it.
+  // coverage_'s bins for a delivered completion (`success`: as the workload counts it).
+  void cover_send(const WrCtx& ctx, const ibcore::ib_wc& wc, bool success);
+  void cover_recv(const ibcore::ib_wc& wc);
+  void cover_status(const ibcore::ib_wc& wc, bool success);
   bool completed(const WrCtx& ctx, ibcore::ib_wc& wc);
   bool moved_right(const Qp& q, const WrCtx& ctx) const;
   // recovery.cpp: broken connections, CQ errors, resizes, stopping early.
@@ -181,6 +189,7 @@ class Workload {
   Control control_;
   std::chrono::steady_clock::time_point started_, last_progress_;
   WorkloadCounters counters_;
+  trace::Coverage coverage_;
   std::vector<bool> delivered_on_;  // by CQ number
 };
 

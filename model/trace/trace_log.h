@@ -11,6 +11,8 @@
 #include <functional>
 #include <deque>
 #include <string>
+
+#include "model/trace/coverage.h"
 #include <vector>
 
 namespace irdma_sim::trace {
@@ -80,6 +82,9 @@ class TraceLog {
   // Events logged before one already written (a model bug): written at once, out of order.
   uint64_t late_events() const { return late_; }
 
+  // What the components logging here exercised: counted whether or not the log is open.
+  Coverage& coverage() { return coverage_; }
+
  private:
   struct Entry {
     uint64_t t_ps;
@@ -96,6 +101,7 @@ class TraceLog {
   uint64_t written_ = 0;
   uint64_t written_before_ = 0;  // every event older than this is written
   uint64_t late_ = 0;
+  Coverage coverage_;
 };
 
 }  // namespace irdma_sim::trace

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from irdma_sim import __version__
 from irdma_sim._irdma_sim import ScenarioError, check_scenario
+from irdma_sim import coverage
 from irdma_sim.diff import diff_runs
 from irdma_sim.junit import write_junit
 from irdma_sim.report import summary
@@ -94,7 +95,9 @@ def cmd_run(args):
             print(f"irdma-sim: interrupted; {out} holds no report", file=sys.stderr)
             return 128 + signal_of(interruption)
     print(summary(report))
-    files = [f for f in ("report.json", "trace.jsonl", "completions.jsonl") if (Path(out) / f).exists()]
+    if (Path(out) / "coverage.json").exists():
+        print("\n".join(coverage.summary_lines(coverage.load(Path(out) / "coverage.json"), holes=0)))
+    files = [f for f in ("report.json", "trace.jsonl", "completions.jsonl", "coverage.json") if (Path(out) / f).exists()]
     print(f"outputs    {out}/{', '.join(files)}")
     if report.get("interrupted"):
         return 128 + getattr(signal, report["interrupted"]["signal"])
@@ -142,6 +145,13 @@ def cmd_sweep(args):
     else:
         status = 2 if count[ERROR] else 1 if count[FAIL] else 0
     write_summary(args.out, outcomes, status)
+    try:
+        merged = coverage.merge_runs([o.out for o in outcomes], Path(args.out) / "coverage.json")
+    except (OSError, ValueError) as e:  # a run's file unreadable, or of another build's catalogue
+        print(f"irdma-sim sweep: coverage not merged: {e}", file=sys.stderr)
+        merged = None
+    if merged:
+        print("\n".join(coverage.summary_lines(merged)))
     if args.junit:
         write_junit(args.junit, outcomes)
     line = (f"{count[PASS]} of {len(outcomes)} runs passed, {count[FAIL]} failed, {count[ERROR]} could not run")

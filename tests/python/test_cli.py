@@ -63,7 +63,7 @@ def test_same_seed_gives_identical_outputs_and_another_seed_does_not(scenario, t
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     for out, seed in ((a, 5), (b, 5), (c, 6)):
         assert irdma_sim.run(scenario("smoke.yaml"), out, seed=seed)["passed"]
-    for name in ("trace.jsonl", "completions.jsonl"):
+    for name in ("trace.jsonl", "completions.jsonl", "coverage.json"):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
     assert (a / "completions.jsonl").read_bytes() != (c / "completions.jsonl").read_bytes()
 

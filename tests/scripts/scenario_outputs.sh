@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs every shipped scenario for seeds 1-3 and writes one checksum per output, so that two
 # builds can be compared for bit-identical behaviour (report.json without wall_time_s and
-# with the scenario's directory left out, completions.jsonl, trace.jsonl):
+# with the scenario's directory left out, completions.jsonl, trace.jsonl, coverage.json):
 #   tests/scripts/scenario_outputs.sh build/model/system/irdma-sim-run /tmp/before
 #   ... change, rebuild ...
 #   tests/scripts/scenario_outputs.sh build/model/system/irdma-sim-run /tmp/after
@@ -28,7 +28,7 @@ for scenario in "$scenarios"/*.yaml; do
     "$run" "$scenario" --out "$dir" --seed "$seed" >"$dir.log" 2>&1 || true  # failing runs are compared too
     sed -e 's/"wall_time_s":[^,]*,//' -e "s|$scenarios/|scenarios/|g" "$dir/report.json" >"$dir/report.nowall.json"
     (cd "$out" && sha256sum "${dir##*/}/report.nowall.json" "${dir##*/}/completions.jsonl" \
-       "${dir##*/}/trace.jsonl" >>SHA256SUMS)
+       "${dir##*/}/trace.jsonl" "${dir##*/}/coverage.json" >>SHA256SUMS)
   done
 done
 wc -l <"$out/SHA256SUMS"

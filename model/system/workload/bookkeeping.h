@@ -52,6 +52,7 @@ struct Workload::WrCtx {
   TrafficOp op = TrafficOp::send;
   uint32_t len = 0;
   uint64_t original = 0, after = 0;  // atomics: the value returned, the value left behind
+  bool signaled = false;
 };
 // Kept in ZeroFilledArrays: zero bytes must read as the defaults above.
 static_assert(TrafficOp{} == TrafficOp::send);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 
 #include "model/system/host.h"
@@ -23,6 +24,11 @@ bool Workload::completed(const WrCtx& ctx, ib_wc& wc) {
                                 wc.status == IB_WC_GENERAL_ERR && !ctx.qp->broken;
   ctx.qp->completions++;
   mark_ready(*ctx.qp);
+  cover_status(wc, wc.status == IB_WC_SUCCESS || unmapped_success);
+  if (ctx.cqe.done == &Workload::on_send_done)
+    cover_send(ctx, wc, wc.status == IB_WC_SUCCESS || unmapped_success);
+  else
+    cover_recv(wc);
   if (wc.status != IB_WC_SUCCESS && !unmapped_success) {
     ctx.qp->broken = true;
     if (wc.vendor_err >> 16 == irdma::IRDMA_FLUSH_MAJOR_ERR) counters_.flushed++;
@@ -45,6 +51,36 @@ bool Workload::completed(const WrCtx& ctx, ib_wc& wc) {
   // A pair torn down while this completion was on its way here: its QPs' buffers may be
   // gone and nothing more is expected of them.
   return !ctx.qp->torn_down;
+}
+
+void Workload::cover_send(const WrCtx& ctx, const ib_wc& wc, bool success) {
+  coverage_.hit(trace::Cover::sq_completion, {unsigned(ctx.op), ctx.signaled ? 0u : 1u,
+                                              success ? 0u : wc.status == IB_WC_WR_FLUSH_ERR ? 1u : 2u});
+}
+
+void Workload::cover_recv(const ib_wc& wc) {
+  unsigned kind = 0;  // IB_WC_RECV
+  if (wc.opcode == IB_WC_RECV_RDMA_WITH_IMM)
+    kind = 3;
+  else if (wc.wc_flags & IB_WC_WITH_IMM)
+    kind = 1;
+  else if (wc.wc_flags & IB_WC_WITH_INVALIDATE)
+    kind = 2;
+  coverage_.hit(trace::Cover::rq_completion,
+                {kind, wc.status == IB_WC_SUCCESS ? 0u : wc.status == IB_WC_WR_FLUSH_ERR ? 1u : 2u});
+}
+
+// wc_status's axis, in its order: the statuses irdma's flush codes map to.
+void Workload::cover_status(const ib_wc& wc, bool success) {
+  static constexpr ib_wc_status kStatuses[] = {
+      IB_WC_SUCCESS,       IB_WC_WR_FLUSH_ERR,   IB_WC_LOC_LEN_ERR,   IB_WC_LOC_QP_OP_ERR,     IB_WC_LOC_PROT_ERR,
+      IB_WC_MW_BIND_ERR,   IB_WC_REM_INV_REQ_ERR, IB_WC_REM_ACCESS_ERR, IB_WC_REM_OP_ERR,      IB_WC_RETRY_EXC_ERR,
+      IB_WC_RNR_RETRY_EXC_ERR, IB_WC_FATAL_ERR,  IB_WC_GENERAL_ERR};
+  const ib_wc_status status = success ? IB_WC_SUCCESS : wc.status;
+  unsigned at = 0;
+  while (at < std::size(kStatuses) && kStatuses[at] != status) at++;
+  if (at == std::size(kStatuses)) return;  // a status irdma never reports: the scoreboard says so
+  coverage_.hit(trace::Cover::wc_status, {at, sc_.config.device.generation >= 3 ? 1u : 0u});
 }
 
 void Workload::on_send_done(ib_cq*, ib_wc* wc) {

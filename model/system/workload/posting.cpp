@@ -168,6 +168,7 @@ int Workload::post_sends(Qp& q) {
     const bool signaled = (seq + 1) % t.signal_every == 0 || q.sends_posted == q.sends_total ||
                           q.sends_posted - q.sends_done == bq.sq_depth();
     wr.send_flags = signaled ? IB_SEND_SIGNALED : 0;
+    ctx.signaled = signaled;
     ExpectedCompletion done, msg;
     describe(q, seq, op, ctx, wr, sge_scratch_.back(), done, msg);
     if (consumes_receive(op)) {

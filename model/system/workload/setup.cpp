@@ -33,6 +33,13 @@ uint64_t count_ops(const std::vector<TrafficOp>& ops, uint64_t n, Kind kind) {
 
 }  // namespace
 
+size_t Workload::pool_size() {
+  const std::lock_guard<std::mutex> held(dev_.cq_pools_lock);
+  size_t n = 0;
+  for (const auto& pool : dev_.cq_pools) n += pool.size();
+  return n;
+}
+
 bool Workload::setup() {
   dev_.pool_policy = sc_.pool_policy;
   if (sc_.traffic.resize_every) {
@@ -57,8 +64,12 @@ bool Workload::setup() {
       q->nr_cqe = pair.cq_entries ? pair.cq_entries : pair.sq_depth + pair.rq_depth;
       const ib_poll_context ctx = sc_.poll_ctx_of(size_t(&pair - sc_.pairs.data()));
       q->own_cq = pair.own_cqs;
+      const size_t pool_cqs = q->own_cq ? 0 : pool_size();
       auto cq = q->own_cq ? ib_alloc_cq(&dev_, nullptr, int(q->nr_cqe), unsigned(std::max(pair.cq_vector, 0)), ctx)
                           : ib_cq_pool_get(&dev_, q->nr_cqe, pair.cq_vector, ctx);
+      if (!q->own_cq && !cq.is_err())
+        coverage_.hit(trace::Cover::pool_get, {dev_.pool_policy == cq_pool_policy::least_used ? 0u : 1u,
+                                               pair.cq_vector < 0 ? 0u : 1u, pool_size() > pool_cqs ? 1u : 0u});
       if (cq.is_err()) {
         if (out_of(cq.err(), "config.device.max_cq", sc_.config.device.max_cq,
                    pair.name + ": allocating its CQs"))
