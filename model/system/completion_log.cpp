@@ -22,7 +22,7 @@ void CompletionLog::close() {
   out_ = nullptr;
 }
 
-void CompletionLog::write(uint64_t t_ps, uint32_t cq, uint64_t wr_id, uint32_t qp_num,
+void CompletionLog::write(uint64_t t_ps, uint64_t posted_ps, uint32_t cq, uint64_t wr_id, uint32_t qp_num,
                           const ib_wc& wc) {
   if (!out_) return;
   static const char digits[] = "0123456789abcdef";
@@ -57,6 +57,7 @@ void CompletionLog::write(uint64_t t_ps, uint32_t cq, uint64_t wr_id, uint32_t q
       .str("smac", std::string_view(smac, sizeof smac))
       .num("vlan_id", wc.vlan_id)
       .num("network_hdr_type", wc.network_hdr_type)
+      .num("posted_ps", posted_ps)
       .end_object();
   std::fwrite(j.text().data(), 1, j.text().size(), out_);
   std::fputc('\n', out_);

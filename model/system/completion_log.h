@@ -23,8 +23,9 @@ class CompletionLog {
   void open(const std::string& path);
   void close();
   // `wr_id` is the work request's id as the scenario numbered it (ib_wc carries the
-  // consumer's wr_cqe pointer in that union, which is no stable identifier).
-  void write(uint64_t t_ps, uint32_t cq, uint64_t wr_id, uint32_t qp_num,
+  // consumer's wr_cqe pointer in that union, which is no stable identifier); `posted_ps`
+  // when it was posted.
+  void write(uint64_t t_ps, uint64_t posted_ps, uint32_t cq, uint64_t wr_id, uint32_t qp_num,
              const ibcore::ib_wc& wc);
 
  private:

@@ -1,8 +1,9 @@
 """irdma-sim: run scenarios and print what they found.
 
-  irdma-sim run SCENARIO [--out DIR] [--seed N] [--no-trace]
+  irdma-sim run SCENARIO [--out DIR] [--seed N] [--no-trace] [--html]
   irdma-sim check SCENARIO...
-  irdma-sim sweep SCENARIO... --seeds 1-20 [--out DIR] [--jobs N] [--trace] [--junit FILE]
+  irdma-sim sweep SCENARIO... --seeds 1-20 [--out DIR] [--jobs N] [--trace] [--junit FILE] [--html]
+  irdma-sim report DIR
   irdma-sim diff OUT_A OUT_B
   irdma-sim --version
 
@@ -97,7 +98,10 @@ def cmd_run(args):
     print(summary(report))
     if (Path(out) / "coverage.json").exists():
         print("\n".join(coverage.summary_lines(coverage.load(Path(out) / "coverage.json"), holes=0)))
-    files = [f for f in ("report.json", "trace.jsonl", "completions.jsonl", "coverage.json") if (Path(out) / f).exists()]
+    if args.html:
+        html_page(out)
+    files = [f for f in ("report.json", "trace.jsonl", "completions.jsonl", "coverage.json", "report.html")
+             if (Path(out) / f).exists()]
     print(f"outputs    {out}/{', '.join(files)}")
     if report.get("interrupted"):
         return 128 + getattr(signal, report["interrupted"]["signal"])
@@ -154,11 +158,37 @@ def cmd_sweep(args):
         print("\n".join(coverage.summary_lines(merged)))
     if args.junit:
         write_junit(args.junit, outcomes)
+    if args.html:
+        html_page(args.out)
     line = (f"{count[PASS]} of {len(outcomes)} runs passed, {count[FAIL]} failed, {count[ERROR]} could not run")
     if interruption:
         line += f", {count[INTERRUPTED]} interrupted; the sweep was stopped"
     print(f"{line} (outputs in {args.out}/<scenario>/seed<N>, summary in {args.out}/summary.json)")
     return status
+
+
+def html_page(directory):
+    """Writes DIRECTORY/report.html (a run's or a sweep's); says where, or why not. Returns 0, or
+    2 when the directory holds neither."""
+    from irdma_sim import html_report  # matplotlib only when pages are asked for
+    directory = Path(directory)
+    try:
+        if (directory / "summary.json").exists():
+            path = html_report.sweep_page(directory)
+        elif (directory / "report.json").exists():
+            path = html_report.run_page(directory)
+        else:
+            print(f"irdma-sim report: {directory} holds no run (report.json) or sweep (summary.json)", file=sys.stderr)
+            return 2
+    except (OSError, ValueError, KeyError) as e:
+        print(f"irdma-sim report: {directory}: cannot render: {e}", file=sys.stderr)
+        return 2
+    print(f"report     {path}")
+    return 0
+
+
+def cmd_report(args):
+    return html_page(args.dir)
 
 
 def cmd_diff(args):
@@ -216,6 +246,7 @@ def main(argv=None):
     p.add_argument("--seed", type=seed_value, help="override the scenario's seed (0 to 2^64 - 1)")
     p.add_argument("--no-trace", action="store_true", help="skip trace.jsonl")
     p.add_argument("--backend", type=backend_value, default="sim", help=BACKEND_HELP)
+    p.add_argument("--html", action="store_true", help="also write report.html (summary, checks, plots, coverage)")
     p.set_defaults(func=cmd_run)
     c = sub.add_parser("check", help="validate scenario files without running them")
     c.add_argument("scenarios", nargs="+")
@@ -228,6 +259,8 @@ def main(argv=None):
     s.add_argument("--trace", action="store_true", help="also write trace.jsonl")
     s.add_argument("--backend", type=backend_value, default="sim", help=BACKEND_HELP)
     s.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report (a testcase per scenario and seed)")
+    s.add_argument("--html", action="store_true",
+                   help="also write DIR/report.html, and a page for each failing and each of the five slowest runs")
     s.set_defaults(func=cmd_sweep)
     v = sub.add_parser("serve", help="serve the device model over vfio-user until Ctrl-C")
     v.add_argument("--socket", required=True, help="the listening socket's path")
@@ -237,6 +270,9 @@ def main(argv=None):
     v.add_argument("--no-backdoor", action="store_true",
                    help="offer no test hooks (counters, faults, forced MSI-X), as silicon does")
     v.set_defaults(func=cmd_serve)
+    r = sub.add_parser("report", help="write a run's or a sweep's report.html")
+    r.add_argument("dir", help="a run's output directory, or a sweep's")
+    r.set_defaults(func=cmd_report)
     d = sub.add_parser("diff", help="where two runs' outputs first differ")
     d.add_argument("a")
     d.add_argument("b")

@@ -53,6 +53,7 @@ struct Workload::WrCtx {
   uint32_t len = 0;
   uint64_t original = 0, after = 0;  // atomics: the value returned, the value left behind
   bool signaled = false;
+  uint64_t posted_ps = 0;  // when the workload posted it
 };
 // Kept in ZeroFilledArrays: zero bytes must read as the defaults above.
 static_assert(TrafficOp{} == TrafficOp::send);

@@ -47,7 +47,7 @@ bool Workload::completed(const WrCtx& ctx, ib_wc& wc) {
   }
   // The QP the driver named, unless it was destroyed while this completion was on its way.
   const uint32_t qp_num = ctx.qp->torn_down ? ctx.qp->qp_num : wc.qp ? wc.qp->qp_num : 0;
-  log_.write(host_.now_ps(), cq_num, ctx.wr_id, qp_num, wc);
+  log_.write(host_.now_ps(), ctx.posted_ps, cq_num, ctx.wr_id, qp_num, wc);
   // A pair torn down while this completion was on its way here: its QPs' buffers may be
   // gone and nothing more is expected of them.
   return !ctx.qp->torn_down;

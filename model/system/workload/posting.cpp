@@ -158,6 +158,7 @@ int Workload::post_sends(Qp& q) {
     if (!fetches) fill_payload(bq.send_slot(slot), len, payload_key(sc_.seed, q.index, seq));
     WrCtx& ctx = q.send_ctx[slot];
     ctx = {{&Workload::on_send_done}, this, &q, next_wr_id_++, slot, seq, op, len};
+    ctx.posted_ps = host_.now_ps();
 
     ib_send_wr wr;
     wr.wr_cqe = &ctx.cqe;
@@ -228,6 +229,7 @@ int Workload::post_recv(Qp& q) {
   const uint32_t slot = uint32_t(q.recvs_posted % q.bq->rq_depth());
   WrCtx& ctx = q.recv_ctx[slot];
   ctx = {{&Workload::on_recv_done}, this, &q, next_wr_id_++, slot};
+  ctx.posted_ps = host_.now_ps();
   const ib_sge sge = q.bq->recv_sge(slot);
   ib_recv_wr wr;
   wr.wr_cqe = &ctx.cqe;
