@@ -3,6 +3,8 @@
   irdma-sim run SCENARIO [--out DIR] [--seed N] [--no-trace] [--html]
   irdma-sim check SCENARIO...
   irdma-sim sweep SCENARIO... --seeds 1-20 [--out DIR] [--jobs N] [--trace] [--junit FILE] [--html]
+                  [--dask ADDRESS|local] [--slurm FILE]
+  irdma-sim gather DIR [--junit FILE] [--html]
   irdma-sim report DIR
   irdma-sim diff OUT_A OUT_B
   irdma-sim --version
@@ -131,40 +133,83 @@ def cmd_sweep(args):
     except ValueError as e:
         print(f"irdma-sim sweep: --seeds: {e}", file=sys.stderr)
         return 2
+    if args.slurm:
+        from irdma_sim.slurm import write_array
+        try:
+            tasks = write_array(args.slurm, args.scenarios, seeds, args.out, args.trace, args.backend)
+        except (OSError, ValueError) as e:
+            print(f"irdma-sim sweep: --slurm: {e}", file=sys.stderr)
+            return 2
+        print(f"wrote {args.slurm}: a Slurm array of {tasks} runs into {args.out}; submit it with sbatch, then "
+              f"irdma-sim gather {args.out}")
+        return 0
     jobs = args.jobs
     if args.backend.startswith("vfio:") and jobs != 1:
         # A function has one owner at a time: VFIO refuses a second process its group.
         print(f"irdma-sim sweep: {args.backend} is one device: the runs take turns on it (--jobs 1)", file=sys.stderr)
         jobs = 1
+    pool = None
+    if args.dask:
+        try:
+            from irdma_sim.dask_sweep import ClusterError, DaskPool
+        except ImportError as e:
+            print(f"irdma-sim sweep: --dask needs Debian's python3-distributed ({e})", file=sys.stderr)
+            return 2
+        try:
+            pool = DaskPool(args.dask, args.jobs)
+        except ClusterError as e:
+            print(f"irdma-sim sweep: --dask: {e}", file=sys.stderr)
+            return 2
+        print(f"sweep      on the Dask cluster at {args.dask}: {pool.workers()} worker(s)", flush=True)
     outcomes, interruption = [], None
     try:
-        for outcome in sweep(args.scenarios, seeds, args.out, jobs, args.trace, args.backend):
+        for outcome in sweep(args.scenarios, seeds, args.out, jobs, args.trace, args.backend, pool):
             print(outcome.line(), flush=True)
             outcomes.append(outcome)
     except (KeyboardInterrupt, Terminated) as e:
         interruption = e
+    return finish_sweep(args.out, outcomes, interruption, args.junit, args.html)
+
+
+def finish_sweep(out, outcomes, interruption=None, junit=None, html=False):
+    """What every sweep ends with: summary.json, the merged coverage, the JUnit report and
+    the HTML page if asked, and the verdict line; returns the exit status."""
     count = tally(outcomes)
     if interruption:
         status = 128 + signal_of(interruption)
     else:
         status = 2 if count[ERROR] else 1 if count[FAIL] else 0
-    write_summary(args.out, outcomes, status)
+    write_summary(out, outcomes, status)
     try:
-        merged = coverage.merge_runs([o.out for o in outcomes], Path(args.out) / "coverage.json")
+        merged = coverage.merge_runs([o.out for o in outcomes], Path(out) / "coverage.json")
     except (OSError, ValueError) as e:  # a run's file unreadable, or of another build's catalogue
         print(f"irdma-sim sweep: coverage not merged: {e}", file=sys.stderr)
         merged = None
     if merged:
         print("\n".join(coverage.summary_lines(merged)))
-    if args.junit:
-        write_junit(args.junit, outcomes)
-    if args.html:
-        html_page(args.out)
+    if junit:
+        write_junit(junit, outcomes)
+    if html:
+        html_page(out)
     line = (f"{count[PASS]} of {len(outcomes)} runs passed, {count[FAIL]} failed, {count[ERROR]} could not run")
     if interruption:
         line += f", {count[INTERRUPTED]} interrupted; the sweep was stopped"
-    print(f"{line} (outputs in {args.out}/<scenario>/seed<N>, summary in {args.out}/summary.json)")
+    print(f"{line} (outputs in {out}/<scenario>/seed<N>, summary in {out}/summary.json)")
     return status
+
+
+def cmd_gather(args):
+    from irdma_sim.slurm import gathered
+    try:
+        outcomes = gathered(args.dir)
+    except (OSError, ValueError) as e:
+        print(f"irdma-sim gather: {args.dir}: no job list from sweep --slurm ({e})", file=sys.stderr)
+        return 2
+    with open(Path(args.dir) / "runs.jsonl", "w", encoding="utf-8") as log:
+        for outcome in outcomes:
+            print(outcome.line())
+            log.write(json.dumps(outcome.record()) + "\n")
+    return finish_sweep(args.dir, outcomes, None, args.junit, args.html)
 
 
 def html_page(directory):
@@ -259,6 +304,12 @@ def main(argv=None):
     s.add_argument("--trace", action="store_true", help="also write trace.jsonl")
     s.add_argument("--backend", type=backend_value, default="sim", help=BACKEND_HELP)
     s.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report (a testcase per scenario and seed)")
+    s.add_argument("--dask", metavar="ADDRESS",
+                   help="run on a Dask cluster: its scheduler's address (tcp://host:8786), or 'local' for a "
+                        "LocalCluster of --jobs workers here")
+    s.add_argument("--slurm", metavar="FILE",
+                   help="run nothing: write FILE, an sbatch script of a Slurm job array with a task per run "
+                        "(then irdma-sim gather DIR)")
     s.add_argument("--html", action="store_true",
                    help="also write DIR/report.html, and a page for each failing and each of the five slowest runs")
     s.set_defaults(func=cmd_sweep)
@@ -270,6 +321,11 @@ def main(argv=None):
     v.add_argument("--no-backdoor", action="store_true",
                    help="offer no test hooks (counters, faults, forced MSI-X), as silicon does")
     v.set_defaults(func=cmd_serve)
+    g = sub.add_parser("gather", help="after a Slurm array from sweep --slurm: write what a sweep writes")
+    g.add_argument("dir", help="the sweep's output directory (its --out)")
+    g.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    g.add_argument("--html", action="store_true", help="also write DIR/report.html")
+    g.set_defaults(func=cmd_gather)
     r = sub.add_parser("report", help="write a run's or a sweep's report.html")
     r.add_argument("dir", help="a run's output directory, or a sweep's")
     r.set_defaults(func=cmd_report)

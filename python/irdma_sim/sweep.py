@@ -85,41 +85,55 @@ class Outcome:
         return f"FAIL  {name}: {', '.join(self.failed_checks())}"
 
 
-def sweep(scenarios, seeds, out, workers=None, trace=False, backend="sim"):
+def sweep_jobs(scenarios, seeds, out):
+    """The (scenario, name, seed, output directory) of every run of a sweep, in run order."""
+    scenarios = list(dict.fromkeys(scenarios))  # a file named twice runs once
+    names = output_names(scenarios)
+    return [(s, name, seed, Path(out) / name / f"seed{seed}") for s, name in zip(scenarios, names) for seed in seeds]
+
+
+def run_job(job, trace, backend):
+    """One run of a sweep, in a process of its own; its Outcome. Module-level, so that a
+    cluster's worker can be handed it."""
+    scenario, name, seed, job_out = job
+    try:
+        return Outcome(scenario, name, seed, job_out, report=run(scenario, job_out, seed=seed, trace=trace, backend=backend))
+    except RunInterrupted as e:
+        return Outcome(scenario, name, seed, job_out, error=str(e), interrupted=True)
+    except RunFailed as e:
+        return Outcome(scenario, name, seed, job_out, error=str(e))
+
+
+def sweep(scenarios, seeds, out, workers=None, trace=False, backend="sim", pool=None):
     """Runs every (scenario, seed) into out/<name>/seed<N>; yields an Outcome per run, in
     submission order, and appends it to out/runs.jsonl. On KeyboardInterrupt or Terminated
     the runs under way stop cleanly (their outcomes still come), none starts, and the
-    interruption goes on."""
-    scenarios = list(dict.fromkeys(scenarios))  # a file named twice runs once
-    names = output_names(scenarios)
-    jobs = [(s, name, seed, Path(out) / name / f"seed{seed}") for s, name in zip(scenarios, names) for seed in seeds]
+    interruption goes on. `pool`: where the runs go (an executor's submit and shutdown, as
+    dask_sweep.DaskPool offers); by default threads here, `workers` at a time, each starting
+    its run's process."""
+    jobs = sweep_jobs(scenarios, seeds, out)
     Path(out).mkdir(parents=True, exist_ok=True)
-
-    def one(job):
-        scenario, name, seed, job_out = job
-        try:
-            return Outcome(scenario, name, seed, job_out, report=run(scenario, job_out, seed=seed, trace=trace, backend=backend))
-        except RunInterrupted as e:
-            return Outcome(scenario, name, seed, job_out, error=str(e), interrupted=True)
-        except RunFailed as e:
-            return Outcome(scenario, name, seed, job_out, error=str(e))
-
-    pool = ThreadPoolExecutor(max_workers=workers or os.cpu_count())
-    futures = [pool.submit(one, job) for job in jobs]
+    pool = pool or ThreadPoolExecutor(max_workers=workers or os.cpu_count())
+    futures = [pool.submit(run_job, job, trace, backend) for job in jobs]
     interruption = None
     with open(Path(out) / "runs.jsonl", "w", encoding="utf-8") as log:
-        for future in futures:
+        for job, future in zip(jobs, futures):
+            lost = None  # what kept a job from coming back (a cluster's worker that died)
             try:
                 if not interruption:
                     future.result()  # waits; raises what the job raised
             except (KeyboardInterrupt, Terminated) as e:
                 interruption = e
                 stop_runs(e, lambda: pool.shutdown(wait=True, cancel_futures=True))
+            except Exception as e:  # noqa: BLE001 - run_job catches the runs' own failures
+                lost = f"{type(e).__name__}: {e}"
             # After an interruption every run has ended: those it cut short have an outcome,
             # those it kept from starting none.
             if interruption and (future.cancelled() or future.exception()):
                 continue
-            outcome = future.result()
+            scenario, name, seed, job_out = job
+            outcome = (Outcome(scenario, name, seed, job_out, error=f"the run did not come back: {lost}") if lost
+                       else future.result())
             log.write(json.dumps(outcome.record()) + "\n")
             log.flush()
             yield outcome
