@@ -7,6 +7,7 @@
 
 #include "driver/core/ib_device.h"
 #include "model/system/host_session.h"
+#include "model/system/replay.h"
 #include "model/system/run_scenario.h"
 #include "model/system/served_device.h"
 #include "model/system/scenario.h"
@@ -83,11 +84,12 @@ PYBIND11_MODULE(_irdma_sim, m) {
 
   m.def("run_scenario",
         [](const std::string& path, const std::string& out, std::optional<uint64_t> seed, bool trace,
-           std::optional<py::function> progress, const std::string& backend) {
+           std::optional<py::function> progress, const std::string& backend, bool record) {
           RunOptions options;
           options.seed = seed;
           options.trace = trace;
           options.backend = backend;
+          options.record = record;
           if (progress)
             options.progress = [progress](const RunProgress& p) {
               py::gil_scoped_acquire locked;
@@ -101,13 +103,42 @@ PYBIND11_MODULE(_irdma_sim, m) {
           return py::make_tuple(r.passed, r.interrupted_by, r.report_path);
         },
         py::arg("path"), py::arg("out"), py::arg("seed") = py::none(), py::arg("trace") = true,
-        py::arg("progress") = py::none(), py::arg("backend") = "sim",
+        py::arg("progress") = py::none(), py::arg("backend") = "sim", py::arg("record") = false,
         "Runs a scenario from this process (once per process: SystemC elaborates once); returns "
         "(passed, the signal that interrupted it or 0, the report's path). `progress` is called "
         "with a line of text about twice a second while the traffic runs. `backend`: 'sim' (the "
         "device simulated here), 'vfio-user' (served by a child process, the driver on this "
         "process's threads), 'vfio-user:SOCKET' (served there already) or 'vfio:DDDD:BB:DD.F' (a "
-        "function bound to vfio-pci: silicon).");
+        "function bound to vfio-pci: silicon). `record`: also write what a replay needs "
+        "(stimulus.jsonl, scenario.yaml).");
+
+  m.def("replay",
+        [](const std::string& run_dir, const std::string& formatter, int flip_cqe_bit) {
+          ReplayOptions options;
+          if (formatter == "tlm" || formatter == "rtl")
+            options.formatter = formatter == "tlm" ? irdma_sim::device::FormatterKind::tlm : irdma_sim::device::FormatterKind::rtl;
+          else if (!formatter.empty())
+            throw py::value_error("formatter must be tlm or rtl");
+          options.flip_cqe_bit = flip_cqe_bit;
+          ReplayResult r;
+          {
+            py::gil_scoped_release unlocked;
+            r = replay_run(run_dir, options);
+          }
+          py::dict d;
+          d["identical"] = r.identical;
+          d["difference"] = r.difference;
+          d["mmio"] = r.mmio;
+          d["reads"] = r.reads;
+          d["writes"] = r.writes;
+          d["msix"] = r.msix;
+          return d;
+        },
+        py::arg("run_dir"), py::arg("formatter") = "", py::arg("flip_cqe_bit") = -1,
+        "Replays a run recorded with record=True into the device alone (once per process: SystemC "
+        "elaborates once); returns {identical, difference, mmio, reads, writes, msix}. `formatter` "
+        "overrides the recorded run's; `flip_cqe_bit` (0-255) makes a deliberately changed device. "
+        "Raises ScenarioError when the directory cannot be replayed.");
 
   m.def("serve",
         [](const std::string& socket, const std::string& config_path, const std::string& trace, bool once,

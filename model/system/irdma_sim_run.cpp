@@ -1,7 +1,10 @@
-// irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--backend sim|vfio-user|vfio-user:SOCKET|vfio:BDF]
+// irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--record] [--backend sim|vfio-user|vfio-user:SOCKET|vfio:BDF]
+// irdma-sim-run --replay RUN_DIR [--formatter tlm|rtl] [--flip-cqe-bit N]
 // Runs one scenario from this process and writes its outputs. Exit status: 0 every check
 // passed, 1 a check failed, 2 bad usage or a malformed scenario, 3 the simulation failed,
 // 128 + the signal when SIGINT or SIGTERM cut the run short (its outputs are whole).
+// A replay (replay.h) exits 0 when the device's writes are the recording's, 1 when they
+// differ (the first difference on stderr), 2 when RUN_DIR cannot be replayed.
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,13 +15,36 @@
 
 #include <systemc>
 
+#include "model/system/replay.h"
 #include "model/system/run_scenario.h"
 #include "model/system/yaml_reader.h"
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--backend sim|vfio-user|vfio-user:SOCKET|vfio:DDDD:BB:DD.F] [--version]";
+    "usage: irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--record] [--backend sim|vfio-user|vfio-user:SOCKET|vfio:DDDD:BB:DD.F] [--version]\n"
+    "       irdma-sim-run --replay RUN_DIR [--formatter tlm|rtl] [--flip-cqe-bit N]";
+
+int replay(const std::string& run_dir, const irdma_sim::system::ReplayOptions& options) {
+  try {
+    const irdma_sim::system::ReplayResult r = irdma_sim::system::replay_run(run_dir, options);
+    const std::string counts = std::to_string(r.mmio) + " host accesses driven, " + std::to_string(r.reads) +
+                               " reads answered, " + std::to_string(r.writes) + " writes and " + std::to_string(r.msix) +
+                               " MSI-X compared";
+    if (r.identical) {
+      std::cout << "IDENTICAL " << run_dir << ": " << counts << "\n";
+      return 0;
+    }
+    std::cout << "DIFFERS " << run_dir << ": " << r.difference << " (" << counts << " before)\n";
+    return 1;
+  } catch (const irdma_sim::system::ScenarioError& e) {
+    std::cerr << "irdma-sim-run --replay: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "irdma-sim-run --replay: " << e.what() << "\n";
+    return 2;
+  }
+}
 
 int usage_error(const std::string& what) {
   std::cerr << "irdma-sim-run: " << what << "\n" << kUsage << "\n";
@@ -28,8 +54,9 @@ int usage_error(const std::string& what) {
 }  // namespace
 
 int sc_main(int argc, char** argv) {
-  std::string scenario, out;
+  std::string scenario, out, replay_dir;
   irdma_sim::system::RunOptions options;
+  irdma_sim::system::ReplayOptions replay_options;
   for (int i = 1; i < argc; i++) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -53,12 +80,33 @@ int sc_main(int argc, char** argv) {
       options.backend = argv[++i];
     } else if (a == "--no-trace") {
       options.trace = false;
+    } else if (a == "--record") {
+      options.record = true;
+    } else if (a == "--replay") {
+      if (!has_value) return usage_error("--replay needs a run's output directory");
+      replay_dir = argv[++i];
+    } else if (a == "--formatter") {
+      const std::string f = has_value ? argv[++i] : "";
+      if (f != "tlm" && f != "rtl") return usage_error("--formatter is tlm or rtl");
+      replay_options.formatter = f == "tlm" ? irdma_sim::device::FormatterKind::tlm : irdma_sim::device::FormatterKind::rtl;
+    } else if (a == "--flip-cqe-bit") {
+      const char* s = has_value ? argv[++i] : "";
+      char* end = nullptr;
+      const long bit = std::strtol(s, &end, 10);
+      if (!*s || *end || bit < 0 || bit > 255) return usage_error("--flip-cqe-bit takes a bit of a CQE half, 0 to 255");
+      replay_options.flip_cqe_bit = int(bit);
     } else if (scenario.empty() && !a.empty() && a[0] != '-') {
       scenario = a;
     } else {
       return usage_error("unexpected argument '" + a + "'");
     }
   }
+  if (!replay_dir.empty()) {
+    if (!scenario.empty() || !out.empty()) return usage_error("--replay takes a run's directory, no scenario or --out");
+    return replay(replay_dir, replay_options);
+  }
+  if (replay_options.formatter || replay_options.flip_cqe_bit >= 0)
+    return usage_error("--formatter and --flip-cqe-bit go with --replay");
   if (scenario.empty()) return usage_error("no scenario given");
   if (out.empty()) return usage_error("no output directory given (--out DIR)");
   const bool tty = isatty(STDERR_FILENO);

@@ -223,8 +223,9 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
 
 // The system `backend` names (RunOptions::backend), with the server child it needs.
 std::unique_ptr<Host> make_host(const SimConfig& cfg, const std::string& backend, const std::string& trace_path,
-                                std::unique_ptr<ServerChild>& server) {
-  if (backend == "sim") return std::make_unique<Simulation>(cfg, trace_path);
+                                const std::string& stimulus_path, std::unique_ptr<ServerChild>& server) {
+  if (backend == "sim") return std::make_unique<Simulation>(cfg, trace_path, stimulus_path);
+  if (!stimulus_path.empty()) throw std::invalid_argument("--record needs the sim backend (the device in this process)");
   std::string socket;
   if (backend == "vfio-user") {
     ServeOptions serve;
@@ -280,10 +281,19 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   if (!trace) std::filesystem::remove(out / "trace.jsonl");
 
   const std::string trace_path = trace ? (out / "trace.jsonl").string() : "";
+  std::filesystem::remove(out / "stimulus.jsonl");  // replay's files are this run's or none
+  std::filesystem::remove(out / "scenario.yaml");
+  const std::string stimulus_path = options.record ? (out / "stimulus.jsonl").string() : "";
+  if (options.record && sc.config.sync != SyncMode::approximate)
+    throw ScenarioError(sc.file + ": --record needs sync.mode approximate: a loosely timed device's order of work "
+                        "depends on where its quantum falls against the host's accesses, which a replay cannot "
+                        "reproduce");
+  if (options.record)  // what replay builds the device from, whatever becomes of the file
+    std::filesystem::copy_file(scenario_path, out / "scenario.yaml", std::filesystem::copy_options::overwrite_existing);
   std::unique_ptr<ServerChild> server;
   std::unique_ptr<Host> made;
   try {
-    made = make_host(sc.config, options.backend, trace_path, server);
+    made = make_host(sc.config, options.backend, trace_path, stimulus_path, server);
   } catch (const ScenarioError& e) {
     throw ScenarioError(sc.file + ": " + e.what());
   }

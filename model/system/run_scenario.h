@@ -14,6 +14,8 @@ namespace irdma_sim::system {
 struct RunOptions {
   std::optional<uint64_t> seed;  // overrides the scenario's
   bool trace = true;             // write trace.jsonl
+  // Write what a replay needs: stimulus.jsonl and the scenario as scenario.yaml (sim only).
+  bool record = false;
   // Where the device is: "sim" (simulated in this process), "vfio-user" (the model served
   // by a child process, the driver on this process's threads), "vfio-user:PATH" (a device
   // served at PATH already; no trace.jsonl: the server keeps its own) or "vfio:DDDD:BB:DD.F"

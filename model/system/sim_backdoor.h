@@ -3,20 +3,27 @@
 
 #include "driver/backends/device_backdoor.h"
 #include "model/device/irdma_device.h"
+#include "model/system/stimulus.h"
 
 namespace irdma_sim::system {
 
 class SimBackdoor final : public backends::DeviceBackdoor {
  public:
-  explicit SimBackdoor(device::IrdmaDevice& dev) : dev_(dev) {}
+  // `recorder`: where a recorded run notes the hooks it used, for its replay; may be null.
+  explicit SimBackdoor(device::IrdmaDevice& dev, StimulusRecorder* recorder = nullptr) : dev_(dev), recorder_(recorder) {}
   backends::DeviceCounters counters() override;
   bool inject_fault(uint32_t qp, uint64_t nth_request, uint16_t flush_minor) override {
+    if (recorder_) recorder_->fault(qp, nth_request, flush_minor);
     return dev_.inject_fault(qp, nth_request, flush_minor);
   }
-  void force_msix(unsigned vector) override { dev_.schedule_msix(vector); }
+  void force_msix(unsigned vector) override {
+    if (recorder_) recorder_->force_msix(vector);
+    dev_.schedule_msix(vector);
+  }
 
  private:
   device::IrdmaDevice& dev_;
+  StimulusRecorder* recorder_;
 };
 
 }  // namespace irdma_sim::system

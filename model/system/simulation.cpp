@@ -44,7 +44,7 @@ struct Simulation::HostJob : sc_core::sc_module {
 };
 
 
-Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
+Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path, const std::string& stimulus_path)
     : cfg_(cfg) {
   begin_elaboration("Simulation");
   if (!trace_path.empty()) trace_.open(trace_path, [] { return sc_core::sc_time_stamp().value(); });
@@ -69,12 +69,23 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path)
   irq_ = std::make_unique<platform::SimInterrupts>("host_irq", *pci_config_, bars);
   job_ = std::make_unique<HostJob>("host_cpu0", cfg.host.thread_stack);
 
-  mmio_->socket.bind(link_->host_mmio);
+  if (!stimulus_path.empty()) {
+    recorder_ = std::make_unique<StimulusRecorder>("stimulus_recorder", stimulus_path);
+    mmio_->socket.bind(recorder_->mmio_in);
+    recorder_->mmio_out.bind(link_->host_mmio);
+    link_->host_mem.bind(recorder_->memory_in);
+    recorder_->memory_out.bind(memory_->socket);
+  } else {
+    mmio_->socket.bind(link_->host_mmio);
+    link_->host_mem.bind(memory_->socket);
+  }
   link_->dev_bar.bind(device_->pci);
   device_->dma.bind(link_->dev_dma);
-  link_->host_mem.bind(memory_->socket);
-  link_->on_msi = [this](uint32_t data, sc_core::sc_time at) { irq_->deliver(data, at); };
-  backdoor_ = std::make_unique<SimBackdoor>(*device_);
+  link_->on_msi = [this](uint32_t data, sc_core::sc_time at) {
+    if (recorder_) recorder_->msix(data);
+    irq_->deliver(data, at);
+  };
+  backdoor_ = std::make_unique<SimBackdoor>(*device_, recorder_.get());
 
   hal_ = std::make_unique<hal::Platform>(hal::Platform{*pci_config_, *bar0_, *dma_, *irq_, *exec_});
   driver_ = std::make_unique<irdma::irdma_device>(*hal_, driver_params(cfg));

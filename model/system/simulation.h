@@ -19,16 +19,17 @@
 #include "model/system/host.h"
 #include "model/system/sim_backdoor.h"
 #include "model/system/sim_config.h"
+#include "model/system/stimulus.h"
 #include "model/trace/trace_log.h"
 
 namespace irdma_sim::system {
 
 class Simulation final : public Host {
  public:
-  // `trace_path` empty: no transaction log. Throws std::logic_error if a simulation was
-  // already elaborated in this process, ScenarioError if the host's memory cannot hold
-  // what the driver needs to probe.
-  explicit Simulation(const SimConfig& cfg, const std::string& trace_path = "");
+  // `trace_path` empty: no transaction log; `stimulus_path` empty: no record for replay
+  // (stimulus.h). Throws std::logic_error if a simulation was already elaborated in this
+  // process, ScenarioError if the host's memory cannot hold what the driver needs to probe.
+  explicit Simulation(const SimConfig& cfg, const std::string& trace_path = "", const std::string& stimulus_path = "");
   ~Simulation() override;
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;
@@ -50,7 +51,10 @@ class Simulation final : public Host {
   const SimConfig& config() const { return cfg_; }
   trace::TraceLog* trace() override { return &trace_; }
   uint64_t now_ps() const override;
-  void close_trace() override { trace_.close(); }
+  void close_trace() override {
+    trace_.close();
+    if (recorder_) recorder_->close();
+  }
 
  private:
   void host_thread();
@@ -59,6 +63,7 @@ class Simulation final : public Host {
   trace::TraceLog trace_;
   std::unique_ptr<platform::HostMemory> memory_;
   std::unique_ptr<platform::PcieLink> link_;
+  std::unique_ptr<StimulusRecorder> recorder_;
   std::unique_ptr<device::IrdmaDevice> device_;
   std::unique_ptr<platform::SimMmio> mmio_;
   std::unique_ptr<platform::SimBar> bar0_, msix_bar_;

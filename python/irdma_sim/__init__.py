@@ -15,6 +15,7 @@ Step-by-step driving, one Session per process:
 """
 
 from irdma_sim._irdma_sim import ScenarioError, Session, VerbsError, __version__, check_scenario
-from irdma_sim.runner import RunFailed, run, run_many
+from irdma_sim.runner import ReplayFailed, RunFailed, replay, run, run_many
 
-__all__ = ["__version__", "ScenarioError", "Session", "VerbsError", "check_scenario", "RunFailed", "run", "run_many"]
+__all__ = ["__version__", "ScenarioError", "Session", "VerbsError", "check_scenario", "ReplayFailed", "RunFailed", "replay",
+           "run", "run_many"]

@@ -1,6 +1,7 @@
 """Child process of irdma_sim.run: one scenario, one SystemC elaboration.
 
-  _worker SCENARIO OUT SEED|'' trace|no-trace progress|quiet BACKEND PARENT_PID
+  _worker SCENARIO OUT SEED|'' trace|no-trace progress|quiet BACKEND record|no-record PARENT_PID
+  _worker --replay RUN_DIR FORMATTER|'' FLIP_BIT PARENT_PID   (prints the result as JSON)
 
 Exit status: 0 all checks passed, 1 a check failed, 2 malformed scenario or unknown backend,
 3 the run failed,
@@ -23,8 +24,23 @@ def die_with_parent(parent_pid):
         sys.exit(128 + signal.SIGTERM)
 
 
+def replay(argv):
+    import json
+    run_dir, formatter, flip, parent = argv
+    die_with_parent(int(parent))
+    from irdma_sim._irdma_sim import ScenarioError, replay as replay_run
+    try:
+        print(json.dumps(replay_run(run_dir, formatter, int(flip))), flush=True)
+    except (ScenarioError, ValueError, RuntimeError) as e:
+        print(e, file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv):
-    scenario, out, seed, trace, progress, backend, parent = argv
+    if argv[0] == "--replay":
+        return replay(argv[1:])
+    scenario, out, seed, trace, progress, backend, record, parent = argv
     die_with_parent(int(parent))
     from irdma_sim._irdma_sim import ScenarioError, run_scenario
 
@@ -33,7 +49,8 @@ def main(argv):
 
     try:
         passed, interrupted_by, _ = run_scenario(scenario, out, int(seed, 0) if seed else None, trace == "trace",
-                                                 report if progress == "progress" else None, backend)
+                                                 report if progress == "progress" else None, backend,
+                                                 record == "record")
     except (ScenarioError, ValueError) as e:
         print(e, file=sys.stderr)
         return 2

@@ -1,6 +1,7 @@
 """irdma-sim: run scenarios and print what they found.
 
-  irdma-sim run SCENARIO [--out DIR] [--seed N] [--no-trace] [--html]
+  irdma-sim run SCENARIO [--out DIR] [--seed N] [--no-trace] [--html] [--record]
+  irdma-sim replay RUN_DIR [--formatter rtl|tlm] [--flip-cqe-bit N]
   irdma-sim check SCENARIO...
   irdma-sim sweep SCENARIO... --seeds 1-20 [--out DIR] [--jobs N] [--trace] [--junit FILE] [--html]
                   [--dask ADDRESS|local] [--slurm FILE]
@@ -27,7 +28,7 @@ from irdma_sim import coverage
 from irdma_sim.diff import diff_runs
 from irdma_sim.junit import write_junit
 from irdma_sim.report import summary
-from irdma_sim.runner import RunFailed, Terminated, install_sigterm, run, signal_of
+from irdma_sim.runner import ReplayFailed, RunFailed, Terminated, install_sigterm, replay, run, signal_of
 from irdma_sim.sweep import ERROR, FAIL, INTERRUPTED, PASS, parse_seeds, sweep, tally, write_summary
 
 
@@ -81,7 +82,7 @@ def cmd_run(args):
     interruption = None
     try:
         report = run(args.scenario, out, seed=args.seed, trace=not args.no_trace, progress=progress,
-                     backend=args.backend)
+                     backend=args.backend, record=args.record)
     except RunFailed as e:
         print(f"irdma-sim: {e}", file=sys.stderr)
         return 2
@@ -102,7 +103,8 @@ def cmd_run(args):
         print("\n".join(coverage.summary_lines(coverage.load(Path(out) / "coverage.json"), holes=0)))
     if args.html:
         html_page(out)
-    files = [f for f in ("report.json", "trace.jsonl", "completions.jsonl", "coverage.json", "report.html")
+    files = [f for f in ("report.json", "trace.jsonl", "completions.jsonl", "coverage.json", "stimulus.jsonl",
+                         "report.html")
              if (Path(out) / f).exists()]
     print(f"outputs    {out}/{', '.join(files)}")
     if report.get("interrupted"):
@@ -232,6 +234,31 @@ def html_page(directory):
     return 0
 
 
+def cmd_replay(args):
+    try:
+        r = replay(args.run_dir, args.formatter, args.flip_cqe_bit)
+    except ReplayFailed as e:
+        print(f"irdma-sim replay: {e}", file=sys.stderr)
+        return 2
+    counts = (f"{r['mmio']} host accesses driven, {r['reads']} reads answered, {r['writes']} writes and "
+              f"{r['msix']} MSI-X compared")
+    if r["identical"]:
+        print(f"identical  {args.run_dir}: the device wrote what the recording holds ({counts})")
+        return 0
+    print(f"DIFFERS    {args.run_dir}: {r['difference']}\n           ({counts} before it)")
+    return 1
+
+
+def flip_bit_value(text):
+    try:
+        bit = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not 0 <= bit <= 255:
+        raise argparse.ArgumentTypeError(f"{text}: a CQE half has bits 0 to 255")
+    return bit
+
+
 def cmd_report(args):
     return html_page(args.dir)
 
@@ -292,7 +319,15 @@ def main(argv=None):
     p.add_argument("--no-trace", action="store_true", help="skip trace.jsonl")
     p.add_argument("--backend", type=backend_value, default="sim", help=BACKEND_HELP)
     p.add_argument("--html", action="store_true", help="also write report.html (summary, checks, plots, coverage)")
+    p.add_argument("--record", action="store_true",
+                   help="also write what `irdma-sim replay` needs: stimulus.jsonl and scenario.yaml")
     p.set_defaults(func=cmd_run)
+    y = sub.add_parser("replay", help="re-drive a recorded run's host side into the device alone and compare its writes")
+    y.add_argument("run_dir", help="a run made with --record")
+    y.add_argument("--formatter", choices=("tlm", "rtl"), help="the CQE formatter, in place of the recorded run's")
+    y.add_argument("--flip-cqe-bit", type=flip_bit_value, default=-1, metavar="N",
+                   help="replay a deliberately changed device: bit N (0-255) of every CQE's main half flipped")
+    y.set_defaults(func=cmd_replay)
     c = sub.add_parser("check", help="validate scenario files without running them")
     c.add_argument("scenarios", nargs="+")
     c.set_defaults(func=cmd_check)

@@ -1,0 +1,85 @@
+"""Replay, as a validation engineer uses it: record a golden run, re-drive its host side
+into the device alone, and find a changed device's first different write."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import irdma_sim
+from irdma_sim.runner import ReplayFailed, replay
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "irdma_sim", *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def golden(tmp_path_factory):
+    """events.yaml (interrupts on several vectors, arms, bursts) recorded once."""
+    import os
+    out = tmp_path_factory.mktemp("golden")
+    report = irdma_sim.run(os.path.join(os.environ["IRDMA_SIM_SOURCE_DIR"], "scenarios", "events.yaml"), out,
+                           trace=False, record=True)
+    assert report["passed"]
+    return out
+
+
+def test_a_recorded_run_replays_identically_with_either_formatter(golden):
+    for formatter in (None, "tlm", "rtl"):
+        r = replay(golden, formatter)
+        assert r["identical"] and r["difference"] == "", r
+        assert r["writes"] > 10000 and r["reads"] > 10000 and r["msix"] > 1000 and r["mmio"] > 1000
+
+
+def test_a_one_bit_change_in_the_formatter_is_found_at_the_first_cqe(golden):
+    proc = cli("replay", str(golden), "--flip-cqe-bit", "200")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    line = proc.stdout
+    assert line.startswith(f"DIFFERS    {golden}: device access ")
+    # The first CQE the device writes is the CCQ's (a control command's completion): byte 25
+    # of its main half holds bit 200.
+    assert "recorded a DMA write of 32 bytes" in line and "first differing byte 25 (bits 1 flipped)" in line
+    stimulus = (golden / "stimulus.jsonl").read_text().splitlines()
+    recorded_line = int(line.split("(line ")[1].split(")")[0])
+    ev = json.loads(stimulus[recorded_line - 1])
+    assert ev["ev"] == "dma_write" and ev["len"] == 32
+    # The bit of qword 3 (bit 192 on) that flipped is in the valid qword: a changed device, caught.
+    r = replay(golden, "rtl", 0)
+    assert not r["identical"] and "first differing byte 0 (bits 1 flipped)" in r["difference"]
+
+
+def test_a_recording_missing_a_write_or_cut_short_is_named(golden, tmp_path):
+    lines = (golden / "stimulus.jsonl").read_text().splitlines(keepends=True)
+    writes = [i for i, l in enumerate(lines) if l.startswith('{"ev":"dma_write"')]
+    edited = tmp_path / "edited"
+    edited.mkdir()
+    (edited / "scenario.yaml").write_bytes((golden / "scenario.yaml").read_bytes())
+    dropped = writes[100]
+    (edited / "stimulus.jsonl").write_text("".join(lines[:dropped] + lines[dropped + 1:]))
+    r = replay(edited)
+    assert not r["identical"] and r["writes"] == 100, r
+    assert f"(line {dropped + 1})" in r["difference"], "the recording's next write, where the dropped one was"
+    (edited / "stimulus.jsonl").write_text("".join(lines[:dropped]) + lines[dropped][:40])
+    with pytest.raises(ReplayFailed, match=f"line {dropped + 1}: "):
+        replay(edited)
+    (edited / "stimulus.jsonl").write_text("".join(lines[:dropped]))  # a run killed between two lines
+    r = replay(edited)
+    assert not r["identical"] and "past the recording's end" in r["difference"]
+
+
+def test_what_cannot_be_recorded_or_replayed_is_said(scenario, tmp_path):
+    proc = cli("replay", str(tmp_path))
+    assert proc.returncode == 2 and "replay needs a run made with --record" in proc.stderr
+    loose = tmp_path / "loose.yaml"
+    loose.write_text(open(scenario("smoke.yaml")).read().replace("config:\n", "config:\n  sync: {mode: loose}\n", 1))
+    proc = cli("run", str(loose), "--out", str(tmp_path / "l"), "--record")
+    assert proc.returncode == 2 and "--record needs sync.mode approximate" in proc.stderr
+    proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path / "v"), "--record", "--backend", "vfio-user")
+    assert proc.returncode == 2 and "--record needs the sim backend" in proc.stderr
+    # A later run into the same directory without --record leaves no stale recording.
+    out = tmp_path / "again"
+    assert cli("run", scenario("smoke.yaml"), "--out", str(out), "--record", "--no-trace").returncode == 0
+    assert cli("run", scenario("smoke.yaml"), "--out", str(out), "--no-trace").returncode == 0
+    assert not (out / "stimulus.jsonl").exists() and not (out / "scenario.yaml").exists()
