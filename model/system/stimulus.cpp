@@ -199,27 +199,24 @@ StimulusEvent StimulusReader::parse(const std::string& line) const {
   if (kind_at == std::string::npos) throw bad("no \"ev\"");
   const std::string kind = line.substr(kind_at, line.find('"', kind_at + 1) - kind_at + 1);
   uint64_t v = 0;
-  if (kind == "\"msix\"") {
-    ev.kind = StimulusEvent::msix;
-    number("data", 10, v);
-    ev.msi_data = uint32_t(v);
+  const auto u32 = [&](const char* key) {
+    uint64_t x = 0;
+    number(key, 10, x);
+    if (x > UINT32_MAX) throw bad(std::string("\"") + key + "\" is out of range");
+    return uint32_t(x);
+  };
+  if (kind == "\"msix\"" || kind == "\"force_msix\"") {
+    ev.kind = kind == "\"msix\"" ? StimulusEvent::msix : StimulusEvent::force_msix;
+    if (ev.kind == StimulusEvent::force_msix) number("t_ps", 10, ev.t_ps);
+    ev.msi_data = u32(ev.kind == StimulusEvent::msix ? "data" : "vector");
     return ev;
   }
   if (kind == "\"fault\"") {
     ev.kind = StimulusEvent::fault;
     number("t_ps", 10, ev.t_ps);
-    number("qp", 10, v);
-    ev.qp = uint32_t(v);
+    ev.qp = u32("qp");
     number("nth", 10, ev.nth);
-    number("code", 10, v);
-    ev.code = uint16_t(v);
-    return ev;
-  }
-  if (kind == "\"force_msix\"") {
-    ev.kind = StimulusEvent::force_msix;
-    number("t_ps", 10, ev.t_ps);
-    number("vector", 10, v);
-    ev.msi_data = uint32_t(v);
+    ev.code = uint16_t(u32("code"));
     return ev;
   }
   if (kind == "\"mmio\"") {

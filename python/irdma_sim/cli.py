@@ -101,8 +101,8 @@ def cmd_run(args):
     print(summary(report))
     if (Path(out) / "coverage.json").exists():
         print("\n".join(coverage.summary_lines(coverage.load(Path(out) / "coverage.json"), holes=0)))
-    if args.html:
-        html_page(out)
+    if args.html and html_page(out):
+        return 2
     files = [f for f in ("report.json", "trace.jsonl", "completions.jsonl", "coverage.json", "stimulus.jsonl",
                          "report.html")
              if (Path(out) / f).exists()]
@@ -181,6 +181,12 @@ def finish_sweep(out, outcomes, interruption=None, junit=None, html=False):
         status = 128 + signal_of(interruption)
     else:
         status = 2 if count[ERROR] else 1 if count[FAIL] else 0
+    if junit:
+        try:
+            write_junit(junit, outcomes)
+        except OSError as e:
+            print(f"irdma-sim sweep: --junit: cannot write {junit}: {e}", file=sys.stderr)
+            status = status or 2
     write_summary(out, outcomes, status)
     try:
         merged = coverage.merge_runs([o.out for o in outcomes], Path(out) / "coverage.json")
@@ -189,10 +195,9 @@ def finish_sweep(out, outcomes, interruption=None, junit=None, html=False):
         merged = None
     if merged:
         print("\n".join(coverage.summary_lines(merged)))
-    if junit:
-        write_junit(junit, outcomes)
-    if html:
-        html_page(out)
+    if html and html_page(out) and not status:
+        status = 2
+        write_summary(out, outcomes, status)  # the page could not be made: the sweep did not do all it was asked
     line = (f"{count[PASS]} of {len(outcomes)} runs passed, {count[FAIL]} failed, {count[ERROR]} could not run")
     if interruption:
         line += f", {count[INTERRUPTED]} interrupted; the sweep was stopped"
@@ -217,7 +222,11 @@ def cmd_gather(args):
 def html_page(directory):
     """Writes DIRECTORY/report.html (a run's or a sweep's); says where, or why not. Returns 0, or
     2 when the directory holds neither."""
-    from irdma_sim import html_report  # matplotlib only when pages are asked for
+    try:
+        from irdma_sim import html_report  # matplotlib only when pages are asked for
+    except ImportError as e:
+        print(f"irdma-sim report: the pages need Debian's python3-matplotlib ({e})", file=sys.stderr)
+        return 2
     directory = Path(directory)
     try:
         if (directory / "summary.json").exists():

@@ -48,7 +48,7 @@ class DaskPool:
                 self.client = Client(self.cluster)
             else:
                 self.client = Client(address, timeout="10s")
-        except (OSError, TimeoutError) as e:
+        except (OSError, TimeoutError, ValueError) as e:
             if self.cluster:
                 self.cluster.close()
             raise ClusterError(f"cannot reach the Dask scheduler at {address}: {e}") from None

@@ -238,6 +238,9 @@ def test_sweep_junit_has_a_testcase_per_scenario_and_seed(scenario, tmp_path):
     errors = [c.find("error") for c in suites["bad"].findall("testcase")]
     assert all(e is not None and "sq_dept" in e.get("message") for e in errors)
     assert not list(junit.parent.glob("*.tmp"))
+    proc = cli("sweep", scenario("smoke.yaml"), "--seeds", "1", "--out", str(tmp_path / "sw2"), "--junit", "/proc/no/j.xml")
+    assert proc.returncode == 2 and "--junit: cannot write /proc/no/j.xml" in proc.stderr and "Traceback" not in proc.stderr
+    assert json.loads((tmp_path / "sw2" / "summary.json").read_text())["exit_status"] == 2
 
 
 def test_junit_failure_lists_each_failed_check_with_its_detail(tmp_path):
