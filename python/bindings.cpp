@@ -7,6 +7,7 @@
 
 #include "driver/core/ib_device.h"
 #include "model/system/host_session.h"
+#include "model/system/raw_verbs.h"
 #include "model/system/replay.h"
 #include "model/system/run_scenario.h"
 #include "model/system/served_device.h"
@@ -50,6 +51,21 @@ py::dict wc_dict(const PolledCompletion& c) {
   d["network_hdr_type"] = wc.network_hdr_type;
   d["data"] = py::bytes(c.data);
   return d;
+}
+
+// A scatter-gather list from Python: (addr, length, lkey) triples.
+std::vector<ibcore::ib_sge> sge_list(const py::list& sgl) {
+  std::vector<ibcore::ib_sge> out;
+  for (const py::handle& item : sgl) {
+    const auto t = item.cast<std::tuple<uint64_t, uint32_t, uint32_t>>();
+    out.push_back({std::get<0>(t), std::get<1>(t), std::get<2>(t)});
+  }
+  return out;
+}
+
+template <typename T>
+T field(const py::dict& d, const char* key, T fallback) {
+  return d.contains(key) ? d[key].cast<T>() : fallback;
 }
 
 }  // namespace
@@ -157,6 +173,108 @@ PYBIND11_MODULE(_irdma_sim, m) {
         "(or, `once`, until its first client leaves); returns the signal or 0. `config` is a scenario "
         "file, whose config: section describes the device, or such a section alone. Without `backdoor` "
         "the device offers no test hooks (counters, faults, forced MSI-X), as silicon does.");
+
+  py::class_<RawVerbs>(m, "RawVerbs",
+                       "Verbs on a Session's system as pyverbs has them (irdma_sim.verbs wraps it): PDs, MRs over "
+                       "host buffers, QPs through their states, work requests with wr_ids and SGE lists.")
+      .def(py::init<HostSession&>(), py::arg("session"), py::keep_alive<1, 2>())
+      .def("alloc_pd", &RawVerbs::alloc_pd)
+      .def("dealloc_pd", &RawVerbs::dealloc_pd, py::arg("pd"))
+      .def("reg_mr",
+           [](RawVerbs& v, uint32_t pd, uint64_t length, int access) {
+             const RawVerbs::Mr mr = v.reg_mr(pd, length, access);
+             py::dict d;
+             d["handle"] = mr.handle;
+             d["lkey"] = mr.lkey;
+             d["rkey"] = mr.rkey;
+             d["addr"] = mr.addr;
+             d["length"] = mr.length;
+             return d;
+           },
+           py::arg("pd"), py::arg("length"), py::arg("access"))
+      .def("dereg_mr", &RawVerbs::dereg_mr, py::arg("mr"))
+      .def("write_mr",
+           [](RawVerbs& v, uint32_t mr, uint64_t offset, const py::bytes& data) { v.write_mr(mr, offset, data); },
+           py::arg("mr"), py::arg("offset"), py::arg("data"))
+      .def("read_mr",
+           [](RawVerbs& v, uint32_t mr, uint64_t offset, uint64_t length) {
+             return py::bytes(v.read_mr(mr, offset, length));
+           },
+           py::arg("mr"), py::arg("offset"), py::arg("length"))
+      .def("create_qp",
+           [](RawVerbs& v, uint32_t pd, uint32_t send_cq, uint32_t recv_cq, uint32_t max_send_wr, uint32_t max_recv_wr,
+              uint32_t max_send_sge, uint32_t max_recv_sge, int qp_type) {
+             RawVerbs::QpInit init;
+             init.pd = pd;
+             init.send_cq = send_cq;
+             init.recv_cq = recv_cq;
+             init.cap.max_send_wr = max_send_wr;
+             init.cap.max_recv_wr = max_recv_wr;
+             init.cap.max_send_sge = max_send_sge;
+             init.cap.max_recv_sge = max_recv_sge;
+             if (qp_type != ibcore::IB_QPT_RC && qp_type != ibcore::IB_QPT_UD)
+               throw py::value_error("qp_type must be IBV_QPT_RC (2) or IBV_QPT_UD (4)");
+             init.type = ibcore::ib_qp_type(qp_type);
+             const uint32_t num = v.create_qp(init);
+             py::dict cap;
+             cap["max_send_wr"] = init.cap.max_send_wr;
+             cap["max_recv_wr"] = init.cap.max_recv_wr;
+             cap["max_send_sge"] = init.cap.max_send_sge;
+             cap["max_recv_sge"] = init.cap.max_recv_sge;
+             return py::make_tuple(num, cap);
+           },
+           py::arg("pd"), py::arg("send_cq"), py::arg("recv_cq"), py::arg("max_send_wr"), py::arg("max_recv_wr"),
+           py::arg("max_send_sge"), py::arg("max_recv_sge"), py::arg("qp_type"))
+      .def("modify_qp",
+           [](RawVerbs& v, uint32_t qp, int state, uint32_t dest_qp, uint32_t qkey) {
+             if (state != 0 && state != 1 && state != 2 && state != 3 && state != 6)
+               throw py::value_error("state must be IBV_QPS_RESET, INIT, RTR, RTS or ERR");
+             v.modify_qp(qp, QpState(state), dest_qp, qkey);
+           },
+           py::arg("qp"), py::arg("state"), py::arg("dest_qp") = 0, py::arg("qkey") = 0)
+      .def("qp_state", [](const RawVerbs& v, uint32_t qp) { return int(v.qp_state(qp)); }, py::arg("qp"))
+      .def("destroy_qp", &RawVerbs::destroy_qp, py::arg("qp"))
+      .def("post_send",
+           [](RawVerbs& v, uint32_t qp, const py::list& wrs) {
+             std::vector<ibcore::ib_send_wr> out;
+             std::vector<std::vector<ibcore::ib_sge>> sgls;
+             for (const py::handle& item : wrs) {
+               const py::dict d = item.cast<py::dict>();
+               ibcore::ib_send_wr wr;
+               wr.wr_id = field<uint64_t>(d, "wr_id", 0);
+               wr.opcode = ibcore::ib_wr_opcode(field<int>(d, "opcode", ibcore::IB_WR_SEND));
+               wr.send_flags = field<int>(d, "send_flags", 0);
+               if (wr.opcode == ibcore::IB_WR_SEND_WITH_INV || wr.opcode == ibcore::IB_WR_LOCAL_INV)
+                 wr.ex.invalidate_rkey = field<uint32_t>(d, "invalidate_rkey", 0);
+               else
+                 wr.ex.imm_data = __builtin_bswap32(field<uint32_t>(d, "imm_data", 0));  // __be32
+               wr.remote_addr = field<uint64_t>(d, "remote_addr", 0);
+               wr.rkey = field<uint32_t>(d, "rkey", 0);
+               wr.compare_add = field<uint64_t>(d, "compare_add", 0);
+               wr.swap = field<uint64_t>(d, "swap", 0);
+               wr.remote_qpn = field<uint32_t>(d, "remote_qpn", 0);
+               wr.remote_qkey = field<uint32_t>(d, "remote_qkey", 0);
+               out.push_back(wr);
+               sgls.push_back(sge_list(field<py::list>(d, "sg_list", py::list())));
+             }
+             v.post_send(qp, std::move(out), sgls);
+           },
+           py::arg("qp"), py::arg("wrs"))
+      .def("post_recv",
+           [](RawVerbs& v, uint32_t qp, const py::list& wrs) {
+             std::vector<ibcore::ib_recv_wr> out;
+             std::vector<std::vector<ibcore::ib_sge>> sgls;
+             for (const py::handle& item : wrs) {
+               const py::dict d = item.cast<py::dict>();
+               ibcore::ib_recv_wr wr;
+               wr.wr_id = field<uint64_t>(d, "wr_id", 0);
+               out.push_back(wr);
+               sgls.push_back(sge_list(field<py::list>(d, "sg_list", py::list())));
+             }
+             v.post_recv(qp, std::move(out), sgls);
+           },
+           py::arg("qp"), py::arg("wrs"))
+      .def("close", &RawVerbs::close);
 
   py::class_<HostSession>(m, "Session")
       .def(py::init([](const std::string& config_yaml, const std::string& trace_path) {

@@ -93,6 +93,10 @@ class HostSession {
   // Frees every QP and pool CQ and stops the driver; the session is unusable after.
   void shutdown();
 
+  // For layers over the session (raw_verbs.h): the simulated system and a session CQ.
+  Host& host() { return *host_; }
+  ibcore::ib_cq* cq(uint32_t cq_num);
+
  private:
   // A work request outstanding on a queue, in posting order, and the buffer slot it holds
   // until its completion (or a later send's, for an unsignaled one) is polled.
@@ -119,7 +123,6 @@ class HostSession {
   // Posts `wr` on `q`, its data in a free send slot; returns the wr_id.
   uint64_t post(Qp& q, ibcore::ib_send_wr& wr, const std::string& data, uint32_t length);
   BufferedQp& window_owner(uint32_t qp_num, uint32_t window_slot, uint64_t length);
-  ibcore::ib_cq* cq(uint32_t cq_num);
 
   std::unique_ptr<Host> host_;
   std::map<uint32_t, ibcore::ib_cq*> cqs_;

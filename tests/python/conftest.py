@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["irdma_sim.pytest_plugin"]
+
 SOURCE = Path(os.environ.get("IRDMA_SIM_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 
 
