@@ -36,6 +36,13 @@ enum ib_access_flags : int {
   IB_ACCESS_MW_BIND = 1 << 4,
 };
 
+// A protection domain (ib_alloc_pd): a QP reaches only the memory keys of its own PD.
+class ib_pd {
+ public:
+  virtual ~ib_pd() = default;
+  uint32_t pd_id = 0;
+};
+
 // A memory region for fast registration (ib_alloc_mr, ib_map_mr_sg): the range it maps once
 // registered, and its keys.
 class ib_mr {

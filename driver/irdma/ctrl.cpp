@@ -288,6 +288,7 @@ int irdma_device::probe() {
   qp_table_.assign(caps_.max_qp, nullptr);
   cq_table_.assign(caps_.max_cq, nullptr);
   stag_used_.assign(caps_.max_stags, false);
+  pd_used_.assign(IRDMA_MAX_PDS, false);
   pble_used_.assign(caps_.pble_entries, false);
   attrs.max_cqe = caps_.max_cqe;
   num_comp_vectors = caps_.num_ceqs;

@@ -65,6 +65,7 @@ inline constexpr unsigned IRDMA_QP_CTX_SIZE_BYTES = 256;
 inline constexpr unsigned IRDMA_QP_WQE_MIN_SIZE = 32;  // one SQ/RQ quantum
 inline constexpr uint32_t IRDMA_MIN_CQ_SIZE = 1;
 inline constexpr uint32_t IRDMA_MAX_CQ_SIZE = 1048575;
+inline constexpr uint32_t IRDMA_MAX_PDS = 262144;  // max_hw_pds: 18 bits of PD index
 inline constexpr uint32_t IRDMA_MAX_CQ_READ_THRESH = 0x3FFFF;
 
 // CQE (spec C.3/C.4).
@@ -213,6 +214,7 @@ inline constexpr bool irdma_ae_source_is_cq(uint8_t src) { return src == 0x2 || 
 
 // ALLOC_STAG / DEALLOC_STAG.
 inline constexpr uint64_t IRDMA_CQPSQ_STAG_STAGLEN = GENMASK_ULL(45, 0);  // qword1
+inline constexpr uint64_t IRDMA_CQPSQ_STAG_PDID = GENMASK_ULL(63, 46);    // qword1 (GEN_2: 18 bits)
 inline constexpr uint64_t IRDMA_CQPSQ_STAG_IDX = GENMASK_ULL(31, 8);      // qword2
 inline constexpr uint64_t IRDMA_CQPSQ_STAG_MWTYPE = BIT_ULL(42);
 inline constexpr uint64_t IRDMA_CQPSQ_STAG_MR = BIT_ULL(43);
@@ -246,6 +248,8 @@ inline constexpr uint64_t IRDMA_CQPSQ_FWQE_FLUSHRQ = BIT_ULL(62);
 inline constexpr uint8_t IRDMA_QP_TYPE_ROCE_RC = 3;
 inline constexpr uint8_t IRDMA_QP_TYPE_ROCE_UD = 4;
 inline constexpr uint64_t IRDMAQPC_RQWQESIZE = GENMASK_ULL(9, 8);     // qword0
+inline constexpr uint64_t IRDMAQPC_PDIDXHI = GENMASK_ULL(21, 20);     // qword0: PD bits 17:16
+inline constexpr uint64_t IRDMAQPC_PDIDX = GENMASK_ULL(63, 48);       // qword7: PD bits 15:0
 inline constexpr uint64_t IRDMAQPC_RQSIZE = GENMASK_ULL(11, 8);       // qword3
 inline constexpr uint64_t IRDMAQPC_SQSIZE = GENMASK_ULL(15, 12);      // qword3
 inline constexpr uint64_t IRDMAQPC_DESTQP = GENMASK_ULL(23, 0);       // qword8
@@ -255,6 +259,7 @@ inline constexpr uint64_t IRDMAQPC_RXCQNUM = GENMASK_ULL(50, 32);     // qword17
 inline constexpr unsigned IRDMAQPC_SQADDR_QWORD = 1;
 inline constexpr unsigned IRDMAQPC_RQADDR_QWORD = 2;
 inline constexpr unsigned IRDMAQPC_SIZES_QWORD = 3;
+inline constexpr unsigned IRDMAQPC_PDIDX_QWORD = 7;
 inline constexpr unsigned IRDMAQPC_DESTQP_QWORD = 8;
 inline constexpr unsigned IRDMAQPC_CQNUM_QWORD = 17;
 inline constexpr unsigned IRDMAQPC_QPCOMPCTX_QWORD = 21;

@@ -121,14 +121,18 @@ struct irdma_qp : ibcore::ib_qp {
   irdma_qp_uk qp_uk;
   hal::DmaBuffer queues;    // SQ, then RQ, then the QP shadow area
   hal::DmaBuffer host_ctx;
+  uint32_t pd_id = 0;
   // The device was told to flush this QP, or showed it did: posts no longer ring the
   // doorbell and their work completes in software (spec G.7).
   bool flush_issued = false;
   uint64_t flush_due_ns = 0;  // when the flush work runs; 0: not scheduled (flush_lock_)
 };
 
+struct irdma_pd : ibcore::ib_pd {};
+
 struct irdma_mr : ibcore::ib_mr {
   uint32_t stag_index = 0;
+  uint32_t pd_id = 0;
   uint32_t max_pages = 0;
   uint32_t npages = 0;
   uint32_t pble_index = 0;  // its first entry in the page-list pool
@@ -177,7 +181,11 @@ class irdma_device final : public ibcore::ib_device {
   int req_notify_cq(ibcore::ib_cq* cq, unsigned flags) override;
   int resize_cq(ibcore::ib_cq* cq, int cqe) override;
 
-  ibcore::ErrPtr<irdma_qp> create_qp(ibcore::ib_qp_init_attr& attr);
+  // `pd`: null for the kernel's own PD 0, where every ULP key of this driver's lives.
+  ibcore::ErrPtr<irdma_qp> create_qp(ibcore::ib_qp_init_attr& attr, ibcore::ib_pd* pd = nullptr);
+  // Protection domains (verbs_mr.cpp): ib_alloc_pd, ib_dealloc_pd. PD 0 is the kernel's.
+  ibcore::ErrPtr<irdma_pd> alloc_pd();
+  int dealloc_pd(irdma_pd* pd);
   // Moves a QP to RTS (MODIFY_QP through the CQP): an RC QP connected to `dest_qp_num`, a
   // UD QP accepting datagrams that carry `qkey`.
   int connect_qp(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey = 0);
@@ -195,10 +203,10 @@ class irdma_device final : public ibcore::ib_device {
   // Memory regions for fast registration and memory windows (verbs_mr.cpp): ib_alloc_mr,
   // ib_map_mr_sg over one DMA-contiguous range (returns the pages mapped), ib_dereg_mr,
   // ib_alloc_mw, ib_dealloc_mw.
-  ibcore::ErrPtr<irdma_mr> alloc_mr(uint32_t max_num_sg);
+  ibcore::ErrPtr<irdma_mr> alloc_mr(uint32_t max_num_sg, ibcore::ib_pd* pd = nullptr);
   int map_mr_sg(irdma_mr* mr, uint64_t dma_addr, uint64_t length);
   int dereg_mr(irdma_mr* mr);
-  ibcore::ErrPtr<irdma_mw> alloc_mw();
+  ibcore::ErrPtr<irdma_mw> alloc_mw(ibcore::ib_pd* pd = nullptr);
   int dealloc_mw(irdma_mw* mw);
 
   hal::Platform& hw() { return hw_; }
@@ -245,7 +253,7 @@ class irdma_device final : public ibcore::ib_device {
   size_t generate_flush_completions(irdma_qp* qp, bool sq);
   void take_newly_flushed(irdma_cq* cq);
   void cancel_flush_work(irdma_qp* qp);
-  int alloc_stag(uint32_t index, bool window, uint64_t max_len);
+  int alloc_stag(uint32_t index, bool window, uint64_t max_len, uint32_t pd_id);
   // Completion events (events.cpp).
   int create_ceqs();
   void destroy_ceqs();
@@ -272,8 +280,8 @@ class irdma_device final : public ibcore::ib_device {
   // CQEs are checked against it: written under rsrc_lock_ with release, read by polls.
   std::vector<irdma_qp_uk*> qp_table_;
   std::vector<irdma_cq*> cq_table_;
-  std::vector<bool> stag_used_, pble_used_;
-  uint32_t next_stag_ = 1;
+  std::vector<bool> stag_used_, pble_used_, pd_used_;
+  uint32_t next_stag_ = 1, next_pd_ = 1;
   std::unique_ptr<hal::Lock> flush_lock_;
   std::vector<irdma_qp*> flush_work_;  // QPs whose flush work is scheduled
   irdma_qp* flush_running_ = nullptr;  // the QP whose work the worker runs now

@@ -43,9 +43,23 @@ int64_t alloc_run(std::vector<bool>& used, uint32_t n) {
 
 }  // namespace
 
-int irdma_device::alloc_stag(uint32_t index, bool window, uint64_t max_len) {
+ErrPtr<irdma_pd> irdma_device::alloc_pd() {
+  const int64_t id = alloc_id(pd_used_, next_pd_, 1);
+  if (id < 0) return ErrPtr<irdma_pd>::error(int(id));
+  auto pd = std::make_unique<irdma_pd>();
+  pd->pd_id = uint32_t(id);
+  return pd.release();
+}
+
+int irdma_device::dealloc_pd(irdma_pd* pd) {
+  free_id(pd_used_, pd->pd_id);
+  delete pd;
+  return 0;
+}
+
+int irdma_device::alloc_stag(uint32_t index, bool window, uint64_t max_len, uint32_t pd_id) {
   return cqp_.exec(IRDMA_CQP_OP_ALLOC_STAG, [&](uint64_t* wqe) {
-    wqe[1] = FIELD_PREP(IRDMA_CQPSQ_STAG_STAGLEN, max_len);
+    wqe[1] = FIELD_PREP(IRDMA_CQPSQ_STAG_STAGLEN, max_len) | FIELD_PREP(IRDMA_CQPSQ_STAG_PDID, pd_id);
     wqe[2] = FIELD_PREP(IRDMA_CQPSQ_STAG_IDX, index);
     return window ? IRDMA_CQPSQ_STAG_MWTYPE  // type 1
                   : IRDMA_CQPSQ_STAG_MR | IRDMA_CQPSQ_STAG_REMACCENABLED;
@@ -59,7 +73,7 @@ int irdma_device::dealloc_stag(uint32_t index, bool window) {
   });
 }
 
-ErrPtr<irdma_mr> irdma_device::alloc_mr(uint32_t max_num_sg) {
+ErrPtr<irdma_mr> irdma_device::alloc_mr(uint32_t max_num_sg, ib_pd* pd) {
   if (max_num_sg == 0 || max_num_sg > caps_.pble_entries) return ErrPtr<irdma_mr>::error(-EINVAL);
   const int64_t index = alloc_id(stag_used_, next_stag_, 1);
   if (index < 0) return ErrPtr<irdma_mr>::error(int(index));
@@ -77,7 +91,8 @@ ErrPtr<irdma_mr> irdma_device::alloc_mr(uint32_t max_num_sg) {
   mr->max_pages = max_num_sg;
   mr->pble_index = uint32_t(pble);
   mr->lkey = mr->rkey = uint32_t(index) << 8;
-  if (int ret = alloc_stag(mr->stag_index, false, uint64_t(max_num_sg) * kPage)) {
+  mr->pd_id = pd ? pd->pd_id : 0;
+  if (int ret = alloc_stag(mr->stag_index, false, uint64_t(max_num_sg) * kPage, mr->pd_id)) {
     std::lock_guard<hal::Lock> guard(*rsrc_lock_);
     stag_used_[index] = false;
     std::fill_n(pble_used_.begin() + pble, max_num_sg, false);
@@ -109,10 +124,10 @@ int irdma_device::dereg_mr(irdma_mr* mr) {
   return 0;
 }
 
-ErrPtr<irdma_mw> irdma_device::alloc_mw() {
+ErrPtr<irdma_mw> irdma_device::alloc_mw(ib_pd* pd) {
   const int64_t index = alloc_id(stag_used_, next_stag_, 1);
   if (index < 0) return ErrPtr<irdma_mw>::error(int(index));
-  if (int ret = alloc_stag(uint32_t(index), true, 0)) {
+  if (int ret = alloc_stag(uint32_t(index), true, 0, pd ? pd->pd_id : 0)) {
     free_id(stag_used_, uint32_t(index));
     return ErrPtr<irdma_mw>::error(ret);
   }

@@ -32,7 +32,8 @@ void irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qke
   const uint64_t sq_pa = qp->queues.iova;
   const uint64_t rq_pa = sq_pa + uint64_t(q.sq_ring.size) * IRDMA_QP_WQE_MIN_SIZE;
   // Queue sizes are encoded as log2(quanta) - 2.
-  ctx[0] = FIELD_PREP(IRDMAQPC_RQWQESIZE, q.rq_shift);
+  ctx[0] = FIELD_PREP(IRDMAQPC_RQWQESIZE, q.rq_shift) | FIELD_PREP(IRDMAQPC_PDIDXHI, qp->pd_id >> 16);
+  ctx[IRDMAQPC_PDIDX_QWORD] = FIELD_PREP(IRDMAQPC_PDIDX, qp->pd_id & 0xFFFF);
   ctx[IRDMAQPC_SQADDR_QWORD] = sq_pa;
   ctx[IRDMAQPC_RQADDR_QWORD] = rq_pa;
   ctx[IRDMAQPC_SIZES_QWORD] =
@@ -46,7 +47,7 @@ void irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qke
   ctx[IRDMAQPC_QPCOMPCTX_QWORD] = q.compl_ctx;
 }
 
-ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr) {
+ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr, ib_pd* pd) {
   if (!attr.send_cq || !attr.recv_cq || attr.send_cq->device != this ||
       attr.recv_cq->device != this)
     return ErrPtr<irdma_qp>::error(-EINVAL);
@@ -72,6 +73,7 @@ ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr) {
   }
   qp->qp_num = uint32_t(qp_num);
   qp->qp_type = attr.qp_type;
+  qp->pd_id = pd ? pd->pd_id : 0;
   qp->send_cq = attr.send_cq;
   qp->recv_cq = attr.recv_cq;
 

@@ -202,7 +202,8 @@ CqpEngine::Outcome CqpEngine::stag_command(uint8_t op, const uint64_t* wqe) {
   if (op == OP_ALLOC_STAG && index >= hmc_.committed(Hmc::MR)) return outcome(CQP_MINOR_BAD_ID);
   const uint16_t minor =
       op == OP_ALLOC_STAG
-          ? stags_.alloc(index, window, bit(wqe[3], CQP_STAG_MWTYPE), get(wqe[1], CQP_STAG_STAGLEN))
+          ? stags_.alloc(index, window, bit(wqe[3], CQP_STAG_MWTYPE), get(wqe[1], CQP_STAG_STAGLEN),
+                         uint32_t(get(wqe[1], CQP_STAG_PDID)))
           : stags_.dealloc(index, window);
   return outcome(minor);
 }

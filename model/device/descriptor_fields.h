@@ -41,10 +41,13 @@ inline constexpr Field SQ_WQE_PARENTMRSTAG{63, 32};     // qword1
 inline constexpr unsigned QPC_SQADDR_QWORD = 1;
 inline constexpr unsigned QPC_RQADDR_QWORD = 2;
 inline constexpr unsigned QPC_SIZES_QWORD = 3;
+inline constexpr unsigned QPC_PDIDX_QWORD = 7;
 inline constexpr unsigned QPC_DESTQP_QWORD = 8;
 inline constexpr unsigned QPC_CQNUM_QWORD = 17;
 inline constexpr unsigned QPC_QPCOMPCTX_QWORD = 21;  // echoed in each CQE's qword1
 inline constexpr Field QPC_RQWQESIZE{9, 8};          // qword0: RQ WQE = 32 << this bytes
+inline constexpr Field QPC_PDIDXHI{21, 20};           // qword0: PD bits 17:16
+inline constexpr Field QPC_PDIDX{63, 48};             // qword7: PD bits 15:0
 inline constexpr Field QPC_RQSIZE{11, 8};            // sizes are log2(quanta) - 2
 inline constexpr Field QPC_SQSIZE{15, 12};
 inline constexpr Field QPC_DESTQP{23, 0};
@@ -82,6 +85,7 @@ inline constexpr Flag CQP_FWQE_FLUSHSQ{61};
 inline constexpr Flag CQP_FWQE_FLUSHRQ{62};
 // ALLOC_STAG, DEALLOC_STAG.
 inline constexpr Field CQP_STAG_STAGLEN{45, 0};  // qword1
+inline constexpr Field CQP_STAG_PDID{63, 46};    // qword1 (GEN_2: 18 bits)
 inline constexpr Field CQP_STAG_IDX{31, 8};      // qword2
 inline constexpr Flag CQP_STAG_MWTYPE{42};       // qword3: 1 = type 1 window
 inline constexpr Flag CQP_STAG_MR{43};           // qword3: 1 = region, 0 = window

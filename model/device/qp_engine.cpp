@@ -40,6 +40,7 @@ uint16_t QpEngine::load_ctx(QpContext& qp) {
   uint64_t ctx[kQpCtxBytes / 8];
   if (!dma_.read(qp.host_ctx, ctx, kQpCtxBytes)) return CQP_MINOR_DMA_ERROR;
   qp.rq_shift = uint8_t(get(ctx[0], QPC_RQWQESIZE));
+  qp.pd = uint32_t(get(ctx[QPC_PDIDX_QWORD], QPC_PDIDX) | get(ctx[0], QPC_PDIDXHI) << 16);
   qp.sq_base = ctx[QPC_SQADDR_QWORD];
   qp.rq_base = ctx[QPC_RQADDR_QWORD];
   qp.rq_wqes = (1u << (get(ctx[QPC_SIZES_QWORD], QPC_RQSIZE) + 2)) >> qp.rq_shift;

@@ -22,6 +22,7 @@ namespace irdma_sim::device {
 struct QpContext {
   uint32_t id = 0;
   uint8_t type = 0;            // CREATE_QP QPTYPE
+  uint32_t pd = 0;             // its protection domain: the keys it may use
   uint64_t host_ctx = 0;
   uint64_t sq_base = 0;
   uint64_t rq_base = 0;
@@ -95,6 +96,7 @@ class QpEngine {
   // A WQE's fragments with data (at most 15 slots fit in 8 quanta).
   struct Fragments {
     Extent at[16];
+    uint32_t stag[16];  // the key each was given; 0: the global key, `at` is the device address
     unsigned count = 0;
     const Extent* begin() const { return at; }
     const Extent* end() const { return at + count; }
@@ -132,6 +134,10 @@ class QpEngine {
   static Fragments fragments(const uint64_t* wqe, unsigned first_slot, unsigned slots);
   enum class Receive { posted, none, unreadable };
   Receive next_receive(QpContext& peer, Fragments& dst);
+  // Turns `f`'s fragments under memory keys into device addresses, checking each key
+  // against `qp`'s PD, its bounds and (`device_writes`) LOCAL_WRITE. Returns 0 or the
+  // flush code the AE table gives (FLUSH_PROT_ERR), the AE traced.
+  uint16_t resolve(const QpContext& qp, Fragments& f, bool device_writes);
 
   // Execution and completion (qp_execute.cpp).
   // Runs a SEND, RDMA WRITE or RDMA READ against the peer QP.
@@ -139,7 +145,7 @@ class QpEngine {
   Result execute_ud(QpContext& qp, const uint64_t* wqe, uint8_t op);
   Result execute_atomic(QpContext& qp, const uint64_t* wqe, uint8_t op);
   // A remote access under the WQE's STag: the extents land in remote_ (0 or a flush code).
-  uint16_t remote_extents(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access);
+  uint16_t remote_extents(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access, uint32_t pd);
   uint64_t move_payload(const Extent* src, size_t src_n, const Extent* dst, size_t dst_n);
   uint8_t receive_opcode(uint8_t sq_op, bool imm) const;
   void complete_rq(QpContext& peer, CqeFields& rq);
@@ -169,6 +175,7 @@ class QpEngine {
   Hmc& hmc_;  // FAST_REG_NSMR's page lists
   std::function<void()> between_wqes_;
   std::vector<Extent> remote_;  // reused: the extents of the current remote access
+  std::vector<Extent> local_;   // reused: the current local fragments, keys resolved
   std::vector<uint8_t> bounce_ = std::vector<uint8_t>(kChunk);
   QpEngineCounters counters_;
 };

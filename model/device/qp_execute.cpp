@@ -44,8 +44,14 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
         enter_error(peer, true, true, FLUSH_GENERAL_ERR, FLUSH_LOC_QP_OP_ERR);
         return fail(qp, FLUSH_REM_OP_ERR);
     }
+    // A receive buffer the responder may not write: its receive fails, the requester is NAKed.
+    if (uint16_t err = resolve(peer, receive, true)) {
+      enter_error(peer, true, true, FLUSH_GENERAL_ERR, err);
+      return fail(qp, FLUSH_REM_OP_ERR);
+    }
   }
-  const Fragments local = sq_fragments(wqe);
+  Fragments local = sq_fragments(wqe);
+  if (uint16_t err = resolve(qp, local, read)) return fail(qp, err);
   const uint64_t total = local.bytes();
   const uint64_t capacity = send ? receive.bytes() : total;
   time_.cycles(cfg_.cycles.execute);
@@ -58,7 +64,7 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
   if (send) {
     remote_.assign(receive.begin(), receive.end());
   } else if (uint16_t err = remote_extents(uint32_t(get(wqe[3], SQ_WQE_REMSTAG)), wqe[2], total,
-                                           read ? RemoteAccess::read : RemoteAccess::write)) {
+                                           read ? RemoteAccess::read : RemoteAccess::write, peer.pd)) {
     // The responder refuses the access (NAK): the requester's QP moves to error.
     enter_error(qp, err);
     return Result::failed;
@@ -103,7 +109,8 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
 QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_t op) {
   const bool imm = bit(wqe[3], SQ_WQE_IMMDATAFLAG);
   if (op != SQ_SEND && op != SQ_SEND_SOL) return fail(qp, FLUSH_LOC_QP_OP_ERR);
-  const Fragments local = sq_fragments(wqe);
+  Fragments local = sq_fragments(wqe);
+  if (uint16_t err = resolve(qp, local, false)) return fail(qp, err);
   const uint64_t total = local.bytes();
   time_.cycles(cfg_.cycles.execute);
 
@@ -114,6 +121,12 @@ QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_
       peer_it->second.qkey == uint32_t(get(wqe[2], SQ_WQE_DESTQKEY)) &&
       next_receive(peer_it->second, receive) == Receive::posted) {
     QpContext& peer = peer_it->second;
+    if (uint16_t err = resolve(peer, receive, true)) {  // the datagram is lost with the receive
+      enter_error(peer, false, true, 0, err);
+      counters_.ud_dropped++;
+      if (bit(wqe[3], SQ_WQE_SIGCOMPL)) complete_sq(qp, op, 0, 0);
+      return Result::done;
+    }
     const uint64_t capacity = receive.bytes();
     CqeFields rq;
     rq.op = receive_opcode(op, imm);
@@ -154,10 +167,17 @@ QpEngine::Result QpEngine::execute_atomic(QpContext& qp, const uint64_t* wqe, ui
   time_.cycles(cfg_.cycles.execute);
   if (cfg_.generation < 3) return fail(qp, FLUSH_LOC_QP_OP_ERR);
   if (wqe[2] % 8 != 0) return fail(qp, FLUSH_REM_INV_REQ_ERR);  // atomics need natural alignment
-  if (uint16_t err = remote_extents(uint32_t(get(wqe[3], SQ_WQE_REMSTAG)), wqe[2], 8, RemoteAccess::atomic)) {
+  auto peer = qps_.find(qp.dest_qp);
+  const uint32_t target_pd = peer != qps_.end() ? peer->second.pd : qp.pd;
+  if (uint16_t err = remote_extents(uint32_t(get(wqe[3], SQ_WQE_REMSTAG)), wqe[2], 8, RemoteAccess::atomic, target_pd)) {
     enter_error(qp, err);
     return Result::failed;
   }
+  Fragments result;  // where the original value goes: its 8 bytes implied, only address and key written
+  result.at[0] = {wqe[0], 8};
+  result.stag[0] = uint32_t(get(wqe[1], WQE_FRAG_STAG));
+  result.count = 1;
+  if (uint16_t err = resolve(qp, result, true)) return fail(qp, err);
   const uint64_t remote = remote_[0].addr;
   uint64_t original = 0;
   if (!dma_.read(remote, &original, 8)) return fail(qp, FLUSH_REM_ACCESS_ERR);
@@ -165,16 +185,18 @@ QpEngine::Result QpEngine::execute_atomic(QpContext& qp, const uint64_t* wqe, ui
                            : original == wqe[5]      ? wqe[4]
                                                      : original;
   if (updated != original) dma_.write(remote, &updated, 8);
-  dma_.write(wqe[0], &original, 8);
+  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(&original);
+  for (unsigned i = 0, done = 0; i < result.count && done < 8; done += unsigned(result.at[i++].len))
+    dma_.write(result.at[i].addr, bytes + done, uint32_t(std::min<uint64_t>(result.at[i].len, 8 - done)));
   counters_.messages++;
   counters_.bytes_moved += 8;
   if (bit(wqe[3], SQ_WQE_SIGCOMPL)) complete_sq(qp, op, 0, 0);
   return Result::done;
 }
 
-uint16_t QpEngine::remote_extents(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access) {
+uint16_t QpEngine::remote_extents(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access, uint32_t pd) {
   remote_.clear();
-  return stags_.translate(stag, va, len, access, remote_);
+  return stags_.translate(stag, va, len, access, pd, remote_);
 }
 
 // Copies the message through a bounce buffer of one chunk, so no message size, however

@@ -49,7 +49,9 @@ QpEngine::Fragments QpEngine::fragments(const uint64_t* wqe, unsigned first_slot
   for (unsigned i = first_slot; i < slots && i < 16; i++) {
     const uint64_t* s = i == 0 ? wqe : wqe + 4 + 2 * (i - 1);
     const uint32_t len = uint32_t(get(s[1], WQE_FRAG_LEN));
-    if (len) out.at[out.count++] = {s[0], len};
+    if (!len) continue;
+    out.stag[out.count] = uint32_t(get(s[1], WQE_FRAG_STAG));
+    out.at[out.count++] = {s[0], len};
   }
   return out;
 }
@@ -71,6 +73,31 @@ QpEngine::Receive QpEngine::next_receive(QpContext& peer, Fragments& dst) {
   }
   dst = fragments(rwqe, 0, rq_slots);
   return Receive::posted;
+}
+
+uint16_t QpEngine::resolve(const QpContext& qp, Fragments& f, bool device_writes) {
+  bool keyed = false;
+  for (unsigned i = 0; i < f.count; i++) keyed |= f.stag[i] != 0;
+  if (!keyed) return 0;  // the global key's fragments are device addresses already
+  std::vector<Extent>& out = local_;
+  out.clear();
+  for (unsigned i = 0; i < f.count; i++) {
+    if (f.stag[i] == 0) {
+      out.push_back(f.at[i]);
+      continue;
+    }
+    if (const uint16_t ae = stags_.translate_local(f.stag[i], f.at[i].addr, f.at[i].len, device_writes, qp.pd, out)) {
+      trace_.event(time_.now_ps(), "access_error").num("qp", qp.id).addr("stag", f.stag[i]).addr("ae", ae);
+      return FLUSH_PROT_ERR;  // every AMP_* event's flush code
+    }
+  }
+  if (out.size() > std::size(f.at)) return FLUSH_LOC_LEN_ERR;  // more pieces than a WQE has slots
+  f.count = unsigned(out.size());
+  for (unsigned i = 0; i < f.count; i++) {
+    f.at[i] = out[i];
+    f.stag[i] = 0;
+  }
+  return 0;
 }
 
 }  // namespace irdma_sim::device

@@ -19,13 +19,14 @@ bool within(uint64_t va, uint64_t len, uint64_t base, uint64_t span) {
 
 }  // namespace
 
-uint16_t StagTable::alloc(uint32_t index, bool window, bool type1, uint64_t max_len) {
+uint16_t StagTable::alloc(uint32_t index, bool window, bool type1, uint64_t max_len, uint32_t pd) {
   if (index == 0 || index >= max_index_) return CQP_MINOR_BAD_ID;
   if (entries_.count(index)) return CQP_MINOR_ID_IN_USE;
   Entry& e = entries_[index];
   e.window = window;
   e.type1 = type1;
   e.max_len = max_len;
+  e.pd = pd;
   return 0;
 }
 
@@ -100,14 +101,14 @@ const StagTable::Entry* StagTable::usable(uint32_t stag, RemoteAccess access) co
   return allowed ? &e : nullptr;
 }
 
-uint16_t StagTable::translate(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access,
+uint16_t StagTable::translate(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access, uint32_t pd,
                               std::vector<Extent>& out) const {
   if (stag == 0) {
     out.push_back({va, len});
     return 0;
   }
   const Entry* e = usable(stag, access);
-  if (!e || !within(va, len, e->va, e->len)) return FLUSH_REM_ACCESS_ERR;
+  if (!e || e->pd != pd || !within(va, len, e->va, e->len)) return FLUSH_REM_ACCESS_ERR;
   const Entry* region = e;
   if (e->window) {
     auto it = entries_.find(e->parent);
@@ -115,10 +116,29 @@ uint16_t StagTable::translate(uint32_t stag, uint64_t va, uint64_t len, RemoteAc
       return FLUSH_REM_ACCESS_ERR;
     region = &it->second;
   }
+  append_pages(*region, va, len, out);
+  return 0;
+}
+
+uint16_t StagTable::translate_local(uint32_t stag, uint64_t va, uint64_t len, bool write, uint32_t pd,
+                                    std::vector<Extent>& out) const {
+  auto it = entries_.find(index_of(stag));
+  if (it == entries_.end() || it->second.window) return AE_AMP_UNALLOCATED_STAG;
+  const Entry& e = it->second;
+  if (!e.valid) return AE_AMP_INVALID_STAG;
+  if (e.key != key_of(stag)) return AE_AMP_BAD_STAG_KEY;
+  if (e.pd != pd) return AE_AMP_BAD_PD;
+  if (!within(va, len, e.va, e.len)) return AE_AMP_BOUNDS_VIOLATION;
+  if (write && !(e.rights & RIGHT_LOCAL_WRITE)) return AE_AMP_RIGHTS_VIOLATION;
+  append_pages(e, va, len, out);
+  return 0;
+}
+
+void StagTable::append_pages(const Entry& region, uint64_t va, uint64_t len, std::vector<Extent>& out) {
   // Byte `off` of the region lies in page (off + first page offset) / kPage.
-  uint64_t at = va - region->va + region->va % kPage;
+  uint64_t at = va - region.va + region.va % kPage;
   for (uint64_t left = len; left;) {
-    const uint64_t page = region->pages[at / kPage];
+    const uint64_t page = region.pages[at / kPage];
     const uint64_t n = std::min(left, kPage - at % kPage);
     const uint64_t addr = page + at % kPage;
     if (!out.empty() && out.back().addr + out.back().len == addr)
@@ -128,7 +148,6 @@ uint16_t StagTable::translate(uint32_t stag, uint64_t va, uint64_t len, RemoteAc
     at += n;
     left -= n;
   }
-  return 0;
 }
 
 }  // namespace irdma_sim::device

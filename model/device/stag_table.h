@@ -38,6 +38,14 @@ struct StagGrant {
   bool atomics = false;
 };
 
+// The AE ids of memory-key failures (spec G.5's table: each flushes FLUSH_PROT_ERR locally).
+inline constexpr uint16_t AE_AMP_UNALLOCATED_STAG = 0x102;
+inline constexpr uint16_t AE_AMP_INVALID_STAG = 0x103;
+inline constexpr uint16_t AE_AMP_BAD_PD = 0x105;
+inline constexpr uint16_t AE_AMP_BAD_STAG_KEY = 0x106;
+inline constexpr uint16_t AE_AMP_BOUNDS_VIOLATION = 0x108;
+inline constexpr uint16_t AE_AMP_RIGHTS_VIOLATION = 0x109;
+
 class StagTable {
  public:
   static constexpr uint64_t kPage = 4096;
@@ -45,7 +53,7 @@ class StagTable {
   explicit StagTable(uint32_t max_index) : max_index_(max_index) {}
 
   // CQP commands; return a CQP minor code or 0.
-  uint16_t alloc(uint32_t index, bool window, bool type1, uint64_t max_len);
+  uint16_t alloc(uint32_t index, bool window, bool type1, uint64_t max_len, uint32_t pd);
   uint16_t dealloc(uint32_t index, bool window);
 
   // SQ operations; return a flush code (spec G.5) or 0.
@@ -54,10 +62,14 @@ class StagTable {
   // An STag the device never allocated is ignored: the kernel may name any key.
   uint16_t invalidate(uint32_t stag);
 
-  // Checks a remote access of [va, va + len) under `stag` and appends the physical extents
-  // to `out`. Returns 0 or FLUSH_REM_ACCESS_ERR.
-  uint16_t translate(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access,
+  // Checks a remote access of [va, va + len) under `stag` by a QP of PD `pd` and appends
+  // the physical extents to `out`. Returns 0 or FLUSH_REM_ACCESS_ERR.
+  uint16_t translate(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access, uint32_t pd,
                      std::vector<Extent>& out) const;
+  // The same for a local fragment (an SGE's lkey) of a QP of PD `pd`; the device writes into
+  // it when `write`. Returns 0 or the AE (AE_AMP_*) that refuses it.
+  uint16_t translate_local(uint32_t stag, uint64_t va, uint64_t len, bool write, uint32_t pd,
+                           std::vector<Extent>& out) const;
   // Pages a registration of `len` bytes at `va` spans.
   static uint64_t pages_spanned(uint64_t va, uint64_t len) {
     return len ? ((va % kPage) + len + kPage - 1) / kPage : 0;
@@ -73,11 +85,14 @@ class StagTable {
     bool atomics = false;
     uint64_t va = 0, len = 0;
     uint64_t max_len = 0;          // region: what its allocation may map
+    uint32_t pd = 0;
     std::vector<uint64_t> pages;   // region: page addresses
     uint64_t generation = 0;       // region: one per registration
     uint32_t parent = 0;           // window: its region's index
     uint64_t parent_generation = 0;
   };
+  // Appends the physical extents of [va, va + len) of `region`, contiguous ones merged.
+  static void append_pages(const Entry& region, uint64_t va, uint64_t len, std::vector<Extent>& out);
   const Entry* usable(uint32_t stag, RemoteAccess access) const;
 
   uint32_t max_index_;

@@ -42,6 +42,7 @@ void RawVerbs::close() {
       first = first ? first : dev.dereg_mr(m.mr);
       dev.hw().dma.free_coherent(m.buf);
     }
+    for (auto& [id, p] : pds_) dev.dealloc_pd(p.pd);
   });
   qps_.clear();
   mrs_.clear();
@@ -70,16 +71,21 @@ RawVerbs::QpEntry& RawVerbs::qp(uint32_t qp_num) {
 const RawVerbs::QpEntry& RawVerbs::qp(uint32_t qp_num) const { return const_cast<RawVerbs*>(this)->qp(qp_num); }
 
 uint32_t RawVerbs::alloc_pd() {
-  const uint32_t handle = next_pd_++;
-  pds_[handle];
-  return handle;
+  ErrPtr<irdma::irdma_pd> made = ErrPtr<irdma::irdma_pd>::error(-EINVAL);
+  session_.host().run_on_host([&] { made = session_.host().driver().alloc_pd(); });
+  check(made.is_err() ? made.err() : 0, "ib_alloc_pd");
+  const uint32_t id = made.get()->pd_id;
+  pds_[id].pd = made.get();
+  return id;
 }
 
 void RawVerbs::dealloc_pd(uint32_t handle) {
-  if (pd(handle).users)
-    throw VerbsError("PD " + std::to_string(handle) + " still has " + std::to_string(pd(handle).users) +
+  Pd& p = pd(handle);
+  if (p.users)
+    throw VerbsError("PD " + std::to_string(handle) + " still has " + std::to_string(p.users) +
                          " MR(s) or QP(s): free them first",
                      EBUSY);
+  session_.host().run_on_host([&] { session_.host().driver().dealloc_pd(p.pd); });
   pds_.erase(handle);
 }
 
@@ -144,7 +150,7 @@ RawVerbs::Mr RawVerbs::reg_mr(uint32_t pd_handle, uint64_t length, int access) {
       err = -ENOMEM;
       return;
     }
-    auto made = dev.alloc_mr(uint32_t((length + kPage - 1) / kPage));
+    auto made = dev.alloc_mr(uint32_t((length + kPage - 1) / kPage), owner.pd);
     if (made.is_err()) {
       err = made.err();
       return;
@@ -214,7 +220,7 @@ uint32_t RawVerbs::create_qp(QpInit& init) {
   attr.qp_type = init.type;
   irdma::irdma_device& dev = session_.host().driver();
   ErrPtr<irdma::irdma_qp> made = ErrPtr<irdma::irdma_qp>::error(-EINVAL);
-  session_.host().run_on_host([&] { made = dev.create_qp(attr); });
+  session_.host().run_on_host([&] { made = dev.create_qp(attr, owner.pd); });
   check(made.is_err() ? made.err() : 0, "creating a QP");
   init.cap = attr.cap;
   const uint32_t num = made.get()->qp_num;

@@ -18,6 +18,7 @@
 namespace irdma {
 struct irdma_qp;
 struct irdma_mr;
+struct irdma_pd;
 }  // namespace irdma
 
 namespace irdma_sim::system {
@@ -34,7 +35,8 @@ class RawVerbs {
   // Destroys its QPs and frees its MRs, before the session frees the CQs they use.
   void close();
 
-  // Protection domains: handles that MRs and QPs belong to.
+  // Protection domains (ib_alloc_pd): a QP reaches only its own PD's memory keys, as the
+  // device checks. Returns the PD's number.
   uint32_t alloc_pd();
   // EBUSY while an MR or a QP still belongs to it.
   void dealloc_pd(uint32_t pd);
@@ -72,6 +74,7 @@ class RawVerbs {
 
  private:
   struct Pd {
+    irdma::irdma_pd* pd = nullptr;
     uint32_t users = 0;
   };
   struct MrState {
@@ -95,7 +98,6 @@ class RawVerbs {
 
   HostSession& session_;
   std::map<uint32_t, Pd> pds_;
-  uint32_t next_pd_ = 1;
   std::map<uint32_t, MrState> mrs_;
   uint32_t next_mr_ = 1;
   std::map<uint32_t, QpEntry> qps_;

@@ -1,5 +1,6 @@
 // The device's memory keys: a region's life (allocated, registered, invalidated), windows
-// bound over it, and remote accesses checked and translated through its pages.
+// bound over it, remote accesses checked and translated through its pages, and local
+// fragments checked against their QP's PD, the bounds and LOCAL_WRITE.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -13,6 +14,7 @@ using namespace irdma_sim::device;
 using namespace irdma_sim::device::regs;
 
 constexpr uint32_t kMr = 5, kMw = 6;
+constexpr uint32_t kPd = 3;  // the keys' protection domain
 constexpr uint8_t kAll = RIGHT_LOCAL_READ | RIGHT_LOCAL_WRITE | RIGHT_REMOTE_READ | RIGHT_REMOTE_WRITE |
                          RIGHT_BIND_WINDOW;
 constexpr uint32_t stag(uint32_t index, uint8_t key) { return index << 8 | key; }
@@ -22,15 +24,20 @@ struct Keys : ::testing::Test {
   StagTable t{64};
   const std::vector<uint64_t> pages = {0x100000, 0x300000, 0x200000};
   void SetUp() override {
-    ASSERT_EQ(t.alloc(kMr, false, false, 4 * StagTable::kPage), 0);
-    ASSERT_EQ(t.alloc(kMw, true, true, 0), 0);
+    ASSERT_EQ(t.alloc(kMr, false, false, 4 * StagTable::kPage, kPd), 0);
+    ASSERT_EQ(t.alloc(kMw, true, true, 0, kPd), 0);
   }
   uint16_t reg(uint8_t key, uint8_t rights = kAll) {
     return t.fast_register({stag(kMr, key), 0x70000F00, 0x2100, rights, false}, pages);
   }
-  uint16_t access(uint32_t s, uint64_t va, uint64_t len, RemoteAccess a, std::vector<Extent>* out = nullptr) {
+  uint16_t access(uint32_t s, uint64_t va, uint64_t len, RemoteAccess a, std::vector<Extent>* out = nullptr,
+                  uint32_t pd = kPd) {
     std::vector<Extent> scratch;
-    return t.translate(s, va, len, a, out ? *out : scratch);
+    return t.translate(s, va, len, a, pd, out ? *out : scratch);
+  }
+  uint16_t local(uint32_t s, uint64_t va, uint64_t len, bool write, uint32_t pd = kPd) {
+    std::vector<Extent> scratch;
+    return t.translate_local(s, va, len, write, pd, scratch);
   }
 };
 
@@ -114,7 +121,7 @@ TEST_F(Keys, AWindowDoesNotOutliveItsRegionsIndex) {
   ASSERT_EQ(t.bind({stag(kMw, 2), 0x70001000, 0x100, RIGHT_REMOTE_READ, false}, stag(kMr, 1), true), 0);
   ASSERT_EQ(t.invalidate(stag(kMr, 1)), 0);
   ASSERT_EQ(t.dealloc(kMr, false), 0);
-  ASSERT_EQ(t.alloc(kMr, false, false, 4 * StagTable::kPage), 0);
+  ASSERT_EQ(t.alloc(kMr, false, false, 4 * StagTable::kPage, kPd), 0);
   ASSERT_EQ(reg(3), 0);
   EXPECT_EQ(access(stag(kMw, 2), 0x70001000, 8, RemoteAccess::read), FLUSH_REM_ACCESS_ERR);
 }
@@ -130,7 +137,7 @@ TEST_F(Keys, BindFailuresCarryTheirCodes) {
   EXPECT_EQ(t.bind({stag(kMw, 1), 0x70000000, 0x100, 0, false}, stag(kMr, 3), true), FLUSH_MW_BIND_ERR)
       << "outside the region";
   EXPECT_EQ(t.bind(w, stag(kMr, 3), false), FLUSH_PROT_ERR) << "a type-1 window bound as type 2";
-  ASSERT_EQ(t.alloc(7, true, false, 0), 0);
+  ASSERT_EQ(t.alloc(7, true, false, 0, kPd), 0);
   const StagGrant w2{stag(7, 1), 0x70001000, 0x100, RIGHT_REMOTE_READ, false};
   ASSERT_EQ(t.bind(w2, stag(kMr, 3), false), 0);
   EXPECT_EQ(t.bind(w2, stag(kMr, 3), false), FLUSH_MW_BIND_ERR) << "a bound type-2 window";
@@ -148,12 +155,36 @@ TEST_F(Keys, StagZeroIsAllOfMemoryAndUnknownKeysAreIgnoredByInvalidation) {
 }
 
 TEST_F(Keys, ControlCommandsCheckIdsAndKinds) {
-  EXPECT_EQ(t.alloc(0, false, false, 4096), CQP_MINOR_BAD_ID);
-  EXPECT_EQ(t.alloc(64, false, false, 4096), CQP_MINOR_BAD_ID);
-  EXPECT_EQ(t.alloc(kMr, false, false, 4096), CQP_MINOR_ID_IN_USE);
+  EXPECT_EQ(t.alloc(0, false, false, 4096, kPd), CQP_MINOR_BAD_ID);
+  EXPECT_EQ(t.alloc(64, false, false, 4096, kPd), CQP_MINOR_BAD_ID);
+  EXPECT_EQ(t.alloc(kMr, false, false, 4096, kPd), CQP_MINOR_ID_IN_USE);
   EXPECT_EQ(t.dealloc(kMr, true), CQP_MINOR_NO_SUCH_OBJECT) << "a region freed as a window";
   EXPECT_EQ(t.dealloc(kMr, false), 0);
   EXPECT_EQ(t.dealloc(kMr, false), CQP_MINOR_NO_SUCH_OBJECT);
+}
+
+TEST_F(Keys, AKeyServesOnlyQpsOfItsProtectionDomain) {
+  ASSERT_EQ(reg(0x21), 0);
+  EXPECT_EQ(access(stag(kMr, 0x21), 0x70000F00, 16, RemoteAccess::write), 0);
+  EXPECT_EQ(access(stag(kMr, 0x21), 0x70000F00, 16, RemoteAccess::write, nullptr, kPd + 1), FLUSH_REM_ACCESS_ERR);
+  EXPECT_EQ(access(0, 0x1234, 16, RemoteAccess::write, nullptr, kPd + 1), 0) << "the global key has no PD";
+  EXPECT_EQ(local(stag(kMr, 0x21), 0x70000F00, 16, false), 0);
+  EXPECT_EQ(local(stag(kMr, 0x21), 0x70000F00, 16, false, kPd + 1), AE_AMP_BAD_PD);
+}
+
+TEST_F(Keys, ALocalFragmentNeedsAValidRegionItsKeyBoundsAndLocalWriteToBeWritten) {
+  EXPECT_EQ(local(stag(kMr, 0x21), 0x70000F00, 16, false), AE_AMP_INVALID_STAG) << "not registered yet";
+  EXPECT_EQ(local(stag(9, 0), 0x70000F00, 16, false), AE_AMP_UNALLOCATED_STAG);
+  EXPECT_EQ(local(stag(kMw, 0), 0, 16, false), AE_AMP_UNALLOCATED_STAG) << "a window is no lkey";
+  ASSERT_EQ(reg(0x21, RIGHT_LOCAL_READ | RIGHT_REMOTE_READ), 0);
+  EXPECT_EQ(local(stag(kMr, 0x22), 0x70000F00, 16, false), AE_AMP_BAD_STAG_KEY);
+  EXPECT_EQ(local(stag(kMr, 0x21), 0x70000F00 - 1, 16, false), AE_AMP_BOUNDS_VIOLATION);
+  EXPECT_EQ(local(stag(kMr, 0x21), 0x70000F00 + 0x2100 - 8, 16, false), AE_AMP_BOUNDS_VIOLATION);
+  EXPECT_EQ(local(stag(kMr, 0x21), 0x70000F00, 16, true), AE_AMP_RIGHTS_VIOLATION);
+  std::vector<Extent> out;
+  ASSERT_EQ(t.translate_local(stag(kMr, 0x21), 0x70001000, 0x1000, false, kPd, out), 0);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].addr, 0x300000u);
 }
 
 }  // namespace

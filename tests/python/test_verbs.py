@@ -7,8 +7,8 @@ import pytest
 from irdma_sim.verbs import (CQ, IBV_ACCESS_LOCAL_WRITE, IBV_ACCESS_REMOTE_ATOMIC, IBV_ACCESS_REMOTE_READ,
                              IBV_ACCESS_REMOTE_WRITE, IBV_QPS_ERR, IBV_QPS_INIT, IBV_QPS_RESET, IBV_QPS_RTR,
                              IBV_QPS_RTS, IBV_QPT_RC, IBV_SEND_SIGNALED, IBV_SEND_SOLICITED, IBV_WC_COMP_SWAP,
-                             IBV_WC_FETCH_ADD, IBV_WC_RDMA_READ, IBV_WC_RDMA_WRITE, IBV_WC_RECV,
-                             IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_REM_ACCESS_ERR, IBV_WC_SEND, IBV_WC_SUCCESS,
+                             IBV_WC_FETCH_ADD, IBV_WC_LOC_PROT_ERR, IBV_WC_RDMA_READ, IBV_WC_RDMA_WRITE, IBV_WC_RECV,
+                             IBV_WC_RECV_RDMA_WITH_IMM, IBV_WC_REM_ACCESS_ERR, IBV_WC_REM_OP_ERR, IBV_WC_SEND, IBV_WC_SUCCESS,
                              IBV_WC_WITH_IMM, IBV_WC_WR_FLUSH_ERR, IBV_WR_ATOMIC_CMP_AND_SWP,
                              IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_RDMA_READ, IBV_WR_RDMA_WRITE,
                              IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, MR, PD, QP, SGE,
@@ -202,10 +202,10 @@ def test_bad_flows_a_wrong_rkey_a_read_past_the_region_or_a_write_without_rights
         (read,) = poll(c.cq, 1)
         assert (read.wr_id, read.status) == (3, IBV_WC_REM_ACCESS_ERR)
         # A read-only region refuses a remote write.
-        ro = MR(d.pd, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ)
-        write = SendWR(wr_id=4, opcode=IBV_WR_RDMA_WRITE, sg=[SGE(c.mr.buf, 8, c.mr.lkey)])
-        write.set_wr_rdma(ro.rkey, ro.buf)
         c2, d2 = connected(ctx)
+        ro = MR(d2.pd, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ)
+        write = SendWR(wr_id=4, opcode=IBV_WR_RDMA_WRITE, sg=[SGE(c2.mr.buf, 8, c2.mr.lkey)])
+        write.set_wr_rdma(ro.rkey, ro.buf)
         c2.qp.post_send(write)
         assert poll(c2.cq, 1)[0].status == IBV_WC_REM_ACCESS_ERR
     with pytest.raises(Exception):
@@ -228,3 +228,56 @@ def test_a_send_queue_full_refuses_the_rest_of_a_chain_and_keeps_what_fit():
         assert a.qp.cap.max_send_wr <= fit < 1000  # the ring holds at least what the caps promise
         # Those before the one that did not fit were posted and complete, in order.
         assert [c.wr_id for c in poll(a.cq, fit)] == list(range(fit))
+
+
+def test_protection_domains_keep_their_keys_to_their_own_qps():
+    with Context() as ctx:
+        a, b = connected(ctx)  # a PD of their own
+        c, d = connected(ctx)  # another
+        # An lkey of another PD: the sender's protection error, nothing sent.
+        b.qp.post_recv(RecvWR(wr_id=1, sg=[SGE(b.mr.buf, 64, b.mr.lkey)]))
+        a.qp.post_send(SendWR(wr_id=2, sg=[SGE(c.mr.buf, 8, c.mr.lkey)]))
+        (sent,) = poll(a.cq, 1)
+        assert (sent.wr_id, sent.status) == (2, IBV_WC_LOC_PROT_ERR)
+        # An rkey of another PD: the responder refuses it.
+        w = SendWR(wr_id=3, opcode=IBV_WR_RDMA_WRITE, sg=[SGE(c.mr.buf, 8, c.mr.lkey)])
+        w.set_wr_rdma(b.mr.rkey, b.mr.buf)
+        c.qp.post_send(w)
+        (wrote,) = poll(c.cq, 1)
+        assert (wrote.wr_id, wrote.status) == (3, IBV_WC_REM_ACCESS_ERR)
+        assert b.mr.read(8, 0) == bytes(8), "nothing landed"
+
+
+def test_local_keys_are_checked_for_their_key_their_bounds_and_local_write():
+    with Context() as ctx:
+        for case in ("wrong key", "past the end", "no local write"):
+            a, b = connected(ctx)
+            lkey, addr, length = a.mr.lkey, a.mr.buf, 8
+            if case == "wrong key":
+                lkey ^= 0x1
+            elif case == "past the end":
+                addr = a.mr.buf + a.mr.length - 4
+            b.qp.post_recv(RecvWR(wr_id=1, sg=[SGE(b.mr.buf, 64, b.mr.lkey)]))
+            if case == "no local write":
+                # An RDMA READ lands in the sender's buffer: it needs LOCAL_WRITE there.
+                ro = MR(a.pd, 64, IBV_ACCESS_REMOTE_READ)
+                wr = SendWR(wr_id=2, opcode=IBV_WR_RDMA_READ, sg=[SGE(ro.buf, 8, ro.lkey)])
+                wr.set_wr_rdma(b.mr.rkey, b.mr.buf)
+            else:
+                wr = SendWR(wr_id=2, sg=[SGE(addr, length, lkey)])
+            a.qp.post_send(wr)
+            (done,) = poll(a.cq, 1)
+            assert (done.wr_id, done.status) == (2, IBV_WC_LOC_PROT_ERR), case
+
+
+def test_a_receive_buffer_the_responder_may_not_write_fails_both_sides():
+    with Context() as ctx:
+        a, b = connected(ctx)
+        ro = MR(b.pd, 64, IBV_ACCESS_REMOTE_READ)  # no LOCAL_WRITE
+        b.qp.post_recv(RecvWR(wr_id=1, sg=[SGE(ro.buf, 64, ro.lkey)]))
+        a.qp.post_send(SendWR(wr_id=2, sg=[SGE(a.mr.buf, 8, a.mr.lkey)]))
+        (sent,) = poll(a.cq, 1)
+        (recv,) = poll(b.cq, 1)
+        assert (sent.wr_id, sent.status) == (2, IBV_WC_REM_OP_ERR)
+        assert (recv.wr_id, recv.status) == (1, IBV_WC_LOC_PROT_ERR)
+

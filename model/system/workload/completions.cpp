@@ -142,8 +142,10 @@ bool Workload::moved_right(const Qp& q, const WrCtx& ctx) const {
     case TrafficOp::nop:
       return true;
     case TrafficOp::read:
-    case TrafficOp::read_inv:
       return payload_equals(q.bq->send_slot(ctx.slot), ctx.len,
+                            read_source_key(sc_.seed, q.peer->index, ctx.slot));
+    case TrafficOp::read_inv:  // its sink is its source, in the region it invalidated
+      return payload_equals(peer.window_slot(peer.sq_depth() + ctx.slot), ctx.len,
                             read_source_key(sc_.seed, q.peer->index, ctx.slot));
     case TrafficOp::write:
     case TrafficOp::write_imm:

@@ -65,9 +65,11 @@ void Workload::describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ib_send_w
       wr.rkey = q.rkey;
       done.opcode = IB_WC_RDMA_READ;
       if (op == TrafficOp::read_inv) {
-        // The sink names the QP's region, which the READ invalidates as it lands.
+        // The sink names the QP's region, which the READ invalidates as it lands: it lies in
+        // that region (the device places the data through the key), on the source itself.
         wr.opcode = IB_WR_RDMA_READ_WITH_INV;
         sge.lkey = q.mr_registered ? q.mr->lkey : 0;
+        sge.addr = wr.remote_addr;
         forget_region(q);
       }
       break;
