@@ -7,6 +7,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 
@@ -244,6 +245,14 @@ std::unique_ptr<Host> make_host(const SimConfig& cfg, const std::string& backend
   return std::make_unique<PcieSystem>(std::make_unique<pcie::vfio_user::VfioUserClient>(socket), driver_params(cfg));
 }
 
+// driver_path's bins, from the driver's counts of the paths it took.
+void cover_driver_paths(trace::Coverage& coverage, const SystemCounters& sys, const WorkloadCounters& wl) {
+  const uint64_t taken[] = {sys.polls.missed, wl.retired_ring_completions, wl.flushed, wl.cq_errors,
+                            sys.events.cqes_cleaned};
+  for (unsigned path = 0; path < std::size(taken); path++)
+    if (taken[path]) coverage.hit(trace::Cover::driver_path, {path}, taken[path]);
+}
+
 // Written whole or not at all: a reader never finds half a file.
 void write_whole(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
@@ -320,6 +329,7 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   completions.close();
   host.close_trace();
   const SystemCounters sys = counters_of(host, server.get());
+  cover_driver_paths(coverage, sys, counts);
   system_checks(sys, counts, sb);
   if (sys.late_trace_events)
     sb.record("trace_in_time_order", false,

@@ -64,6 +64,16 @@ std::array<CoverGroup, kCoverGroups> make_groups() {
       false,
       {{"policy", {"least_used", "kernel_first_fit"}}, {"hint", {"any", "vector"}}, {"result", {"found", "grew"}}},
       {}};
+  g[size_t(Cover::driver_path)] = {
+      "driver_path",
+      "the driver's paths a run took: a re-poll after an arm said a completion may have been missed "
+      "(REPORT_MISSED_EVENTS), completions polled from rings a resize retired, completions the flush path "
+      "made (flush CQEs expanded, or the software flush), an IB_EVENT_CQ_ERR handled, a destroyed QP's "
+      "unpolled CQEs cleaned from its CQ",
+      false,
+      {{"path", {"missed_event_repoll", "retired_ring_polled", "flush_completion", "cq_error_handled",
+                 "cqes_cleaned_at_destroy"}}},
+      {}};
   g[size_t(Cover::cqe_write)] = {
       "cqe_write",
       "a CQE the device wrote: its size, whether it has an extended half, and where it fell in the ring "
@@ -159,7 +169,7 @@ Coverage::Coverage() {
   for (size_t g = 0; g < kCoverGroups; g++) hits_[g].assign(cover_groups()[g].bins(), 0);
 }
 
-void Coverage::hit(Cover g, std::initializer_list<unsigned> at) {
+void Coverage::hit(Cover g, std::initializer_list<unsigned> at, uint64_t times) {
   const CoverGroup& group = cover_group(g);
   if (at.size() != group.axes.size())
     throw std::logic_error(std::string("coverage ") + group.name + ": a hit needs a value per axis");
@@ -172,7 +182,7 @@ void Coverage::hit(Cover g, std::initializer_list<unsigned> at) {
     index = index * n + v;
     axis++;
   }
-  hits_[size_t(g)][index]++;
+  hits_[size_t(g)][index] += times;
 }
 
 void Coverage::add(const Coverage& other) {

@@ -17,6 +17,7 @@ enum class Cover : uint8_t {
   rq_completion,  // host: a receive's completion
   wc_status,      // host: every completion status the driver reports, per device generation
   pool_get,       // host: ib_cq_pool_get
+  driver_path,    // host: the driver's recovery and bookkeeping paths a run took
   cqe_write,      // device: a CQE written into a ring
   cq_ring,        // device: what happened to a CQ's ring
   cq_resize,      // device: MODIFY_CQ
@@ -24,7 +25,7 @@ enum class Cover : uint8_t {
   ceq,            // device: CEQs and their interrupts
   cqp_command,    // device: control QP commands
 };
-inline constexpr size_t kCoverGroups = 10;
+inline constexpr size_t kCoverGroups = 11;
 
 struct CoverAxis {
   const char* name;
@@ -60,7 +61,7 @@ class Coverage {
   Coverage();
   // One hit of the bin whose value on each axis is `at` (in axis order). A value past its
   // axis is a model bug: std::logic_error.
-  void hit(Cover g, std::initializer_list<unsigned> at);
+  void hit(Cover g, std::initializer_list<unsigned> at, uint64_t times = 1);
   const std::vector<uint64_t>& hits(Cover g) const { return hits_[size_t(g)]; }
   void add(const Coverage& other);
 

@@ -103,3 +103,14 @@ def test_merging_runs_skips_runs_without_coverage_and_refuses_an_unreadable_file
     (tmp_path / "r2" / "coverage.json").write_text("{cut short")
     with pytest.raises(ValueError):
         coverage.merge_runs([tmp_path / "r1", tmp_path / "r2"], tmp_path / "m.json")
+
+
+def test_the_driver_paths_are_the_reports_own_counts(scenario, tmp_path):
+    report = irdma_sim.run(scenario("overflow.yaml"), tmp_path, trace=False)
+    doc = json.loads((tmp_path / "coverage.json").read_text())
+    paths, counts = hits(doc, "driver_path"), report["counts"]
+    assert paths[("missed_event_repoll",)] == counts["poller_missed_events"]
+    assert paths[("retired_ring_polled",)] == counts["retired_ring_completions"]
+    assert paths[("flush_completion",)] == counts["flushed_completions"] > 0
+    assert paths[("cq_error_handled",)] == counts["cq_errors"] > 0
+    assert paths[("cqes_cleaned_at_destroy",)] == counts["cqes_cleaned"]
