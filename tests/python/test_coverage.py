@@ -106,11 +106,15 @@ def test_merging_runs_skips_runs_without_coverage_and_refuses_an_unreadable_file
 
 
 def test_the_driver_paths_are_the_reports_own_counts(scenario, tmp_path):
-    report = irdma_sim.run(scenario("overflow.yaml"), tmp_path, trace=False)
-    doc = json.loads((tmp_path / "coverage.json").read_text())
-    paths, counts = hits(doc, "driver_path"), report["counts"]
-    assert paths[("missed_event_repoll",)] == counts["poller_missed_events"]
-    assert paths[("retired_ring_polled",)] == counts["retired_ring_completions"]
-    assert paths[("flush_completion",)] == counts["flushed_completions"] > 0
-    assert paths[("cq_error_handled",)] == counts["cq_errors"] > 0
-    assert paths[("cqes_cleaned_at_destroy",)] == counts["cqes_cleaned"]
+    names = {"missed_event_repoll": "poller_missed_events", "retired_ring_polled": "retired_ring_completions",
+             "flush_completion": "flushed_completions", "cq_error_handled": "cq_errors",
+             "cqes_cleaned_at_destroy": "cqes_cleaned"}
+    seen = set()
+    for name in ("overflow.yaml", "flush_codes.yaml", "resize.yaml"):
+        report = irdma_sim.run(scenario(name), tmp_path / name, trace=False)
+        paths = hits(json.loads((tmp_path / name / "coverage.json").read_text()), "driver_path")
+        for path, count in names.items():
+            assert paths[(path,)] == report["counts"][count], (name, path)
+            if paths[(path,)]:
+                seen.add(path)
+    assert seen == set(names), "each path is taken by one of these scenarios"
