@@ -7,6 +7,7 @@
 #include "Vcqe_formatter.h"
 
 #include "rtl_bridge/rtl_cqe_formatter.h"
+#include "rtl_bridge/verilated_block.h"
 
 #include <stdexcept>
 #include <string>
@@ -16,46 +17,16 @@ namespace irdma_sim::rtl {
 using device::CqeFields;
 using device::CqeHalf;
 
-// Far above the pipeline depth: only a broken RTL stalls this long with its consumer ready.
-constexpr unsigned kStallLimitCycles = 64;
-
 struct RtlCqeFormatter::Model {
-  VerilatedContext context;
-  Vcqe_formatter top{&context};
-  std::unique_ptr<VerilatedVcdC> vcd;
-  uint64_t half_period_ps = 1;
-  uint64_t cycles = 0;
+  VerilatedBlock<Vcqe_formatter> block{"RtlCqeFormatter"};
+  Vcqe_formatter& top = block.top();
   uint64_t last_latency = 0;
 
   Model() {
-    top.clk = 0;
-    top.rst_n = 0;
-    top.in_valid = 0;
-    top.out_ready = 0;
-    edge();  // synchronous reset
-    top.rst_n = 1;
-  }
-
-  ~Model() {
-    if (vcd) vcd->close();
-    top.final();
-  }
-
-  // One clock period. The falling half comes first so that inputs driven since the last
-  // edge settle (and show in a trace) before the rising edge samples them.
-  void edge() {
-    top.clk = 0;
-    settle();
-    top.clk = 1;
-    settle();
-  }
-
-  void settle() {
-    top.eval();
-    if (vcd) {
-      vcd->dump(context.time());
-      context.timeInc(half_period_ps);
-    }
+    block.reset([](Vcqe_formatter& t) {
+      t.in_valid = 0;
+      t.out_ready = 0;
+    });
   }
 
   // Ports are exactly as wide as the hardware fields; Verilator expects unused high bits
@@ -96,8 +67,7 @@ struct RtlCqeFormatter::Model {
     size_t sent = 0;
     size_t received = 0;
     bool offering = false;
-    unsigned stuck_cycles = 0;
-    const uint64_t start = cycles;
+    const uint64_t start = block.cycles();
     while (received < n) {
       if (!offering && sent < n && offer_input()) {
         drive(in[sent], polarity[sent], half[sent]);
@@ -108,26 +78,17 @@ struct RtlCqeFormatter::Model {
       const bool in_fire = offering && top.in_ready;
       const bool out_fire = top.out_valid && top.out_ready;
       if (out_fire) out[received++] = output();
-      // With work pending, a ready consumer must see progress within the pipeline depth;
-      // cycles it spends stalling do not count. A broken RTL must not hang the simulation.
-      if (in_fire || out_fire) {
-        stuck_cycles = 0;
-      } else if (top.out_ready && (offering || sent > received)) {
-        ++stuck_cycles;
-      }
-      if (stuck_cycles > kStallLimitCycles) {
-        throw std::runtime_error("RtlCqeFormatter: pipeline made no progress for " +
-                                 std::to_string(stuck_cycles) + " cycles");
-      }
-      edge();
-      ++cycles;
+      // Work pending and a ready consumer: the pipeline must move; cycles the consumer
+      // spends stalling do not count.
+      block.watch(in_fire || out_fire, top.out_ready && (offering || sent > received));
+      block.tick();
       if (in_fire) {
         ++sent;
         offering = false;
       }
     }
     top.in_valid = 0;
-    last_latency = cycles - start;
+    last_latency = block.cycles() - start;
   }
 
   CqeHalf format_one(const CqeFields& f, bool polarity, bool half) {
@@ -162,28 +123,14 @@ void RtlCqeFormatter::format_throttled(const CqeFields* in, const bool* polarity
   model_->stream(in, polarity, half, n, out, throttle.offer_input, throttle.accept_output);
 }
 
-uint64_t RtlCqeFormatter::cycles() const { return model_->cycles; }
+uint64_t RtlCqeFormatter::cycles() const { return model_->block.cycles(); }
 
 uint64_t RtlCqeFormatter::last_latency_cycles() const { return model_->last_latency; }
 
 void RtlCqeFormatter::enable_vcd(const std::string& path, uint64_t period_ps) {
-  Model& m = *model_;
-  // A model attaches to one trace file for its lifetime.
-  if (m.vcd) throw std::logic_error("RtlCqeFormatter: VCD already enabled");
-  m.context.traceEverOn(true);
-  m.context.timeunit(-12);  // ps: timestamps are simulated time
-  m.context.timeprecision(-12);
-  auto vcd = std::make_unique<VerilatedVcdC>();
-  m.top.trace(vcd.get(), 99);
-  vcd->open(path.c_str());
-  if (!vcd->isOpen()) throw std::runtime_error("device.rtl_vcd: cannot write " + path);
-  m.vcd = std::move(vcd);
-  m.half_period_ps = period_ps > 1 ? period_ps / 2 : 1;
+  model_->block.enable_vcd(path, period_ps);
 }
 
-void RtlCqeFormatter::at_time_ps(uint64_t t_ps) {
-  Model& m = *model_;
-  if (m.vcd && t_ps > m.context.time()) m.context.time(t_ps);
-}
+void RtlCqeFormatter::at_time_ps(uint64_t t_ps) { model_->block.at_time_ps(t_ps); }
 
 }  // namespace irdma_sim::rtl
