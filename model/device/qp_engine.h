@@ -135,8 +135,9 @@ class QpEngine {
   enum class Receive { posted, none, unreadable };
   Receive next_receive(QpContext& peer, Fragments& dst);
   // Turns `f`'s fragments under memory keys into device addresses, checking each key
-  // against `qp`'s PD, its bounds and (`device_writes`) LOCAL_WRITE. Returns 0 or the
-  // flush code the AE table gives (FLUSH_PROT_ERR), the AE traced.
+  // against `qp`'s PD, its bounds and (`device_writes`) LOCAL_WRITE. Returns 0, the flush
+  // code the AE table gives a refused key (FLUSH_PROT_ERR, the AE traced), or
+  // FLUSH_LOC_LEN_ERR when the pages come to more pieces than a WQE has fragment slots.
   uint16_t resolve(const QpContext& qp, Fragments& f, bool device_writes);
 
   // Execution and completion (qp_execute.cpp).

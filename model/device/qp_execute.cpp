@@ -168,8 +168,12 @@ QpEngine::Result QpEngine::execute_atomic(QpContext& qp, const uint64_t* wqe, ui
   if (cfg_.generation < 3) return fail(qp, FLUSH_LOC_QP_OP_ERR);
   if (wqe[2] % 8 != 0) return fail(qp, FLUSH_REM_INV_REQ_ERR);  // atomics need natural alignment
   auto peer = qps_.find(qp.dest_qp);
-  const uint32_t target_pd = peer != qps_.end() ? peer->second.pd : qp.pd;
-  if (uint16_t err = remote_extents(uint32_t(get(wqe[3], SQ_WQE_REMSTAG)), wqe[2], 8, RemoteAccess::atomic, target_pd)) {
+  if (peer == qps_.end() || peer->second.in_error) {  // unanswered, as any RC request
+    enter_error(qp, FLUSH_RETRY_EXC_ERR);
+    return Result::failed;
+  }
+  if (uint16_t err = remote_extents(uint32_t(get(wqe[3], SQ_WQE_REMSTAG)), wqe[2], 8, RemoteAccess::atomic,
+                                    peer->second.pd)) {
     enter_error(qp, err);
     return Result::failed;
   }

@@ -91,7 +91,8 @@ uint16_t QpEngine::resolve(const QpContext& qp, Fragments& f, bool device_writes
       return FLUSH_PROT_ERR;  // every AMP_* event's flush code
     }
   }
-  if (out.size() > std::size(f.at)) return FLUSH_LOC_LEN_ERR;  // more pieces than a WQE has slots
+  // A region of scattered pages can split a fragment past what the engine holds.
+  if (out.size() > std::size(f.at)) return FLUSH_LOC_LEN_ERR;
   f.count = unsigned(out.size());
   for (unsigned i = 0; i < f.count; i++) {
     f.at[i] = out[i];

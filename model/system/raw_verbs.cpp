@@ -39,8 +39,9 @@ void RawVerbs::close() {
     for (auto& [num, q] : qps_) first = first ? first : dev.destroy_qp(q.qp);
     if (reg_qp_) first = first ? first : dev.destroy_qp(reg_qp_);
     for (auto& [handle, m] : mrs_) {
-      first = first ? first : dev.dereg_mr(m.mr);
-      dev.hw().dma.free_coherent(m.buf);
+      const int ret = dev.dereg_mr(m.mr);
+      first = first ? first : ret;
+      if (!ret) dev.hw().dma.free_coherent(m.buf);  // a key the device still holds keeps its memory
     }
     for (auto& [id, p] : pds_) dev.dealloc_pd(p.pd);
   });
@@ -91,7 +92,7 @@ void RawVerbs::dealloc_pd(uint32_t handle) {
 
 void RawVerbs::ensure_registration_qp() {
   if (reg_qp_) return;
-  reg_cq_ = session_.alloc_cq(8, 0);
+  if (!reg_cq_) reg_cq_ = session_.alloc_cq(8, 0);
   ib_qp_init_attr attr;
   attr.send_cq = attr.recv_cq = session_.cq(reg_cq_);
   attr.cap.max_send_wr = 4;
@@ -107,8 +108,14 @@ void RawVerbs::ensure_registration_qp() {
     }
     reg_qp_ = made.get();
     err = dev.connect_qp(reg_qp_, reg_qp_->qp_num);  // its own peer: it only registers
+    if (err) drop_registration_qp();
   });
   check(err, "creating the QP that registers memory");
+}
+
+void RawVerbs::drop_registration_qp() {
+  session_.host().driver().destroy_qp(reg_qp_);  // a failure leaves nothing more to do with it
+  reg_qp_ = nullptr;
 }
 
 void RawVerbs::register_region(MrState& m) {
@@ -130,6 +137,9 @@ void RawVerbs::register_region(MrState& m) {
     // A REG_MR takes the device a few microseconds; a millisecond is a broken device.
     for (int waited = 0; !(n = ib_poll_cq(cq, 1, &wc)) && waited < 1000; waited++) dev.hw().exec.delay_ns(1000);
   });
+  // A registration QP that failed one is not trusted with the next: it may be in error, or
+  // complete this one late.
+  if (err || n <= 0 || wc.status != IB_WC_SUCCESS) session_.host().run_on_host([&] { drop_registration_qp(); });
   check(err, "posting REG_MR");
   if (n <= 0) throw VerbsError("REG_MR did not complete within 1 ms of simulated time", ETIMEDOUT);
   if (wc.status != IB_WC_SUCCESS)

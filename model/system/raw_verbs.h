@@ -62,7 +62,7 @@ class RawVerbs {
   // RESET.
   uint32_t create_qp(QpInit& init);
   // RESET -> INIT -> RTR (`dest_qp`, and `qkey` for UD) -> RTS; any state -> ERR (its queues
-  // flush). Other moves are EINVAL, as ib_modify_qp's state table has them.
+  // flush). Other moves are EINVAL, a move back to RESET included (not offered here).
   void modify_qp(uint32_t qp, QpState to, uint32_t dest_qp = 0, uint32_t qkey = 0);
   QpState qp_state(uint32_t qp) const;
   void destroy_qp(uint32_t qp);
@@ -95,6 +95,8 @@ class RawVerbs {
   // Posts a REG_MR of `m` on the session's registration QP and waits for its completion.
   void register_region(MrState& m);
   void ensure_registration_qp();
+  // Destroys the registration QP (on host CPU 0), so the next registration makes a new one.
+  void drop_registration_qp();
 
   HostSession& session_;
   std::map<uint32_t, Pd> pds_;

@@ -290,14 +290,17 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   if (!trace) std::filesystem::remove(out / "trace.jsonl");
 
   const std::string trace_path = trace ? (out / "trace.jsonl").string() : "";
-  std::filesystem::remove(out / "stimulus.jsonl");  // replay's files are this run's or none
-  std::filesystem::remove(out / "scenario.yaml");
+  // Replay's files are this run's or none (unless the scenario run is that very file).
+  std::error_code same_ec;
+  const bool scenario_is_the_copy = std::filesystem::equivalent(scenario_path, out / "scenario.yaml", same_ec);
+  std::filesystem::remove(out / "stimulus.jsonl");
+  if (!scenario_is_the_copy) std::filesystem::remove(out / "scenario.yaml");
   const std::string stimulus_path = options.record ? (out / "stimulus.jsonl").string() : "";
   if (options.record && sc.config.sync != SyncMode::approximate)
     throw ScenarioError(sc.file + ": --record needs sync.mode approximate: a loosely timed device's order of work "
                         "depends on where its quantum falls against the host's accesses, which a replay cannot "
                         "reproduce");
-  if (options.record)  // what replay builds the device from, whatever becomes of the file
+  if (options.record && !scenario_is_the_copy)  // what replay builds the device from, whatever becomes of the file
     std::filesystem::copy_file(scenario_path, out / "scenario.yaml", std::filesystem::copy_options::overwrite_existing);
   std::unique_ptr<ServerChild> server;
   std::unique_ptr<Host> made;

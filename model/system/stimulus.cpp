@@ -53,7 +53,8 @@ std::string StimulusEvent::describe() const {
 }
 
 StimulusRecorder::StimulusRecorder(sc_core::sc_module_name name, const std::string& path)
-    : sc_module(name), mmio_in("mmio_in"), mmio_out("mmio_out"), memory_in("memory_in"), memory_out("memory_out") {
+    : sc_module(name), mmio_in("mmio_in"), mmio_out("mmio_out"), memory_in("memory_in"), memory_out("memory_out"),
+      path_(path) {
   out_ = std::fopen(path.c_str(), "w");
   if (!out_) throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
   std::setvbuf(out_, nullptr, _IOFBF, 1 << 20);
@@ -62,11 +63,20 @@ StimulusRecorder::StimulusRecorder(sc_core::sc_module_name name, const std::stri
   memory_out.register_invalidate_direct_mem_ptr(this, &StimulusRecorder::invalidate);
 }
 
-StimulusRecorder::~StimulusRecorder() { close(); }
+StimulusRecorder::~StimulusRecorder() {
+  try {
+    close();
+  } catch (const std::runtime_error&) {  // a run that failed already: its recording is moot
+  }
+}
 
 void StimulusRecorder::close() {
-  if (out_) std::fclose(out_);
+  if (!out_) return;
+  const bool failed = std::ferror(out_) != 0;
+  const bool closed = std::fclose(out_) == 0;
   out_ = nullptr;
+  // A recording cut short by a full disk must not pass for a whole one.
+  if (failed || !closed) throw std::runtime_error("writing " + path_ + " failed: the recording is incomplete");
 }
 
 void StimulusRecorder::put(const StimulusEvent& ev) {

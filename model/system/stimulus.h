@@ -60,6 +60,7 @@ class StimulusRecorder : public sc_core::sc_module {
   // The host's test hooks (DeviceBackdoor), at the simulation's time.
   void fault(uint32_t qp, uint64_t nth, uint16_t code);
   void force_msix(unsigned vector);
+  // Throws std::runtime_error when the recording could not be written whole.
   void close();
 
  private:
@@ -68,6 +69,7 @@ class StimulusRecorder : public sc_core::sc_module {
   void invalidate(sc_dt::uint64 start, sc_dt::uint64 end) { memory_in->invalidate_direct_mem_ptr(start, end); }
   void put(const StimulusEvent& ev);
 
+  std::string path_;
   std::FILE* out_ = nullptr;
   std::string line_;
 };

@@ -135,6 +135,10 @@ def cmd_sweep(args):
     except ValueError as e:
         print(f"irdma-sim sweep: --seeds: {e}", file=sys.stderr)
         return 2
+    if args.backend.startswith("vfio:") and (args.dask or args.slurm):
+        print(f"irdma-sim sweep: {args.backend} is one device on this machine: it cannot be handed to a cluster "
+              "(--dask, --slurm); sweep it here (--jobs 1)", file=sys.stderr)
+        return 2
     if args.slurm:
         from irdma_sim.slurm import write_array
         try:
@@ -236,6 +240,9 @@ def html_page(directory):
         else:
             print(f"irdma-sim report: {directory} holds no run (report.json) or sweep (summary.json)", file=sys.stderr)
             return 2
+    except ImportError as e:
+        print(f"irdma-sim report: the pictures need Debian's python3-matplotlib ({e})", file=sys.stderr)
+        return 2
     except (OSError, ValueError, KeyError) as e:
         print(f"irdma-sim report: {directory}: cannot render: {e}", file=sys.stderr)
         return 2

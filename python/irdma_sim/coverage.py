@@ -8,6 +8,7 @@ bin no scenario can reach, the reason), and for observed groups `covered`, `reac
 """
 
 import json
+import math
 from pathlib import Path
 
 
@@ -35,7 +36,8 @@ def _totals(doc):
 
 
 def _percent(covered, reachable):
-    return round(100.0 * covered / reachable, 1) if reachable else 100.0
+    # Halves round up, as coverage.json's writer rounds them (std::round).
+    return math.floor(1000.0 * covered / reachable + 0.5) / 10 if reachable else 100.0
 
 
 def with_holes(doc):

@@ -8,6 +8,7 @@ any cluster that runs builds.
 """
 
 import os
+import uuid
 from pathlib import Path
 
 from distributed import Client, LocalCluster
@@ -61,7 +62,9 @@ class DaskPool:
         scenario, name, seed, out = job
         # A worker's working directory is its own: paths go absolute.
         job = (str(Path(scenario).resolve()), name, seed, Path(out).resolve())
-        future = _Future(self.client.submit(fn, job, *args, pure=False, key=f"irdma-sim-{name}-seed{seed}"))
+        # Keys name the run and are unique: two sweeps on one scheduler share no task.
+        key = f"irdma-sim-{name}-seed{seed}-{uuid.uuid4().hex[:12]}"
+        future = _Future(self.client.submit(fn, job, *args, pure=False, key=key))
         self.futures.append(future)
         return future
 
@@ -69,7 +72,7 @@ class DaskPool:
         if cancel_futures:
             # Runs not started never start; those under way on a LocalCluster stop with its
             # workers (a run dies with the process that started it, completing its outputs).
-            self.client.cancel([f.future for f in self.futures])
+            self.client.cancel([f.future for f in self.futures if not f.future.done()])
         self.client.close()
         if self.cluster:
             self.cluster.close()

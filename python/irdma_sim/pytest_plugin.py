@@ -13,6 +13,8 @@ import traceback
 
 import pytest
 
+SKIPPED = 3  # the child's exit status for a test that skipped itself
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "fresh_process: run the test in a forked child process of its own")
@@ -32,6 +34,9 @@ def pytest_pyfunc_call(pyfuncitem):
         status = 0
         try:
             pyfuncitem.obj(**args)
+        except pytest.skip.Exception as e:  # a skip is the test's verdict, not a failure
+            status = SKIPPED
+            os.write(w, str(e.msg).encode())
         except BaseException:  # noqa: BLE001 - everything the test raised goes to the parent
             status = 1
             os.write(w, traceback.format_exc().encode())
@@ -46,6 +51,8 @@ def pytest_pyfunc_call(pyfuncitem):
     os.close(r)
     _, wait_status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(wait_status)
+    if code == SKIPPED:
+        pytest.skip(b"".join(chunks).decode(errors="replace"))
     if code != 0:
         told = b"".join(chunks).decode(errors="replace")
         pytest.fail(f"in its fresh process (exit {code}):\n{told or 'the process died without a word'}", pytrace=False)

@@ -18,10 +18,13 @@ def write_array(path, scenarios, seeds, out, trace=False, backend="sim"):
     """Writes the job list and the sbatch script at `path`; returns how many tasks it has."""
     out = Path(out).resolve()
     jobs = sweep_jobs([str(Path(s).resolve()) for s in scenarios], seeds, out)
+    if not jobs:
+        raise ValueError("no runs: a sweep needs a scenario and a seed")
+    for job in jobs:
+        for field in (job[0], job[3]):
+            if "\t" in str(field) or "\n" in str(field):
+                raise ValueError(f"{field}: a path with a tab or a newline cannot go in {JOBS}")
     out.mkdir(parents=True, exist_ok=True)
-    for _, _, _, job_out in jobs:
-        if "\t" in str(job_out) or "\n" in str(job_out):
-            raise ValueError(f"{job_out}: a path with a tab or a newline cannot go in {JOBS}")
     (out / JOBS).write_text("".join(f"{s}\t{name}\t{seed}\t{job_out}\n" for s, name, seed, job_out in jobs),
                             encoding="utf-8")
     package_dir = Path(irdma_sim.__file__).resolve().parent.parent
@@ -41,7 +44,7 @@ set -euo pipefail
 export PYTHONPATH={shlex.quote(str(package_dir))}${{PYTHONPATH:+:$PYTHONPATH}}
 export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1
 IFS=$'\\t' read -r scenario name seed out < <(sed -n "$((SLURM_ARRAY_TASK_ID + 1))p" {shlex.quote(str(out / JOBS))})
-exec {' '.join(shlex.quote(a) for a in run)} "$scenario" --seed "$seed" --out "$out" {' '.join(flags)}
+exec {' '.join(shlex.quote(a) for a in run)} "$scenario" --seed "$seed" --out "$out" {' '.join(shlex.quote(f) for f in flags)}
 """
     Path(path).write_text(script, encoding="utf-8")
     Path(path).chmod(0o755)

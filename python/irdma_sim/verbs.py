@@ -71,8 +71,10 @@ class Context:
     def close(self):
         if not self._closed:
             self._closed = True
-            self._verbs.close()
-            self._session.shutdown()
+            try:
+                self._verbs.close()
+            finally:  # the session's CQs, pool and trace go whatever the QPs and MRs did
+                self._session.shutdown()
 
     def __enter__(self):
         return self
@@ -274,7 +276,8 @@ class QPAttr:
 
 class QP:
     """A queue pair (pyverbs.qp.QP), made in RESET; to_init, to_rtr (with the peer's QP
-    number) and to_rts make it ready, modify(QPAttr(IBV_QPS_ERR)) flushes it."""
+    number) and to_rts make it ready, modify(QPAttr(IBV_QPS_ERR)) flushes it. A move back
+    to RESET is not offered (EINVAL)."""
 
     def __init__(self, pd, init_attr):
         self.pd, self.init_attr = pd, init_attr
@@ -293,7 +296,7 @@ class QP:
         return self.pd.ctx._verbs.qp_state(self.qp_num)
 
     def modify(self, attr, attr_mask=0):
-        """Moves the QP to attr.qp_state (ib_modify_qp's table; EINVAL for other moves)."""
+        """Moves the QP to attr.qp_state: RESET -> INIT -> RTR -> RTS, any -> ERR (EINVAL otherwise)."""
         self.pd.ctx._verbs.modify_qp(self.qp_num, attr.qp_state, attr.dest_qp_num, attr.qkey)
 
     def to_init(self, attr=None):

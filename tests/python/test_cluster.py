@@ -71,3 +71,11 @@ def test_a_slurm_array_runs_a_task_per_run_and_gather_says_which_did_not(scenari
     assert (out / "coverage.json").read_bytes() == (local_sweep / "coverage.json").read_bytes()
     assert json.loads((out / "summary.json").read_text())["passed"] == 4 and (out / "junit.xml").exists()
     assert cli("gather", str(tmp_path / "nothing")).returncode == 2
+
+
+def test_one_device_is_not_handed_to_a_cluster(scenario, tmp_path):
+    for flag in (["--dask", "local"], ["--slurm", str(tmp_path / "s.sbatch")]):
+        proc = cli("sweep", scenario("smoke.yaml"), "--seeds", "1", "--out", str(tmp_path / "o"),
+                   "--backend", "vfio:0000:01:00.0", *flag)
+        assert proc.returncode == 2 and "cannot be handed to a cluster" in proc.stderr, proc.stderr
+    assert not (tmp_path / "s.sbatch").exists()

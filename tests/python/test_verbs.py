@@ -281,3 +281,19 @@ def test_a_receive_buffer_the_responder_may_not_write_fails_both_sides():
         assert (sent.wr_id, sent.status) == (2, IBV_WC_REM_OP_ERR)
         assert (recv.wr_id, recv.status) == (1, IBV_WC_LOC_PROT_ERR)
 
+
+
+def test_the_plugin_reports_a_childs_skip_as_a_skip_and_its_death_as_a_failure(tmp_path):
+    import subprocess
+    import sys
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["irdma_sim.pytest_plugin"]\n')
+    (tmp_path / "test_child.py").write_text(
+        "import os, pytest\n"
+        "pytestmark = pytest.mark.fresh_process\n"
+        "def test_skips():\n    pytest.skip('not here')\n"
+        "def test_dies():\n    os._exit(9)\n"
+        "def test_passes():\n    assert os.getpid()\n")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert "1 failed, 1 passed, 1 skipped" in proc.stdout, proc.stdout
+    assert "not here" in proc.stdout and "exit 9" in proc.stdout
