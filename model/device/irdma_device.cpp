@@ -42,7 +42,6 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
       hmc_(cfg_, dma_port_),
       vectors_(time_, cfg.msix_vectors(),
                [this](unsigned vector, uint64_t due_ps) {
-                 trace_.coverage().hit(trace::Cover::ceq, {3});
                  if (due_ps > time_.now_ps()) trace_.coverage().hit(trace::Cover::ceq, {4});
                  // Due by the engine's clock (which is past the CEQE's issue): right behind it.
                  if (due_ps <= time_.now_ps())
@@ -238,13 +237,16 @@ void IrdmaDevice::raise_msix(unsigned vector, bool from_engine) {
     return;
   }
   if (msix_out) {
-    if (msix_out(vector))
+    if (msix_out(vector)) {
       counters_.msix_sent++;
-    else
+      trace_.coverage().hit(trace::Cover::ceq, {3});
+    } else {
       counters_.msix_masked++;
+    }
     return;
   }
   counters_.msix_sent++;
+  trace_.coverage().hit(trace::Cover::ceq, {3});
   if (from_engine)
     dma_port_.write(msix_[vector].addr, &msix_[vector].data, 4);
   else

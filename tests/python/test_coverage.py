@@ -40,6 +40,7 @@ def test_a_runs_coverage_counts_what_its_completions_and_counters_say(scenario, 
     assert hits(doc, "cq_ring")[("wrap",)] > 2 and hits(doc, "cqe_write")[("32B", "extended", "split_across_wrap")] > 0
     assert sum(hits(doc, "cqp_command").values()) == counts["cqp_commands"]
     assert sum(v for k, v in hits(doc, "ceq").items() if k == ("ceqe",)) == counts["ceqes"]
+    assert hits(doc, "ceq")[("msix",)] == counts["msix_delivered"]  # sent, not merely raised
     # The totals and the unreachable bins.
     observed = [g for g in doc["groups"] if g["observed"]]
     assert len(observed) == len(doc["groups"])
