@@ -288,6 +288,7 @@ PYBIND11_MODULE(_irdma_sim, m) {
            py::arg("nr_cqe"), py::arg("comp_vector") = -1, py::arg("poll_ctx") = "softirq")
       .def("pool_put", &HostSession::pool_put, py::arg("cq"), py::arg("nr_cqe"))
       .def("alloc_cq", &HostSession::alloc_cq, py::arg("nr_cqe"), py::arg("comp_vector") = 0)
+      .def("free_cq", &HostSession::free_cq, py::arg("cq"))
       .def("resize_cq", &HostSession::resize_cq, py::arg("cq"), py::arg("nr_cqe"))
       .def("req_notify_cq",
            [](HostSession& s, uint32_t cq, bool solicited, bool report_missed) {

@@ -74,6 +74,17 @@ uint32_t HostSession::alloc_cq(int nr_cqe, unsigned comp_vector) {
   return num;
 }
 
+void HostSession::free_cq(uint32_t cq_num) {
+  ib_cq* c = cq(cq_num);
+  if (!cq_events_[cq_num].own)
+    throw VerbsError("CQ " + std::to_string(cq_num) + " is from the pool: pool_put it instead", EINVAL);
+  int ret = 0;
+  host_->run_on_host([&] { ret = ib_free_cq(c); });
+  check(ret, "ib_free_cq of CQ " + std::to_string(cq_num) + (ret == -EBUSY ? " (QPs still use it)" : ""));
+  cqs_.erase(cq_num);
+  cq_events_.erase(cq_num);
+}
+
 void HostSession::resize_cq(uint32_t cq_num, int nr_cqe) {
   ib_cq* c = cq(cq_num);
   int ret = 0;

@@ -50,6 +50,9 @@ class HostSession {
   void pool_put(uint32_t cq, unsigned nr_cqe);
   // A CQ of the session's own (ib_alloc_cq, polled by the session), which may be resized.
   uint32_t alloc_cq(int nr_cqe, unsigned comp_vector);
+  // ib_free_cq of a CQ alloc_cq made: EBUSY while QPs use it, EINVAL for a pool CQ
+  // (pool_put it instead).
+  void free_cq(uint32_t cq);
   void resize_cq(uint32_t cq, int nr_cqe);
   // ib_req_notify_cq; returns its result (1: a completion may have been missed).
   int req_notify_cq(uint32_t cq, unsigned flags);

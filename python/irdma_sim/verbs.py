@@ -134,6 +134,8 @@ class CompChannel:
     def get_cq_event(self, cq):
         """Waits (in simulated time, up to EVENT_TIMEOUT_NS) for `cq`'s next completion
         event and returns it; VerbsError (ETIMEDOUT) if none comes."""
+        if cq.channel is not self:
+            raise VerbsError(22, f"CQ {cq.cq_num} reports its events to {'no channel' if cq.channel is None else 'another channel'}")
         waited = 0
         while cq._events_seen >= cq._events():
             if waited >= EVENT_TIMEOUT_NS:
@@ -181,7 +183,10 @@ class CQ:
         self._unacked -= num_events
 
     def close(self):
-        pass  # freed with its Context, after the QPs on it
+        """Frees the CQ (ib_free_cq): VerbsError (EBUSY) while QPs use it."""
+        if self.cq_num is not None:
+            self.ctx._session.free_cq(self.cq_num)
+            self.cq_num = None
 
 
 class WC:
@@ -207,11 +212,21 @@ class SGE:
         self.addr, self.length, self.lkey = addr, length, lkey
 
 
+def _sges(sg, num_sge):
+    """The first `num_sge` of `sg` (all of it when None), as pyverbs takes them."""
+    sg = list(sg or [])
+    if num_sge is None:
+        return sg
+    if not 0 <= num_sge <= len(sg):
+        raise VerbsError(22, f"num_sge {num_sge} with {len(sg)} SGE(s) given")
+    return sg[:num_sge]
+
+
 class RecvWR:
     """A receive work request (pyverbs.wr.RecvWR) with the caller's `wr_id`."""
 
     def __init__(self, wr_id=0, num_sge=None, sg=None, next_wr=None):
-        self.wr_id, self.sg, self.next_wr = wr_id, list(sg or []), next_wr
+        self.wr_id, self.sg, self.next_wr = wr_id, _sges(sg, num_sge), next_wr
 
     def _dicts(self):
         wr, out = self, []
@@ -228,7 +243,7 @@ class SendWR:
 
     def __init__(self, wr_id=0, opcode=IBV_WR_SEND, num_sge=None, imm_data=0, sg=None,
                  send_flags=IBV_SEND_SIGNALED, next_wr=None, invalidate_rkey=0):
-        self.wr_id, self.opcode, self.imm_data, self.sg = wr_id, opcode, imm_data, list(sg or [])
+        self.wr_id, self.opcode, self.imm_data, self.sg = wr_id, opcode, imm_data, _sges(sg, num_sge)
         self.send_flags, self.next_wr, self.invalidate_rkey = send_flags, next_wr, invalidate_rkey
         self.remote_addr = self.rkey = self.compare_add = self.swap = 0
 
@@ -253,6 +268,8 @@ class QPCap:
     """Queue sizes asked of a QP (pyverbs.qp.QPCap); the QP's `cap` holds what it got."""
 
     def __init__(self, max_send_wr=1, max_recv_wr=10, max_send_sge=1, max_recv_sge=1, max_inline_data=0):
+        if max_inline_data:
+            raise VerbsError(95, "inline data is not offered: post from an MR")
         self.max_send_wr, self.max_recv_wr = max_send_wr, max_recv_wr
         self.max_send_sge, self.max_recv_sge, self.max_inline_data = max_send_sge, max_recv_sge, max_inline_data
 

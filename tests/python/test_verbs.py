@@ -297,3 +297,30 @@ def test_the_plugin_reports_a_childs_skip_as_a_skip_and_its_death_as_a_failure(t
                           capture_output=True, text=True, timeout=120)
     assert "1 failed, 1 passed, 1 skipped" in proc.stdout, proc.stdout
     assert "not here" in proc.stdout and "exit 9" in proc.stdout
+
+
+def test_what_is_not_offered_or_does_not_fit_is_refused_not_ignored():
+    with Context() as ctx:
+        with pytest.raises(VerbsError) as e:
+            QPCap(4, 4, 1, 1, max_inline_data=64)
+        assert e.value.errno == 95
+        a, b = connected(ctx)
+        with pytest.raises(VerbsError) as e:
+            SendWR(num_sge=3, sg=[SGE(a.mr.buf, 8, a.mr.lkey)])
+        assert e.value.errno == 22
+        # num_sge takes the first of the SGEs given, as pyverbs does.
+        b.qp.post_recv(RecvWR(wr_id=1, sg=[SGE(b.mr.buf, 64, b.mr.lkey)]))
+        a.qp.post_send(SendWR(wr_id=2, num_sge=1, sg=[SGE(a.mr.buf, 8, a.mr.lkey), SGE(a.mr.buf, 8, a.mr.lkey)]))
+        assert poll(b.cq, 1)[0].byte_len == 8
+        # A CQ without a channel has no events to wait for.
+        with pytest.raises(VerbsError) as e:
+            CompChannel(ctx).get_cq_event(a.cq)
+        assert e.value.errno == 22
+        # A CQ is freed once no QP uses it.
+        with pytest.raises(VerbsError) as e:
+            a.cq.close()
+        assert e.value.errno == 16
+        a.qp.close()
+        a.cq.close()
+        a.cq.close()  # closed already: nothing more to do
+        assert a.cq.cq_num is None
