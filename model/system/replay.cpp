@@ -100,6 +100,16 @@ class ReplayHost : public sc_core::sc_module {
       sc_time delay = sc_core::SC_ZERO_TIME;
       mmio->b_transport(t, delay);
       result.mmio++;
+      // A register read or a refusal is the device's answer: held against the recorded one.
+      const bool ok = t.is_response_ok();
+      if (ok != ev.ok || (!ev.write && ok && data != ev.data)) {
+        StimulusEvent replayed = ev;
+        replayed.ok = ok;
+        if (!ev.write) replayed.data = ok ? data : std::vector<uint8_t>{};
+        differ("host access " + std::to_string(result.mmio) + " at " + std::to_string(ev.t_ps) + " ps: recorded " +
+               ev.describe() + " (line " + std::to_string(ev.line) + "), replayed " + replayed.describe());
+        return;
+      }
     }
   }
 

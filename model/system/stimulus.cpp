@@ -45,7 +45,7 @@ std::string StimulusEvent::describe() const {
   s += " of " + std::to_string(len) + " bytes at 0x";
   append_number(s, addr, 16);
   if (!ok) s += " (refused)";
-  if (!data.empty() && kind != mmio) {
+  if (!data.empty()) {
     s += ": ";
     append_hex(s, data.data(), data.size());
   }
@@ -120,7 +120,7 @@ void StimulusRecorder::put(const StimulusEvent& ev) {
   append_number(l, ev.addr, 16);
   l += "\",\"len\":";
   append_number(l, ev.len);
-  if (ev.kind != StimulusEvent::mmio) l += ev.ok ? ",\"ok\":true" : ",\"ok\":false";
+  l += ev.ok ? ",\"ok\":true" : ",\"ok\":false";
   if (!ev.data.empty()) {
     l += ",\"data\":\"";
     append_hex(l, ev.data.data(), ev.data.size());
@@ -138,8 +138,11 @@ void StimulusRecorder::mmio_b_transport(tlm::tlm_generic_payload& trans, sc_core
   ev.addr = trans.get_address();
   ev.len = trans.get_data_length();
   if (ev.write) ev.data.assign(trans.get_data_ptr(), trans.get_data_ptr() + ev.len);
-  put(ev);
   mmio_out->b_transport(trans, delay);
+  // The device's answer is an output too: whether it took the access, what a read returned.
+  ev.ok = trans.is_response_ok();
+  if (!ev.write && ev.ok) ev.data.assign(trans.get_data_ptr(), trans.get_data_ptr() + ev.len);
+  put(ev);
 }
 
 void StimulusRecorder::memory_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
@@ -238,17 +241,16 @@ StimulusEvent StimulusReader::parse(const std::string& line) const {
     if (!ev.write && line.compare(cmd, 6, "\"read\"") != 0) throw bad("\"cmd\" is neither \"write\" nor \"read\"");
   } else if (kind == "\"dma_read\"" || kind == "\"dma_write\"") {
     ev.kind = kind == "\"dma_read\"" ? StimulusEvent::dma_read : StimulusEvent::dma_write;
-    ev.ok = line.find("\"ok\":true") != std::string::npos;
-    if (!ev.ok && line.find("\"ok\":false") == std::string::npos) throw bad("no \"ok\"");
   } else {
     throw bad("unknown \"ev\" " + kind);
   }
+  ev.ok = line.find("\"ok\":true") != std::string::npos;
+  if (!ev.ok && line.find("\"ok\":false") == std::string::npos) throw bad("no \"ok\"");
   number("addr", 16, ev.addr);
   number("len", 10, v);
   if (v == 0 || v > (1u << 24)) throw bad("\"len\" " + std::to_string(v) + " is out of range");
   ev.len = uint32_t(v);
-  const bool carries = ev.kind == StimulusEvent::dma_write || (ev.kind == StimulusEvent::dma_read && ev.ok) ||
-                       (ev.kind == StimulusEvent::mmio && ev.write);
+  const bool carries = ev.write || ev.kind == StimulusEvent::dma_write || (!ev.write && ev.ok);
   if (!carries) return ev;
   size_t at = value_at(line, "data");
   if (at == std::string::npos || line[at] != '"') throw bad("no \"data\"");

@@ -4,7 +4,8 @@
 // host memory gave the device's reads, which are the device's inputs; the device's writes
 // to host memory and its MSI-X messages, which are its outputs, in the order the host saw
 // them. One object per line:
-//   {"ev":"mmio","t_ps":N,"cmd":"write"|"read","addr":"0x..","len":N,"data":"hex"}  (data: writes)
+//   {"ev":"mmio","t_ps":N,"cmd":"write"|"read","addr":"0x..","len":N,"ok":true|false,"data":"hex"}
+//       (data: what a write wrote, what a read the device took returned; ok: the device took it)
 //   {"ev":"fault","t_ps":N,"qp":N,"nth":N,"code":N}     (DeviceBackdoor::inject_fault)
 //   {"ev":"force_msix","t_ps":N,"vector":N}            (DeviceBackdoor::force_msix)
 //   {"ev":"dma_read","addr":"0x..","len":N,"ok":true|false,"data":"hex"}           (data: when ok)
@@ -31,7 +32,7 @@ struct StimulusEvent {
   bool host() const { return kind == mmio || kind == fault || kind == force_msix; }
   uint64_t t_ps = 0;  // the host's: when it issued it
   bool write = false;  // mmio: a write
-  bool ok = true;      // dma: host memory answered OK
+  bool ok = true;      // mmio: the device took it; dma: host memory answered OK
   uint64_t addr = 0;
   uint32_t len = 0;
   uint32_t msi_data = 0;  // msix; force_msix: the vector

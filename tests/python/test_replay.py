@@ -83,3 +83,19 @@ def test_what_cannot_be_recorded_or_replayed_is_said(scenario, tmp_path):
     assert cli("run", scenario("smoke.yaml"), "--out", str(out), "--record", "--no-trace").returncode == 0
     assert cli("run", scenario("smoke.yaml"), "--out", str(out), "--no-trace").returncode == 0
     assert not (out / "stimulus.jsonl").exists() and not (out / "scenario.yaml").exists()
+
+
+def test_a_register_that_reads_otherwise_is_a_difference(golden, tmp_path):
+    lines = (golden / "stimulus.jsonl").read_text().splitlines(keepends=True)
+    first_read = next(i for i, l in enumerate(lines) if '"cmd":"read"' in l and '"ok":true' in l)
+    edited = tmp_path / "edited"
+    edited.mkdir()
+    (edited / "scenario.yaml").write_bytes((golden / "scenario.yaml").read_bytes())
+    recorded = json.loads(lines[first_read])
+    wrong = dict(recorded, data="ff" * recorded["len"])
+    lines[first_read] = json.dumps(wrong, separators=(",", ":")) + "\n"
+    (edited / "stimulus.jsonl").write_text("".join(lines))
+    r = replay(edited)
+    assert not r["identical"]
+    assert r["difference"].startswith(f"host access {first_read + 1} at 0 ps: recorded an MMIO read"), r["difference"]
+    assert f"(line {first_read + 1}), replayed an MMIO read" in r["difference"]
