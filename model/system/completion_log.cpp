@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "model/system/json_writer.h"
+#include "model/trace/text.h"
 
 namespace irdma_sim::system {
 
@@ -25,11 +26,10 @@ void CompletionLog::close() {
 void CompletionLog::write(uint64_t t_ps, uint64_t posted_ps, uint32_t cq, uint64_t wr_id, uint32_t qp_num,
                           const ib_wc& wc) {
   if (!out_) return;
-  static const char digits[] = "0123456789abcdef";
   char smac[17];  // aa:bb:cc:dd:ee:ff
   for (int i = 0; i < 6; i++) {
-    smac[3 * i] = digits[wc.smac[i] >> 4];
-    smac[3 * i + 1] = digits[wc.smac[i] & 15];
+    smac[3 * i] = trace::kHexDigits[wc.smac[i] >> 4];
+    smac[3 * i + 1] = trace::kHexDigits[wc.smac[i] & 15];
     if (i < 5) smac[3 * i + 2] = ':';
   }
   const bool imm = wc.wc_flags & IB_WC_WITH_IMM;

@@ -1,6 +1,7 @@
 #include "model/system/json_writer.h"
 
-#include <charconv>
+#include "model/trace/text.h"
+
 #include <cstdio>
 
 namespace irdma_sim::system {
@@ -63,25 +64,15 @@ JsonWriter& JsonWriter::end_array() {
   return *this;
 }
 
-namespace {
-
-template <typename T>
-void append_decimal(std::string& out, T v) {
-  char buf[24];
-  out.append(buf, size_t(std::to_chars(buf, buf + sizeof buf, v).ptr - buf));
-}
-
-}  // namespace
-
 JsonWriter& JsonWriter::num(const char* key, uint64_t v) {
   prefix(key);
-  append_decimal(out_, v);
+  trace::append_number(out_, v);
   return *this;
 }
 
 JsonWriter& JsonWriter::inum(const char* key, int64_t v) {
   prefix(key);
-  append_decimal(out_, v);
+  trace::append_number(out_, v);
   return *this;
 }
 

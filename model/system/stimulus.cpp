@@ -1,5 +1,7 @@
 #include "model/system/stimulus.h"
 
+#include "model/trace/text.h"
+
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -8,20 +10,9 @@
 namespace irdma_sim::system {
 namespace {
 
-constexpr char kDigits[] = "0123456789abcdef";
-
-void append_hex(std::string& out, const uint8_t* p, size_t len) {
-  for (size_t i = 0; i < len; i++) {
-    out += kDigits[p[i] >> 4];
-    out += kDigits[p[i] & 15];
-  }
-}
-
-template <typename T>
-void append_number(std::string& out, T v, int base = 10) {
-  char buf[24];
-  out.append(buf, size_t(std::to_chars(buf, buf + sizeof buf, v, base).ptr - buf));
-}
+using trace::append_hex;
+using trace::append_number;
+using trace::kHexDigits;
 
 // The text after `"key":` in a line of our own writing, or npos.
 size_t value_at(const std::string& line, const char* key) {
@@ -257,10 +248,10 @@ StimulusEvent StimulusReader::parse(const std::string& line) const {
   at++;
   ev.data.resize(ev.len);
   for (uint32_t i = 0; i < ev.len; i++) {
-    const char* hi = std::strchr(kDigits, at + 2 * i < line.size() ? line[at + 2 * i] : 'x');
-    const char* lo = std::strchr(kDigits, at + 2 * i + 1 < line.size() ? line[at + 2 * i + 1] : 'x');
+    const char* hi = std::strchr(kHexDigits, at + 2 * i < line.size() ? line[at + 2 * i] : 'x');
+    const char* lo = std::strchr(kHexDigits, at + 2 * i + 1 < line.size() ? line[at + 2 * i + 1] : 'x');
     if (!hi || !lo || !*hi || !*lo) throw bad("\"data\" is not " + std::to_string(ev.len) + " bytes of lowercase hex");
-    ev.data[i] = uint8_t((hi - kDigits) << 4 | (lo - kDigits));
+    ev.data[i] = uint8_t((hi - kHexDigits) << 4 | (lo - kHexDigits));
   }
   if (line[at + 2 * ev.len] != '"') throw bad("\"data\" is longer than \"len\"");
   return ev;

@@ -1,7 +1,8 @@
 #include "model/trace/trace_log.h"
 
+#include "model/trace/text.h"
+
 #include <algorithm>
-#include <charconv>
 #include <stdexcept>
 
 namespace irdma_sim::trace {
@@ -14,14 +15,6 @@ namespace {
 // and few enough looks that they cost nothing beside the events.
 constexpr size_t kLookEvery = 4096;
 constexpr size_t kWriteBuffer = 1 << 20;
-
-// Appends `value` in decimal, or in hex after "0x": what std::to_string and "%#" PRIx64
-// print, without their allocations.
-void append_number(std::string& out, uint64_t value, int base) {
-  char buf[24];
-  const auto end = std::to_chars(buf, buf + sizeof buf, value, base).ptr;
-  out.append(buf, size_t(end - buf));
-}
 
 }  // namespace
 
@@ -85,15 +78,10 @@ void TraceLog::Event::put_str(const char* key, const char* value) {
 }
 
 void TraceLog::Event::put_hex(const char* key, const void* bytes, size_t len) {
-  static const char digits[] = "0123456789abcdef";
   json_ += ",\"";
   json_ += key;
   json_ += "\":\"";
-  const auto* p = static_cast<const uint8_t*>(bytes);
-  for (size_t i = 0; i < len; i++) {
-    json_ += digits[p[i] >> 4];
-    json_ += digits[p[i] & 15];
-  }
+  append_hex(json_, bytes, len);
   json_ += '"';
 }
 
