@@ -68,6 +68,22 @@ T field(const py::dict& d, const char* key, T fallback) {
   return d.contains(key) ? d[key].cast<T>() : fallback;
 }
 
+// Work requests from a list of dicts: each one's wr_id and sg_list, the rest by `fill`.
+template <typename Wr, typename Fill>
+std::pair<std::vector<Wr>, std::vector<std::vector<ibcore::ib_sge>>> work_requests(const py::list& wrs, Fill fill) {
+  std::vector<Wr> out;
+  std::vector<std::vector<ibcore::ib_sge>> sgls;
+  for (const py::handle& item : wrs) {
+    const py::dict d = item.cast<py::dict>();
+    Wr wr;
+    wr.wr_id = field<uint64_t>(d, "wr_id", 0);
+    fill(d, wr);
+    out.push_back(wr);
+    sgls.push_back(sge_list(field<py::list>(d, "sg_list", py::list())));
+  }
+  return {std::move(out), std::move(sgls)};
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_irdma_sim, m) {
@@ -236,12 +252,7 @@ PYBIND11_MODULE(_irdma_sim, m) {
       .def("destroy_qp", &RawVerbs::destroy_qp, py::arg("qp"))
       .def("post_send",
            [](RawVerbs& v, uint32_t qp, const py::list& wrs) {
-             std::vector<ibcore::ib_send_wr> out;
-             std::vector<std::vector<ibcore::ib_sge>> sgls;
-             for (const py::handle& item : wrs) {
-               const py::dict d = item.cast<py::dict>();
-               ibcore::ib_send_wr wr;
-               wr.wr_id = field<uint64_t>(d, "wr_id", 0);
+             auto [out, sgls] = work_requests<ibcore::ib_send_wr>(wrs, [](const py::dict& d, ibcore::ib_send_wr& wr) {
                wr.opcode = ibcore::ib_wr_opcode(field<int>(d, "opcode", ibcore::IB_WR_SEND));
                wr.send_flags = field<int>(d, "send_flags", 0);
                if (wr.opcode == ibcore::IB_WR_SEND_WITH_INV || wr.opcode == ibcore::IB_WR_LOCAL_INV)
@@ -254,23 +265,13 @@ PYBIND11_MODULE(_irdma_sim, m) {
                wr.swap = field<uint64_t>(d, "swap", 0);
                wr.remote_qpn = field<uint32_t>(d, "remote_qpn", 0);
                wr.remote_qkey = field<uint32_t>(d, "remote_qkey", 0);
-               out.push_back(wr);
-               sgls.push_back(sge_list(field<py::list>(d, "sg_list", py::list())));
-             }
+             });
              v.post_send(qp, std::move(out), sgls);
            },
            py::arg("qp"), py::arg("wrs"))
       .def("post_recv",
            [](RawVerbs& v, uint32_t qp, const py::list& wrs) {
-             std::vector<ibcore::ib_recv_wr> out;
-             std::vector<std::vector<ibcore::ib_sge>> sgls;
-             for (const py::handle& item : wrs) {
-               const py::dict d = item.cast<py::dict>();
-               ibcore::ib_recv_wr wr;
-               wr.wr_id = field<uint64_t>(d, "wr_id", 0);
-               out.push_back(wr);
-               sgls.push_back(sge_list(field<py::list>(d, "sg_list", py::list())));
-             }
+             auto [out, sgls] = work_requests<ibcore::ib_recv_wr>(wrs, [](const py::dict&, ibcore::ib_recv_wr&) {});
              v.post_recv(qp, std::move(out), sgls);
            },
            py::arg("qp"), py::arg("wrs"))

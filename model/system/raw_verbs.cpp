@@ -286,6 +286,20 @@ void chain(std::vector<Wr>& wrs, const std::vector<std::vector<ib_sge>>& sgls) {
   }
 }
 
+// Posts `wrs` over their scatter-gather lists as one chain through `post` (the driver's
+// post_send or post_recv); an error names the work request that failed.
+template <typename Wr, typename Post>
+void post_chain(HostSession& session, const char* verb, uint32_t qp_num, std::vector<Wr>& wrs,
+                const std::vector<std::vector<ib_sge>>& sgls, Post post) {
+  chain(wrs, sgls);
+  const Wr* bad = nullptr;
+  int err = 0;
+  session.host().run_on_host([&] { err = post(wrs.data(), &bad); });
+  if (err < 0)
+    check(err, std::string(verb) + " of work request " + std::to_string(bad ? bad - wrs.data() : 0) + " on QP " +
+                   std::to_string(qp_num));
+}
+
 }  // namespace
 
 void RawVerbs::post_send(uint32_t qp_num, std::vector<ib_send_wr> wrs, const std::vector<std::vector<ib_sge>>& sgls) {
@@ -293,13 +307,8 @@ void RawVerbs::post_send(uint32_t qp_num, std::vector<ib_send_wr> wrs, const std
   if (wrs.empty()) return;
   if (q.state != QpState::rts && q.state != QpState::err)
     throw VerbsError("post_send on QP " + std::to_string(qp_num) + " before it is ready to send (RTS)", EINVAL);
-  chain(wrs, sgls);
-  const ib_send_wr* bad = nullptr;
-  int err = 0;
-  session_.host().run_on_host([&] { err = session_.host().driver().post_send(q.qp, wrs.data(), &bad); });
-  if (err < 0)
-    check(err, "post_send of work request " + std::to_string(bad ? bad - wrs.data() : 0) + " on QP " +
-                   std::to_string(qp_num));
+  post_chain(session_, "post_send", qp_num, wrs, sgls,
+             [&](const ib_send_wr* first, const ib_send_wr** bad) { return session_.host().driver().post_send(q.qp, first, bad); });
 }
 
 void RawVerbs::post_recv(uint32_t qp_num, std::vector<ib_recv_wr> wrs, const std::vector<std::vector<ib_sge>>& sgls) {
@@ -307,13 +316,8 @@ void RawVerbs::post_recv(uint32_t qp_num, std::vector<ib_recv_wr> wrs, const std
   if (wrs.empty()) return;
   if (q.state == QpState::reset)
     throw VerbsError("post_recv on QP " + std::to_string(qp_num) + " in RESET", EINVAL);
-  chain(wrs, sgls);
-  const ib_recv_wr* bad = nullptr;
-  int err = 0;
-  session_.host().run_on_host([&] { err = session_.host().driver().post_recv(q.qp, wrs.data(), &bad); });
-  if (err < 0)
-    check(err, "post_recv of work request " + std::to_string(bad ? bad - wrs.data() : 0) + " on QP " +
-                   std::to_string(qp_num));
+  post_chain(session_, "post_recv", qp_num, wrs, sgls,
+             [&](const ib_recv_wr* first, const ib_recv_wr** bad) { return session_.host().driver().post_recv(q.qp, first, bad); });
 }
 
 }  // namespace irdma_sim::system
