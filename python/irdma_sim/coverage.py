@@ -17,7 +17,9 @@ def load(path):
         return json.load(f)
 
 
-def _totals(doc):
+def with_holes(doc):
+    """Fills in each observed group's `covered`, `reachable`, `percent` and `holes` (the
+    reachable bins never hit) and the document's totals, from its bins; returns `doc`."""
     covered = reachable = 0
     for group in doc["groups"]:
         if not group["observed"]:
@@ -40,12 +42,6 @@ def _percent(covered, reachable):
     return math.floor(1000.0 * covered / reachable + 0.5) / 10 if reachable else 100.0
 
 
-def with_holes(doc):
-    """The document with each observed group's holes listed (a run's coverage.json as written
-    has the counts; the holes are derived)."""
-    return _totals(doc)
-
-
 def merge(docs):
     """Several runs' coverage as one: hits summed bin by bin; a group is observed when any run
     observed it. Raises ValueError when the documents do not share one catalogue."""
@@ -61,7 +57,7 @@ def merge(docs):
             for a, b in zip(mine["bins"], theirs["bins"]):
                 if "hits" in a:
                     a["hits"] += b["hits"]
-    return _totals(merged)
+    return with_holes(merged)
 
 
 def merge_runs(run_dirs, out_path):
@@ -80,7 +76,7 @@ def merge_runs(run_dirs, out_path):
 
 def summary_lines(doc, holes=8):
     """'coverage   96.8 % of 125 reachable bins' and a line per observed group, with its first holes."""
-    doc = _totals(json.loads(json.dumps(doc)))
+    doc = with_holes(json.loads(json.dumps(doc)))
     lines = [f"coverage   {doc['percent']} % of {doc['reachable']} reachable bins ({doc['covered']} hit)"]
     for g in doc["groups"]:
         if not g["observed"]:
