@@ -164,6 +164,7 @@ PYBIND11_MODULE(_irdma_sim, m) {
           d["reads"] = r.reads;
           d["writes"] = r.writes;
           d["msix"] = r.msix;
+          d["cut_at_line"] = r.cut_at_line;
           return d;
         },
         py::arg("run_dir"), py::arg("formatter") = "", py::arg("flip_cqe_bit") = -1,

@@ -32,7 +32,10 @@ int replay(const std::string& run_dir, const irdma_sim::system::ReplayOptions& o
                                " reads answered, " + std::to_string(r.writes) + " writes and " + std::to_string(r.msix) +
                                " MSI-X compared";
     if (r.identical) {
-      std::cout << "IDENTICAL " << run_dir << ": " << counts << "\n";
+      std::cout << "IDENTICAL " << run_dir << ": " << counts;
+      if (r.cut_at_line)
+        std::cout << " (the recording was cut short at line " << r.cut_at_line << ": nothing after it compared)";
+      std::cout << "\n";
       return 0;
     }
     std::cout << "DIFFERS " << run_dir << ": " << r.difference << " (" << counts << " before)\n";

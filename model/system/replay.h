@@ -22,6 +22,9 @@ struct ReplayResult {
   bool identical = true;
   std::string difference;  // the first, said in full; empty when identical
   uint64_t mmio = 0, reads = 0, writes = 0, msix = 0;  // what the replay drove and compared
+  // A recording a killed run left: the line it stopped in. Compared up to there, and what
+  // the device does past it is not held against it.
+  uint64_t cut_at_line = 0;
 };
 
 // Throws ScenarioError (RUN_DIR lacks what replay needs, or its scenario no longer loads)

@@ -260,13 +260,21 @@ StimulusEvent StimulusReader::parse(const std::string& line) const {
 bool StimulusReader::read_one() {
   std::string line;
   while (line.empty()) {
+    if (cut_at_line_) return false;
     char* buf = nullptr;
     size_t cap = 0;
     const ssize_t n = ::getline(&buf, &cap, in_);
-    if (n > 0) line.assign(buf, size_t(n) - (buf[n - 1] == '\n'));
+    const bool whole = n > 0 && buf[n - 1] == '\n';
+    if (n > 0) line.assign(buf, size_t(n) - whole);
     std::free(buf);
     if (n < 0) return false;
     line_no_++;
+    // A last line without its newline is where a killed run stopped writing: the recording
+    // ends before it.
+    if (!whole) {
+      cut_at_line_ = line_no_;
+      return false;
+    }
   }
   StimulusEvent ev = parse(line);
   (ev.host() ? mmio_ : device_).push_back(std::move(ev));

@@ -89,6 +89,8 @@ class StimulusReader {
   // at the end.
   bool next_mmio(StimulusEvent& ev);
   bool next_device(StimulusEvent& ev);
+  // The line a killed run left unfinished (the recording ends before it), or 0.
+  uint64_t cut_at_line() const { return cut_at_line_; }
 
  private:
   bool read_one();  // one more line into its queue; false at the end of the file
@@ -97,6 +99,7 @@ class StimulusReader {
   std::string path_;
   std::FILE* in_ = nullptr;
   uint64_t line_no_ = 0;
+  uint64_t cut_at_line_ = 0;
   std::deque<StimulusEvent> mmio_, device_;
 };
 

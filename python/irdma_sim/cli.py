@@ -259,7 +259,9 @@ def cmd_replay(args):
     counts = (f"{r['mmio']} host accesses driven, {r['reads']} reads answered, {r['writes']} writes and "
               f"{r['msix']} MSI-X compared")
     if r["identical"]:
-        print(f"identical  {args.run_dir}: the device wrote what the recording holds ({counts})")
+        cut = r["cut_at_line"]
+        so_far = f"; the recording was cut short at line {cut}: nothing after it compared" if cut else ""
+        print(f"identical  {args.run_dir}: the device wrote what the recording holds ({counts}{so_far})")
         return 0
     print(f"DIFFERS    {args.run_dir}: {r['difference']}\n           ({counts} before it)")
     return 1

@@ -165,10 +165,11 @@ class ReplayFailed(RuntimeError):
 
 def replay(run_dir, formatter=None, flip_cqe_bit=-1):
     """Replays a run recorded with record=True into the device alone, in a child process;
-    returns {identical, difference, mmio, reads, writes, msix}: whether every write and MSI-X
+    returns {identical, difference, mmio, reads, writes, msix, cut_at_line}: whether every write and MSI-X
     the device made was the recording's, and the first that was not. `formatter` ("tlm" or
     "rtl") replaces the recorded run's; `flip_cqe_bit` (0-255) replays a deliberately changed
-    device, a bit of every CQE's main half flipped, to check that a difference is found."""
+    device, a bit of every CQE's main half flipped, to check that a difference is found.
+    cut_at_line: the line a killed run left unfinished (compared up to there), or 0."""
     cmd = [sys.executable, "-m", "irdma_sim._worker", "--replay", str(run_dir), formatter or "", str(flip_cqe_bit),
            str(os.getpid())]
     env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")

@@ -50,7 +50,7 @@ def test_a_one_bit_change_in_the_formatter_is_found_at_the_first_cqe(golden):
     assert not r["identical"] and "first differing byte 0 (bits 1 flipped)" in r["difference"]
 
 
-def test_a_recording_missing_a_write_or_cut_short_is_named(golden, tmp_path):
+def test_a_recording_missing_a_write_malformed_or_cut_short_is_named(golden, tmp_path):
     lines = (golden / "stimulus.jsonl").read_text().splitlines(keepends=True)
     writes = [i for i, l in enumerate(lines) if l.startswith('{"ev":"dma_write"')]
     edited = tmp_path / "edited"
@@ -61,12 +61,20 @@ def test_a_recording_missing_a_write_or_cut_short_is_named(golden, tmp_path):
     r = replay(edited)
     assert not r["identical"] and r["writes"] == 100, r
     assert f"(line {dropped + 1})" in r["difference"], "the recording's next write, where the dropped one was"
-    (edited / "stimulus.jsonl").write_text("".join(lines[:dropped]) + lines[dropped][:40])
+    # A malformed line is an error naming it.
+    (edited / "stimulus.jsonl").write_text("".join(lines[:dropped]) + lines[dropped][:40] + "\n" + lines[dropped + 1])
     with pytest.raises(ReplayFailed, match=f"line {dropped + 1}: "):
         replay(edited)
-    (edited / "stimulus.jsonl").write_text("".join(lines[:dropped]))  # a run killed between two lines
+    # A run killed as it wrote: compared up to the unfinished line, nothing past it held against the device.
+    (edited / "stimulus.jsonl").write_text("".join(lines[:dropped]) + lines[dropped][:40])
     r = replay(edited)
-    assert not r["identical"] and "past the recording's end" in r["difference"]
+    assert r["identical"] and r["cut_at_line"] == dropped + 1 and r["writes"] == 100, r
+    proc = cli("replay", str(edited))
+    assert proc.returncode == 0 and f"the recording was cut short at line {dropped + 1}" in proc.stdout
+    # One that ends between two lines cannot be told from a device that wrote too much.
+    (edited / "stimulus.jsonl").write_text("".join(lines[:dropped]))
+    r = replay(edited)
+    assert not r["identical"] and "past the recording's end" in r["difference"] and r["cut_at_line"] == 0
 
 
 def test_what_cannot_be_recorded_or_replayed_is_said(scenario, tmp_path):
