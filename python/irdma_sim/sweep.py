@@ -113,6 +113,10 @@ def sweep(scenarios, seeds, out, workers=None, trace=False, backend="sim", pool=
     its run's process."""
     jobs = sweep_jobs(scenarios, seeds, out)
     Path(out).mkdir(parents=True, exist_ok=True)
+    # A report in a run's directory is then this sweep's: one a run on a cluster's worker
+    # left when the interruption stopped it is collected even though its job never returned.
+    for job in jobs:
+        (Path(job[3]) / "report.json").unlink(missing_ok=True)
     pool = pool or ThreadPoolExecutor(max_workers=workers or os.cpu_count())
     futures = [pool.submit(run_job, job, trace, backend) for job in jobs]
     interruption = None
@@ -127,19 +131,34 @@ def sweep(scenarios, seeds, out, workers=None, trace=False, backend="sim", pool=
                 stop_runs(e, lambda: pool.shutdown(wait=True, cancel_futures=True))
             except Exception as e:  # noqa: BLE001 - run_job catches the runs' own failures
                 lost = f"{type(e).__name__}: {e}"
-            # After an interruption every run has ended: those it cut short have an outcome,
-            # those it kept from starting none.
-            if interruption and (future.cancelled() or future.exception()):
-                continue
+            # After an interruption every run has ended: those it cut short have an outcome
+            # (here, or only the report they left when they ran on a cluster's worker), those
+            # it kept from starting none.
             scenario, name, seed, job_out = job
-            outcome = (Outcome(scenario, name, seed, job_out, error=f"the run did not come back: {lost}") if lost
-                       else future.result())
+            if interruption and (future.cancelled() or future.exception()):
+                left = _report_left(job_out)
+                if left is None:
+                    continue
+                outcome = Outcome(scenario, name, seed, job_out, report=left)
+            elif lost:
+                outcome = Outcome(scenario, name, seed, job_out, error=f"the run did not come back: {lost}")
+            else:
+                outcome = future.result()
             log.write(json.dumps(outcome.record()) + "\n")
             log.flush()
             yield outcome
     pool.shutdown(wait=True)
     if interruption:
         raise interruption
+
+
+def _report_left(run_dir):
+    """The report.json a run wrote in `run_dir` as it stopped, or None."""
+    try:
+        with open(Path(run_dir) / "report.json", encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
 
 
 def tally(outcomes):

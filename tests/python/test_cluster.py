@@ -79,3 +79,26 @@ def test_one_device_is_not_handed_to_a_cluster(scenario, tmp_path):
                    "--backend", "vfio:0000:01:00.0", *flag)
         assert proc.returncode == 2 and "cannot be handed to a cluster" in proc.stderr, proc.stderr
     assert not (tmp_path / "s.sbatch").exists()
+
+
+def test_an_interrupted_dask_sweep_reports_the_runs_its_workers_stopped(scenario, tmp_path):
+    import signal
+    import time
+    long = tmp_path / "long.yaml"
+    long.write_text(open(scenario("smoke.yaml")).read().replace("sends_per_qp: 1500", "sends_per_qp: 900000"))
+    out = tmp_path / "sw"
+    proc = subprocess.Popen([sys.executable, "-m", "irdma_sim", "sweep", str(long), "--seeds", "1-4", "--out", str(out),
+                             "--dask", "local", "--jobs", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started = out / "long" / "seed1" / "completions.jsonl"
+    deadline = time.monotonic() + 120
+    while not (started.exists() and started.stat().st_size) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stdout + stderr
+    interrupted = [l for l in stdout.splitlines() if l.startswith("INTERRUPTED long seed")]
+    assert interrupted and all("by SIGTERM" in l for l in interrupted), stdout
+    summary = json.loads((out / "summary.json").read_text())
+    runs = [json.loads(l) for l in (out / "runs.jsonl").read_text().splitlines()]
+    assert summary["interrupted"] == len(interrupted) == sum(r["status"] == "INTERRUPTED" for r in runs)
+    assert summary["runs"] == len(runs) < 4, "runs not started are not reported"
