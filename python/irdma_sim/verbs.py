@@ -280,6 +280,10 @@ class QPInitAttr:
     def __init__(self, qp_type=IBV_QPT_RC, qp_context=None, scq=None, rcq=None, srq=None, cap=None, sq_sig_all=0):
         if srq is not None:
             raise VerbsError(95, "SRQs are not modelled")
+        if qp_type != IBV_QPT_RC:
+            # A datagram names its destination through an address handle, which is not offered:
+            # a UD QP here could post only datagrams that go nowhere.
+            raise VerbsError(95, "only RC QPs are offered here (UD needs address handles)")
         self.qp_type, self.qp_context, self.send_cq, self.recv_cq = qp_type, qp_context, scq, rcq
         self.cap, self.sq_sig_all = cap or QPCap(), sq_sig_all
 

@@ -304,6 +304,9 @@ def test_what_is_not_offered_or_does_not_fit_is_refused_not_ignored():
         with pytest.raises(VerbsError) as e:
             QPCap(4, 4, 1, 1, max_inline_data=64)
         assert e.value.errno == 95
+        with pytest.raises(VerbsError) as e:
+            QPInitAttr(qp_type=4)  # IBV_QPT_UD: no address handles to send datagrams anywhere
+        assert e.value.errno == 95
         a, b = connected(ctx)
         with pytest.raises(VerbsError) as e:
             SendWR(num_sge=3, sg=[SGE(a.mr.buf, 8, a.mr.lkey)])
