@@ -6,6 +6,7 @@
 
 #include "Vcqe_formatter.h"
 
+#include "rtl_bridge/cqe_ports.h"
 #include "rtl_bridge/rtl_cqe_formatter.h"
 #include "rtl_bridge/verilated_block.h"
 
@@ -29,30 +30,8 @@ struct RtlCqeFormatter::Model {
     });
   }
 
-  // Ports are exactly as wide as the hardware fields; Verilator expects unused high bits
-  // of a port's C type to be zero, so the C++ fields are cut to width here.
   void drive(const CqeFields& f, bool polarity, bool half) {
-    top.payload_len = f.payload_len;
-    top.tcp_seq_rtt = f.tcp_seq_rtt;
-    top.qp_ctx = f.qp_ctx;
-    top.stag_or_src_qpn = f.stag_or_src_qpn;
-    top.qp_id = f.qp_id & 0xFFFFFFu;
-    top.minor = f.minor_err;
-    top.major = f.major_err;
-    top.wqe_idx = f.wqe_idx & 0x7FFFu;
-    top.push_dropped = f.push_dropped;
-    top.stag_or_ipv4 = f.stag_or_ipv4;
-    top.solicited = f.solicited;
-    top.error = f.error;
-    top.op = f.op & 0x3Fu;
-    top.sq = f.sq;
-    top.extended = f.extended;
-    top.imm_data = f.imm_data;
-    top.ud_smac = f.ud_smac & 0xFFFF'FFFF'FFFFull;
-    top.ud_vlan = f.ud_vlan;
-    top.vlan_valid = f.vlan_valid;
-    top.smac_valid = f.smac_valid;
-    top.imm_valid = f.imm_valid;
+    drive_cqe_fields(top, f);
     top.polarity = polarity;
     top.half = half;
   }

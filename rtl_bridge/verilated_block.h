@@ -36,15 +36,17 @@ class VerilatedBlock {
   VerilatedBlock& operator=(const VerilatedBlock&) = delete;
 
   Top& top() { return top_; }
+  VerilatedContext& context() { return context_; }
   const Top& top() const { return top_; }
 
-  // One synchronous reset edge with the inputs `idle` drives (valids low), then rst_n high.
+  // `edges` synchronous reset edges (a block that clears a store holds reset longer) with
+  // the inputs `idle` drives (valids low), then rst_n high.
   template <typename DriveIdle>
-  void reset(DriveIdle idle) {
+  void reset(DriveIdle idle, unsigned edges = 1) {
     top_.clk = 0;
     top_.rst_n = 0;
     idle(top_);
-    edge();
+    for (unsigned i = 0; i < edges; i++) edge();
     top_.rst_n = 1;
   }
 

@@ -1,45 +1,33 @@
 #include "model/device/cq_engine.h"
 
-#include <algorithm>
 #include <cstring>
 
-#include "model/device/descriptor_fields.h"
+#include "model/device/regs.h"
 
 namespace irdma_sim::device {
 
 using namespace regs;
 
 CqEngine::CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CeqEngine& ceqs,
-                   AeqEngine& aeq, trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter)
-    : cfg_(cfg), dma_(dma), time_(time), ceqs_(ceqs), aeq_(aeq), trace_(trace),
-      formatter_(std::move(formatter)) {}
+                   AeqEngine& aeq, trace::TraceLog& trace, const CqWriterFactory& make_writer)
+    : cfg_(cfg), time_(time), ceqs_(ceqs), aeq_(aeq), trace_(trace), port_(dma, time),
+      writer_(make_writer(port_)) {}
 
-// The ring keeps one slot free, so a full ring never looks empty. The driver's head is
-// re-read only when the space the device last knew of falls below the shadow read
-// threshold (or below what this completion needs).
-bool CqEngine::room(CqContext& cq, uint32_t slots, const CqeFields& fields) {
-  const auto free_slots = [&] { return cq.size - 1 - (cq.tail.idx + cq.size - cq.head_seen) % cq.size; };
-  if (!cq.overflowed && free_slots() < std::max(slots, cq.shadow_read_threshold)) {
-    uint64_t head = 0;
-    counters_.head_reads++;
-    trace_.coverage().hit(trace::Cover::cq_ring, {1});
-    if (dma_.read(cq.shadow, &head, 8) && head < cq.size) cq.head_seen = uint32_t(head);
-  }
-  if (!cq.overflowed && free_slots() >= slots) return true;
-  counters_.cqes_overflowed++;
-  trace_.coverage().hit(trace::Cover::cq_ring, {2});
-  trace_.event(time_.now_ps(), "cqe_overflow")
-      .num("cq", cq.id)
-      .num("qp", fields.qp_id)
-      .num("sq", fields.sq)
-      .num("wqe_idx", fields.wqe_idx)
-      .num("dropped", 1);
-  if (!cq.overflowed) {
-    cq.overflowed = true;
-    counters_.overflows++;
-    aeq_.post({cq.ctx, cq.id, AE_CQ_OPERATION_ERROR, AE_SOURCE_CQ});
-  }
-  return false;
+CqRing CqEngine::ring_of(const CqContext& cq) {
+  CqRing ring;
+  ring.base = cq.base;
+  ring.shadow = cq.shadow;
+  ring.size = cq.size;
+  ring.shadow_read_threshold = cq.shadow_read_threshold;
+  ring.check_overflow = cq.check_overflow;
+  ring.ceqe_enable = cq.ceqe_mask && cq.ceq_id_valid;
+  ring.cqe_64byte = cq.cqe_64byte;
+  return ring;
+}
+
+void CqEngine::add(const CqContext& cq) {
+  cqs_[cq.id] = cq;
+  writer_->create(cq.id, ring_of(cq));
 }
 
 bool CqEngine::remove(uint32_t cq_id) {
@@ -47,6 +35,7 @@ bool CqEngine::remove(uint32_t cq_id) {
   if (it == cqs_.end()) return false;
   for (; it->second.events_unacked; it->second.events_unacked--) ceqs_.ack(it->second.ceq_id, false);
   cqs_.erase(it);
+  writer_->destroy(cq_id);
   return true;
 }
 
@@ -59,9 +48,7 @@ void CqEngine::resize(uint32_t cq_id, uint64_t base, uint32_t size, uint32_t sha
   cq.shadow_read_threshold = shadow_read_threshold;
   cq.check_overflow = check_overflow;
   cq.ceqe_mask = ceqe_mask;
-  cq.tail = {};
-  cq.head_seen = 0;
-  cq.resizes++;
+  writer_->resize(cq_id, ring_of(cq));
   counters_.resizes++;
   trace_.event(time_.now_ps(), "cq_resize").num("cq", cq_id).num("size", size).addr("base", base);
 }
@@ -73,41 +60,25 @@ void CqEngine::ack(uint32_t cq_id) {
   ceqs_.ack(it->second.ceq_id);
 }
 
-// The arm is read with the consumer's head (shadow qword0): an ARM_NEXT taken while CQEs
-// the driver has not consumed are in the ring fires at once, so a CQE written between the
-// driver's last poll and its arm still raises an event (this model's rule; REPORT_MISSED_EVENTS
-// covers only what the driver saw before arming). After a resize the head is the current
-// ring's only once SW_CQ_SELECT shows every retired ring drained; until then the device
-// cannot tell, and fires (a spurious event costs a poll, a lost one a stall).
 bool CqEngine::arm(uint32_t cq_id) {
   auto it = cqs_.find(cq_id);
-  uint64_t shadow[5] = {};
-  if (it == cqs_.end() || !dma_.read(it->second.shadow, shadow, sizeof shadow)) return false;
-  CqContext& cq = it->second;
-  const uint64_t arm = shadow[4];
-  const int seq = int(get(arm, CQ_DBSA_ARM_SEQ_NUM));
-  const bool next = bit(arm, CQ_DBSA_ARM_NEXT), next_se = bit(arm, CQ_DBSA_ARM_NEXT_SE);
-  const unsigned kind = next ? 0 : 1;
-  if (seq == cq.arm_seq) {
+  if (it == cqs_.end()) return false;
+  const CqArmOutcome arm = writer_->arm(cq_id);
+  if (arm.status != CqArmOutcome::armed && arm.status != CqArmOutcome::stale) return false;
+  const unsigned kind = arm.solicited_only ? 1 : 0;
+  if (arm.status == CqArmOutcome::stale) {
     counters_.stale_arms++;
     trace_.coverage().hit(trace::Cover::cq_arm, {kind, 3});
     return true;
   }
-  cq.arm_seq = seq;
-  cq.armed = next || next_se;
-  cq.solicited_only = !next;
   counters_.arms++;
-  const bool head_is_current = get(arm, CQ_DBSA_SW_CQ_SELECT) == get(cq.resizes, CQ_DBSA_SW_CQ_SELECT);
-  const bool now = next && (!head_is_current || shadow[0] != cq.tail.idx);
-  if (cq.armed) trace_.coverage().hit(trace::Cover::cq_arm, {kind, now ? 1u : 0u});
-  if (now) raise_event(cq);
+  if (arm.arms) trace_.coverage().hit(trace::Cover::cq_arm, {kind, arm.event ? 1u : 0u});
+  if (arm.event) raise_event(it->second, arm.ceqe);
   return true;
 }
 
-void CqEngine::raise_event(CqContext& cq) {
-  cq.armed = false;
-  if (!cq.ceqe_mask || !cq.ceq_id_valid) return;
-  if (!ceqs_.notify(cq.ceq_id, cq.ctx)) return;
+void CqEngine::raise_event(CqContext& cq, bool ceqe) {
+  if (!ceqe || !ceqs_.notify(cq.ceq_id, cq.ctx)) return;
   counters_.events++;
   cq.events_unacked++;
 }
@@ -115,13 +86,6 @@ void CqEngine::raise_event(CqContext& cq) {
 const CqContext* CqEngine::find(uint32_t cq_id) const {
   auto it = cqs_.find(cq_id);
   return it == cqs_.end() ? nullptr : &it->second;
-}
-
-void CqEngine::write_half(CqContext& cq, uint32_t slot, uint32_t offset, const CqeHalf& half) {
-  const unsigned stride = cq.cqe_64byte ? 64 : 32;
-  const uint64_t addr = cq.base + uint64_t(slot) * stride + offset;
-  // One 32-byte write: the host sees qword3, the valid qword, no earlier than the rest.
-  dma_.write(addr, half.data(), sizeof half);
 }
 
 // cqe_write's bins: where a CQE's last half fell, and cq_ring's wrap.
@@ -133,6 +97,21 @@ void CqEngine::cover_write(const CqContext& cq, uint32_t slot, bool extended, bo
   if (wrapped) trace_.coverage().hit(trace::Cover::cq_ring, {0});
 }
 
+// A completion CHKOVERFLOW kept out: the first makes the CQ's error AEQE.
+void CqEngine::overflowed(const CqContext& cq, const CqeFields& fields, bool began) {
+  counters_.cqes_overflowed++;
+  trace_.coverage().hit(trace::Cover::cq_ring, {2});
+  trace_.event(time_.now_ps(), "cqe_overflow")
+      .num("cq", cq.id)
+      .num("qp", fields.qp_id)
+      .num("sq", fields.sq)
+      .num("wqe_idx", fields.wqe_idx)
+      .num("dropped", 1);
+  if (!began) return;
+  counters_.overflows++;
+  aeq_.post({cq.ctx, cq.id, AE_CQ_OPERATION_ERROR, AE_SOURCE_CQ});
+}
+
 bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
   auto it = cqs_.find(cq_id);
   if (it == cqs_.end()) {
@@ -141,46 +120,33 @@ bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
     return false;
   }
   CqContext& cq = it->second;
-  time_.cycles(cfg_.cycles.cqe_format);
-  if (cq.check_overflow && !room(cq, fields.extended && !cq.cqe_64byte ? 2 : 1, fields)) return true;
-  const uint32_t slot = cq.tail.idx;
-  formatter_->at_time_ps(time_.now_ps());
-  const CqeHalf main = formatter_->format_main(fields, cq.tail.polarity);
-  CqeHalf ext{};
-  bool wrapped = false;
-  if (fields.extended) {
-    if (cq.cqe_64byte) {
-      ext = formatter_->format_ext(fields, cq.tail.polarity);
-      write_half(cq, slot, 32, ext);
-    } else {
-      // The extended half takes the next slot, with that slot's pass polarity. It is
-      // written first so a reader that sees the main half valid finds the rest valid too.
-      wrapped = cq.tail.advance(cq.size);
-      ext = formatter_->format_ext(fields, cq.tail.polarity);
-      write_half(cq, cq.tail.idx, 0, ext);
-    }
-    counters_.extended_cqes++;
+  const CqWriteOutcome out = writer_->write(cq_id, fields);
+  if (out.head_read) {
+    counters_.head_reads++;
+    trace_.coverage().hit(trace::Cover::cq_ring, {1});
   }
-  time_.cycles(cfg_.cycles.cqe_write);
-  write_half(cq, slot, 0, main);
-  wrapped |= cq.tail.advance(cq.size);
+  if (out.status == CqWriteOutcome::overflowed) {
+    overflowed(cq, fields, out.overflow_began);
+    return true;
+  }
+  if (fields.extended) counters_.extended_cqes++;
   counters_.cqes_written++;
   if (cq_id == 0) counters_.ccq_cqes++;
-  cover_write(cq, slot, fields.extended, wrapped);
-  if (cq.armed && (!cq.solicited_only || fields.solicited)) {
-    trace_.coverage().hit(trace::Cover::cq_arm, {cq.solicited_only ? 1u : 0u, 2});
-    raise_event(cq);
+  cover_write(cq, out.slot, fields.extended, out.wrapped);
+  if (out.event) {
+    trace_.coverage().hit(trace::Cover::cq_arm, {out.solicited_only ? 1u : 0u, 2});
+    raise_event(cq, out.ceqe);
   }
 
   if (trace_.enabled()) {
     uint8_t bytes[64];
-    std::memcpy(bytes, main.data(), 32);
-    if (fields.extended) std::memcpy(bytes + 32, ext.data(), 32);
+    std::memcpy(bytes, out.main.data(), 32);
+    if (fields.extended) std::memcpy(bytes + 32, out.ext.data(), 32);
     const unsigned stride = cq.cqe_64byte ? 64 : 32;
     trace_.event(time_.now_ps(), "cqe")
         .num("cq", cq_id)
-        .num("slot", slot)
-        .addr("addr", cq.base + uint64_t(slot) * stride)
+        .num("slot", out.slot)
+        .addr("addr", cq.base + uint64_t(out.slot) * stride)
         .hex("bytes", bytes, fields.extended ? 64 : 32);
   }
   return true;

@@ -1,17 +1,19 @@
-// The CQ engine: the CQ context table and, for each completion, a CQE written at the
-// ring's tail with the pass polarity in its valid bit, valid qword last.
+// The CQ engine: the CQ context table and, for each completion, a CQE written by its CQ
+// writer (cq_writer.h), with what follows from it: counters, trace and coverage, the
+// completion event's CEQE, the AEQE of an overflow.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 
 #include "model/device/aeq_engine.h"
 #include "model/device/ceq_engine.h"
-#include "model/device/cqe_format.h"
+#include "model/device/cq_writer.h"
 #include "model/device/dma_port.h"
 #include "model/device/device_config.h"
-#include "model/device/ring_pos.h"
+#include "model/device/engine_time.h"
 #include "model/trace/trace_log.h"
 
 namespace irdma_sim::device {
@@ -28,18 +30,11 @@ struct CqContext {
   bool ceqe_mask = false;
   bool cqe_64byte = false;
   uint32_t shadow_read_threshold = 0;
-  RingPos tail;  // the producer's
-  // Arming: the next completion (solicited ones only, if so armed) raises one event.
-  bool armed = false;
-  bool solicited_only = false;
-  int arm_seq = -1;            // ARM_SEQ_NUM of the arm last taken
   uint32_t events_unacked = 0;  // its CEQEs awaiting CQACK (a promotion can make two)
-  // Overflow checking (CHKOVERFLOW): the driver's head as last read from shadow qword0;
-  // once a completion found the ring full the CQ is in error and writes nothing more.
-  uint32_t head_seen = 0;
-  bool overflowed = false;
-  uint32_t resizes = 0;        // rings retired by MODIFY_CQ
 };
+
+// Builds the engine's CQ writer on the port the engine gives it.
+using CqWriterFactory = std::function<std::unique_ptr<CqWriter>(CqWriterPort&)>;
 
 struct CqEngineCounters {
   uint64_t cqes_written = 0;
@@ -58,10 +53,10 @@ struct CqEngineCounters {
 class CqEngine {
  public:
   CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CeqEngine& ceqs,
-           AeqEngine& aeq, trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter);
+           AeqEngine& aeq, trace::TraceLog& trace, const CqWriterFactory& make_writer);
 
   bool exists(uint32_t cq_id) const { return cqs_.count(cq_id) != 0; }
-  void add(const CqContext& cq) { cqs_[cq.id] = cq; }
+  void add(const CqContext& cq);
   bool remove(uint32_t cq_id);
   // MODIFY_CQ's resize: a new ring, written from its start with polarity 1.
   void resize(uint32_t cq_id, uint64_t base, uint32_t size, uint32_t shadow_read_threshold,
@@ -78,23 +73,36 @@ class CqEngine {
   // its shadow area is unreadable.
   bool arm(uint32_t cq_id);
   const CqEngineCounters& counters() const { return counters_; }
+  CqWriter& writer() { return *writer_; }
 
  private:
+  // The writer's port: host memory through the engine's DMA master, on its clock.
+  class EnginePort final : public CqWriterPort {
+   public:
+    EnginePort(DmaPort& dma, EngineTime& time) : dma_(dma), time_(time) {}
+    bool read(uint64_t addr, void* dst, uint32_t len) override { return dma_.read(addr, dst, len); }
+    bool write(uint64_t addr, const void* src, uint32_t len) override { return dma_.write(addr, src, len); }
+    void cycles(uint32_t n) override { time_.cycles(n); }
+    uint64_t now_ps() const override { return time_.now_ps(); }
+
+   private:
+    DmaPort& dma_;
+    EngineTime& time_;
+  };
+
+  static CqRing ring_of(const CqContext& cq);
   void cover_write(const CqContext& cq, uint32_t slot, bool extended, bool wrapped);
-  void write_half(CqContext& cq, uint32_t slot, uint32_t offset, const CqeHalf& half);
-  // The CQ's completion event: one CEQE, and the CQ disarmed.
-  void raise_event(CqContext& cq);
-  // CHKOVERFLOW: room for `slots` more slots without overwriting what the driver has not
-  // consumed; false (and the CQ in error) when there is none.
-  bool room(CqContext& cq, uint32_t slots, const CqeFields& fields);
+  // The CQ's completion event, the writer having disarmed it: a CEQE if `ceqe`.
+  void raise_event(CqContext& cq, bool ceqe);
+  void overflowed(const CqContext& cq, const CqeFields& fields, bool began);
 
   const DeviceConfig& cfg_;
-  DmaPort& dma_;
   EngineTime& time_;
   CeqEngine& ceqs_;
   AeqEngine& aeq_;
   trace::TraceLog& trace_;
-  std::unique_ptr<CqeFormatter> formatter_;
+  EnginePort port_;
+  std::unique_ptr<CqWriter> writer_;
   std::unordered_map<uint32_t, CqContext> cqs_;
   CqEngineCounters counters_;
 };

@@ -7,6 +7,9 @@
 namespace irdma_sim::device {
 
 enum class FormatterKind { tlm, rtl };
+enum class CqWriterKind { tlm, rtl };
+// What the RTL CQ writer charges the engine: its own clock cycles, or the stage costs.
+enum class CqWriterTiming { rtl, model };
 
 struct StageCycles {
   uint32_t doorbell = 4;     // decode a doorbell write, queue the work
@@ -42,8 +45,11 @@ struct DeviceConfig {
   uint16_t ud_vlan_tci = 0;
   bool ud_ipv4 = true;
   FormatterKind formatter = FormatterKind::tlm;
-  // A VCD file of the RTL formatter's pins, in simulated time ("": none). A scenario run
-  // puts a relative path in its output directory.
+  // The RTL CQ writer (its own formatter inside) in lock-step with a TLM twin.
+  CqWriterKind cq_writer = CqWriterKind::tlm;
+  CqWriterTiming cq_writer_timing = CqWriterTiming::rtl;
+  // A VCD file of the RTL block's pins (the CQ writer's, else the formatter's), in simulated
+  // time ("": none). A scenario run puts a relative path in its output directory.
   std::string rtl_vcd;
 };
 

@@ -30,7 +30,7 @@ PciConfigSpace make_config(const DeviceConfig& cfg) {
 
 IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
                          sc_time quantum, trace::TraceLog& trace,
-                         std::unique_ptr<CqeFormatter> formatter)
+                         const CqWriterFactory& make_cq_writer)
     : sc_module(name),
       pci("pci"),
       dma("dma"),
@@ -52,7 +52,7 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
                [this](unsigned vector) { return ceq_.unacked(vector) || aeq_.unconsumed(vector); }),
       ceq_(cfg_, dma_port_, time_, trace, vectors_),
       aeq_(dma_port_, time_, trace, vectors_),
-      cq_(cfg_, dma_port_, time_, ceq_, aeq_, trace, std::move(formatter)),
+      cq_(cfg_, dma_port_, time_, ceq_, aeq_, trace, make_cq_writer),
       stags_(cfg_.max_stags),
       qp_(cfg_, dma_port_, time_, cq_, stags_, hmc_, trace),
       cqp_(cfg_, dma_port_, time_, hmc_, cq_, qp_, stags_, ceq_, aeq_, trace),

@@ -60,7 +60,7 @@ class IrdmaDevice : public sc_core::sc_module {
   static constexpr uint16_t kPciDeviceBase = 0x1D00;
 
   IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg, sc_core::sc_time quantum,
-              trace::TraceLog& trace, std::unique_ptr<CqeFormatter> formatter);
+              trace::TraceLog& trace, const CqWriterFactory& make_cq_writer);
 
   // The MSI-X output. Unset, a vector leaves as its table entry's memory write through the
   // DMA socket (a host that programs the table, as a PCI core does); set, it leaves as the

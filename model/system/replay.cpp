@@ -224,11 +224,13 @@ ReplayResult replay_run(const std::string& run_dir, const ReplayOptions& options
   trace::TraceLog no_trace;
   const bool approximate = sc.config.sync == SyncMode::approximate;
   const sc_time quantum = approximate ? sc_core::SC_ZERO_TIME : sc_time(sc.config.quantum_ns, sc_core::SC_NS);
-  std::unique_ptr<device::CqeFormatter> formatter = make_formatter(d);
+  FormatterFactory formatter;
   if (options.flip_cqe_bit >= 0)
-    formatter = std::make_unique<FlippedBitFormatter>(std::move(formatter), unsigned(options.flip_cqe_bit));
+    formatter = [d, bit = unsigned(options.flip_cqe_bit)] {
+      return std::make_unique<FlippedBitFormatter>(make_formatter(d), bit);
+    };
   platform::PcieLink link("pcie_link", sc.config.link, approximate, no_trace);
-  device::IrdmaDevice device("irdma", d, quantum, no_trace, std::move(formatter));
+  device::IrdmaDevice device("irdma", d, quantum, no_trace, make_cq_writer(d, formatter));
   StimulusReader in((dir / "stimulus.jsonl").string());
   ReplayHost host("replay_host", in, device);
   host.mmio.bind(link.host_mmio);

@@ -44,7 +44,7 @@ ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path,
   memory_ = std::make_unique<platform::RemoteMemory>("client_memory", *server_);
   // The client's memory is real memory: a write lands when issued.
   link_ = std::make_unique<platform::PcieLink>("pcie_link", cfg.link, false, trace_);
-  device_ = std::make_unique<device::IrdmaDevice>("irdma", cfg.device, quantum, trace_, make_formatter(cfg.device));
+  device_ = std::make_unique<device::IrdmaDevice>("irdma", cfg.device, quantum, trace_, make_cq_writer(cfg.device));
   port_ = std::make_unique<platform::SimMmio>("client_mmio", false);
   port_->socket.bind(link_->host_mmio);
   link_->dev_bar.bind(device_->pci);

@@ -55,7 +55,7 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path, cons
   memory_ = std::make_unique<platform::HostMemory>("host_memory", cfg.host.memory_mb << 20);
   link_ = std::make_unique<platform::PcieLink>("pcie_link", cfg.link, approximate, trace_);
   device_ = std::make_unique<device::IrdmaDevice>("irdma", cfg.device, quantum, trace_,
-                                                  make_formatter(cfg.device));
+                                                  make_cq_writer(cfg.device));
   mmio_ = std::make_unique<platform::SimMmio>("host_mmio");
   // The platform enumerated its one device: the BARs are the model's.
   bar0_ = std::make_unique<platform::SimBar>(*mmio_, 0, device::regs::BAR0_SIZE);

@@ -1,0 +1,142 @@
+#include "model/device/cq_writer.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "model/device/descriptor_fields.h"
+
+namespace irdma_sim::device {
+
+using namespace regs;
+
+namespace {
+auto fields_of(const CqWriteOutcome& o) {
+  return std::tie(o.status, o.slot, o.wrapped, o.head_read, o.overflow_began, o.event, o.ceqe,
+                  o.solicited_only, o.write_error, o.main, o.ext);
+}
+auto fields_of(const CqArmOutcome& o) { return std::tie(o.status, o.arms, o.solicited_only, o.event, o.ceqe); }
+}  // namespace
+
+bool CqWriteOutcome::operator==(const CqWriteOutcome& o) const { return fields_of(*this) == fields_of(o); }
+bool CqArmOutcome::operator==(const CqArmOutcome& o) const { return fields_of(*this) == fields_of(o); }
+
+TlmCqWriter::TlmCqWriter(CqWriterPort& port, const StageCycles& cycles, std::unique_ptr<CqeFormatter> formatter)
+    : port_(port), cycles_(cycles), formatter_(std::move(formatter)) {}
+
+void TlmCqWriter::create(uint32_t id, const CqRing& ring) {
+  Cq& cq = cqs_[id] = Cq{};
+  cq.ring = ring;
+}
+
+void TlmCqWriter::resize(uint32_t id, const CqRing& ring) {
+  Cq& cq = cqs_.at(id);
+  cq.ring.base = ring.base;
+  cq.ring.size = ring.size;
+  cq.ring.shadow_read_threshold = ring.shadow_read_threshold;
+  cq.ring.check_overflow = ring.check_overflow;
+  cq.ring.ceqe_enable = ring.ceqe_enable;
+  cq.tail = {};
+  cq.head_seen = 0;
+  cq.resizes++;
+}
+
+// The ring keeps one slot free, so a full ring never looks empty. The driver's head is
+// re-read only when the space the device last knew of falls below the shadow read
+// threshold (or below what this completion needs).
+bool TlmCqWriter::room(Cq& cq, uint32_t slots, CqWriteOutcome& out) {
+  const uint32_t size = cq.ring.size;
+  const auto free_slots = [&] { return size - 1 - (cq.tail.idx + size - cq.head_seen) % size; };
+  if (!cq.overflowed && free_slots() < std::max(slots, cq.ring.shadow_read_threshold)) {
+    uint64_t head = 0;
+    out.head_read = true;
+    if (port_.read(cq.ring.shadow, &head, 8) && head < size) cq.head_seen = uint32_t(head);
+  }
+  if (!cq.overflowed && free_slots() >= slots) return true;
+  out.status = CqWriteOutcome::overflowed;
+  out.overflow_began = !cq.overflowed;
+  cq.overflowed = true;
+  return false;
+}
+
+void TlmCqWriter::write_half(const Cq& cq, uint32_t slot, uint32_t offset, const CqeHalf& half,
+                             CqWriteOutcome& out) {
+  const unsigned stride = cq.ring.cqe_64byte ? 64 : 32;
+  // One 32-byte write: the host sees qword3, the valid qword, no earlier than the rest.
+  if (!port_.write(cq.ring.base + uint64_t(slot) * stride + offset, half.data(), sizeof half))
+    out.write_error = true;
+}
+
+CqWriteOutcome TlmCqWriter::write(uint32_t id, const CqeFields& fields) {
+  CqWriteOutcome out;
+  last_cycles_ = 0;
+  auto it = cqs_.find(id);
+  if (it == cqs_.end()) return out;
+  Cq& cq = it->second;
+  spend(cycles_.cqe_format);
+  const bool split = fields.extended && !cq.ring.cqe_64byte;
+  if (cq.ring.check_overflow && !room(cq, split ? 2 : 1, out)) return out;
+  out.status = CqWriteOutcome::written;
+  out.slot = cq.tail.idx;
+  formatter_->at_time_ps(port_.now_ps());
+  out.main = formatter_->format_main(fields, cq.tail.polarity);
+  if (fields.extended) {
+    if (!split) {
+      out.ext = formatter_->format_ext(fields, cq.tail.polarity);
+      write_half(cq, out.slot, 32, out.ext, out);
+    } else {
+      // The extended half takes the next slot, with that slot's pass polarity. It is
+      // written first so a reader that sees the main half valid finds the rest valid too.
+      out.wrapped = cq.tail.advance(cq.ring.size);
+      out.ext = formatter_->format_ext(fields, cq.tail.polarity);
+      write_half(cq, cq.tail.idx, 0, out.ext, out);
+    }
+  }
+  spend(cycles_.cqe_write);
+  write_half(cq, out.slot, 0, out.main, out);
+  out.wrapped |= cq.tail.advance(cq.ring.size);
+  if (cq.armed && (!cq.solicited_only || fields.solicited)) {
+    out.event = true;
+    out.ceqe = cq.ring.ceqe_enable;
+    out.solicited_only = cq.solicited_only;
+    cq.armed = false;
+  }
+  return out;
+}
+
+// The arm is read with the consumer's head (shadow qword0): an ARM_NEXT taken while CQEs
+// the driver has not consumed are in the ring fires at once, so a CQE written between the
+// driver's last poll and its arm still raises an event (this model's rule; REPORT_MISSED_EVENTS
+// covers only what the driver saw before arming). After a resize the head is the current
+// ring's only once SW_CQ_SELECT shows every retired ring drained; until then the device
+// cannot tell, and fires (a spurious event costs a poll, a lost one a stall).
+CqArmOutcome TlmCqWriter::arm(uint32_t id) {
+  CqArmOutcome out;
+  last_cycles_ = 0;
+  auto it = cqs_.find(id);
+  if (it == cqs_.end()) return out;
+  Cq& cq = it->second;
+  uint64_t shadow[5] = {};
+  if (!port_.read(cq.ring.shadow, shadow, sizeof shadow)) {
+    out.status = CqArmOutcome::failed;
+    return out;
+  }
+  const uint64_t arm = shadow[4];
+  const int seq = int(get(arm, CQ_DBSA_ARM_SEQ_NUM));
+  const bool next = bit(arm, CQ_DBSA_ARM_NEXT), next_se = bit(arm, CQ_DBSA_ARM_NEXT_SE);
+  out.solicited_only = !next;
+  if (seq == cq.arm_seq) {
+    out.status = CqArmOutcome::stale;
+    return out;
+  }
+  out.status = CqArmOutcome::armed;
+  cq.arm_seq = seq;
+  out.arms = next || next_se;
+  cq.solicited_only = !next;
+  const bool head_is_current = get(arm, CQ_DBSA_SW_CQ_SELECT) == get(cq.resizes, CQ_DBSA_SW_CQ_SELECT);
+  out.event = next && (!head_is_current || shadow[0] != cq.tail.idx);
+  out.ceqe = out.event && cq.ring.ceqe_enable;
+  cq.armed = out.arms && !out.event;
+  return out;
+}
+
+}  // namespace irdma_sim::device

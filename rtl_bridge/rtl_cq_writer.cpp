@@ -1,0 +1,298 @@
+// Verilator headers first: verilated.h breaks in a --cc build if anything included SystemC
+// before it, and this file must stay valid whatever the project headers include.
+#include <verilated.h>
+#include <verilated_cov.h>
+#include <verilated_vcd_c.h>
+
+#include "Vcq_writer.h"
+#include "Vcq_writer___024root.h"
+
+#include "rtl_bridge/cqe_ports.h"
+#include "rtl_bridge/rtl_cq_writer.h"
+#include "rtl_bridge/verilated_block.h"
+
+#include <array>
+#include <fstream>
+#include <sstream>
+
+namespace irdma_sim::rtl {
+
+using device::CqArmOutcome;
+using device::CqeFields;
+using device::CqRing;
+using device::CqWriteOutcome;
+
+namespace {
+
+// cq_writer.v's encodings.
+enum CtxOp : uint8_t { CTX_CREATE, CTX_RESIZE, CTX_DESTROY, CTX_ARM };
+enum RspStatus : uint8_t { RSP_DONE, RSP_WRITTEN, RSP_OVERFLOWED, RSP_NO_CQ, RSP_ARMED, RSP_STALE, RSP_ARM_FAILED };
+constexpr const char* kAssertions[] = {
+    "a slot holding a CQE the driver has not consumed (or the ring's last free slot) was written on a "
+    "CHKOVERFLOW CQ",
+    "a main half was written before its extended half's write response",
+    "an event was raised with no arm taken since the last",
+};
+constexpr uint8_t kAxiOkay = 0, kAxiSlverr = 2;
+
+bool open(const std::function<bool()>& gate) { return !gate || gate(); }
+
+}  // namespace
+
+struct RtlCqWriter::Model {
+  device::CqWriterPort& port;
+  const Timing timing;
+  const device::StageCycles model_cycles;
+  VerilatedBlock<Vcq_writer> block{"RtlCqWriter"};
+  Vcq_writer& top = block.top();
+  Throttle throttle;
+  uint64_t last = 0;
+  uint64_t charged = 0;  // cycles the engine was charged up to (Timing::rtl)
+
+  // The AXI slave: one write burst and one read burst at a time (the master issues no more).
+  bool aw_taken = false, aw_main = false;
+  uint64_t aw_addr = 0;
+  unsigned w_beats = 0;
+  std::array<uint64_t, 4> w_data{};
+  bool b_pending = false, b_ok = false;
+  bool r_pending = false, r_ok = false;
+  unsigned r_beat = 0, r_beats = 0;
+  std::array<uint64_t, 256> r_data{};
+  CqWriteOutcome written;  // the halves of the request in hand
+
+  Model(device::CqWriterPort& p, Timing t, const device::StageCycles& c) : port(p), timing(t), model_cycles(c) {
+    block.reset(
+        [](Vcq_writer& v) {
+          v.ctx_valid = v.cpl_valid = v.rsp_ready = 0;
+          v.m_axi_awready = v.m_axi_wready = v.m_axi_bvalid = v.m_axi_arready = v.m_axi_rvalid = 0;
+        },
+        kMaxCqs);
+  }
+
+  void charge_rtl() {
+    if (timing == Timing::rtl) port.cycles(uint32_t(block.cycles() - charged));
+    charged = block.cycles();
+  }
+  // Timing::model: a completion's formatting is charged before its first memory access, or
+  // at its response, unless there was no such CQ (as TlmCqWriter charges it).
+  bool format_due = false;
+  void charge_format() {
+    if (!format_due) return;
+    format_due = false;
+    port.cycles(model_cycles.cqe_format);
+  }
+
+  void check_assertions() const {
+    const unsigned fired = top.assert_fired;
+    if (!fired) return;
+    std::string msg = "cq_writer RTL assertion at cycle " + std::to_string(block.cycles()) + ":";
+    for (unsigned i = 0; i < std::size(kAssertions); i++)
+      if (fired >> i & 1) msg += std::string("\n  ") + kAssertions[i];
+    throw RtlAssertionError(msg);
+  }
+
+  // Runs the request the caller drove (its valid raised) until its response: the slave's
+  // side of each cycle is decided from the block's registered outputs, then the edge.
+  void run() {
+    at_time_ps(port.now_ps());
+    const uint64_t start = block.cycles();
+    charged = start;
+    written = {};
+    bool offered = true;
+    for (;;) {
+      top.m_axi_awready = !aw_taken && top.m_axi_awvalid && open(throttle.aw_ready);
+      top.m_axi_wready = aw_taken && top.m_axi_wvalid && open(throttle.w_ready);
+      top.m_axi_bvalid = b_pending && open(throttle.b_valid);
+      top.m_axi_bresp = b_ok ? kAxiOkay : kAxiSlverr;
+      top.m_axi_arready = !r_pending && top.m_axi_arvalid && open(throttle.ar_ready);
+      top.m_axi_rvalid = r_pending && open(throttle.r_valid);
+      top.m_axi_rdata = r_data[r_beat];
+      top.m_axi_rresp = r_ok ? kAxiOkay : kAxiSlverr;
+      top.m_axi_rlast = r_beat + 1 == r_beats;
+      top.rsp_ready = top.rsp_valid && open(throttle.rsp_ready);
+
+      const bool req_fire = offered && top.ctx_ready;
+      const bool aw_fire = top.m_axi_awvalid && top.m_axi_awready;
+      const bool w_fire = top.m_axi_wvalid && top.m_axi_wready;
+      const bool w_last = w_fire && top.m_axi_wlast;
+      const bool b_fire = top.m_axi_bvalid && top.m_axi_bready;
+      const bool ar_fire = top.m_axi_arvalid && top.m_axi_arready;
+      const bool r_fire = top.m_axi_rvalid && top.m_axi_rready;
+      const bool rsp_fire = top.rsp_valid && top.rsp_ready;
+      // Nothing held back this cycle by the slave: the block must move within the limit.
+      const bool held = (top.m_axi_awvalid && !aw_taken && !top.m_axi_awready) ||
+                        (top.m_axi_wvalid && aw_taken && !top.m_axi_wready) || (b_pending && !top.m_axi_bvalid) ||
+                        (top.m_axi_arvalid && !r_pending && !top.m_axi_arready) || (r_pending && !top.m_axi_rvalid) ||
+                        (top.rsp_valid && !top.rsp_ready);
+      block.watch(req_fire || aw_fire || w_fire || b_fire || ar_fire || r_fire || rsp_fire, !held);
+      if (aw_fire) {
+        aw_taken = true;
+        aw_addr = top.m_axi_awaddr;
+        aw_main = top.m_axi_awuser;
+        w_beats = 0;
+      }
+      if (w_fire) w_data[w_beats++ & 3] = top.m_axi_wdata;
+      if (rsp_fire) collect_response();
+      const uint8_t arlen = top.m_axi_arlen;
+      const uint64_t araddr = top.m_axi_araddr;
+      block.tick();
+      check_assertions();
+      if (req_fire) {
+        offered = false;
+        top.ctx_valid = top.cpl_valid = 0;
+      }
+      if (w_last) finish_write_burst();
+      if (b_fire) b_pending = false;
+      if (ar_fire) read_burst(araddr, arlen + 1u);
+      if (r_fire && ++r_beat == r_beats) r_pending = false;
+      if (rsp_fire) break;
+    }
+    charge_rtl();
+    last = block.cycles() - start;
+  }
+
+  // A half: one write of its 32 bytes, valid qword last.
+  void finish_write_burst() {
+    charge_format();
+    if (timing == Timing::model && aw_main) port.cycles(model_cycles.cqe_write);
+    charge_rtl();
+    b_ok = port.write(aw_addr, w_data.data(), sizeof w_data);
+    b_pending = true;
+    aw_taken = false;
+    (aw_main ? written.main : written.ext) = {w_data[0], w_data[1], w_data[2], w_data[3]};
+  }
+
+  void read_burst(uint64_t addr, unsigned beats) {
+    charge_format();
+    charge_rtl();
+    r_ok = port.read(addr, r_data.data(), beats * 8);
+    r_pending = true;
+    r_beat = 0;
+    r_beats = beats;
+  }
+
+  // The response ports' outcome, kept until the request's end.
+  RspStatus status = RSP_DONE;
+  void collect_response() {
+    status = RspStatus(top.rsp_status);
+    if (status == RSP_NO_CQ) format_due = false;
+    charge_format();
+    written.slot = top.rsp_slot;
+    written.wrapped = top.rsp_wrapped;
+    written.head_read = top.rsp_head_read;
+    written.overflow_began = top.rsp_overflow_began;
+    written.event = top.rsp_event;
+    written.ceqe = top.rsp_ceqe;
+    written.solicited_only = top.rsp_solicited_only;
+    written.write_error = top.rsp_write_error;
+    arms = top.rsp_armed;
+  }
+  bool arms = false;
+
+  void context_command(CtxOp op, uint32_t cq, const CqRing& ring) {
+    if (cq >= kMaxCqs)
+      throw std::out_of_range("RtlCqWriter: CQ " + std::to_string(cq) + " is past the RTL's " +
+                              std::to_string(kMaxCqs) + " contexts");
+    top.ctx_op = op;
+    top.ctx_cq = cq;
+    top.ctx_base = ring.base;
+    top.ctx_size = ring.size & 0x1FFFFFu;
+    top.ctx_shadow = ring.shadow;
+    top.ctx_threshold = ring.shadow_read_threshold & 0x3FFFFu;
+    top.ctx_check_overflow = ring.check_overflow;
+    top.ctx_ceqe_enable = ring.ceqe_enable;
+    top.ctx_cqe_64byte = ring.cqe_64byte;
+    top.ctx_valid = 1;
+    run();
+  }
+
+  void at_time_ps(uint64_t t) { block.at_time_ps(t); }
+};
+
+RtlCqWriter::RtlCqWriter(device::CqWriterPort& port, Timing timing, const device::StageCycles& model_cycles)
+    : model_(std::make_unique<Model>(port, timing, model_cycles)) {}
+
+RtlCqWriter::~RtlCqWriter() = default;
+
+void RtlCqWriter::create(uint32_t cq, const CqRing& ring) { model_->context_command(CTX_CREATE, cq, ring); }
+void RtlCqWriter::resize(uint32_t cq, const CqRing& ring) { model_->context_command(CTX_RESIZE, cq, ring); }
+void RtlCqWriter::destroy(uint32_t cq) { model_->context_command(CTX_DESTROY, cq, {}); }
+
+CqWriteOutcome RtlCqWriter::write(uint32_t cq, const CqeFields& fields) {
+  Model& m = *model_;
+  if (cq >= kMaxCqs) return {};  // no such CQ
+  drive_cqe_fields(m.top, fields);
+  m.top.cpl_cq = cq;
+  m.top.cpl_valid = 1;
+  m.format_due = m.timing == Timing::model;
+  m.run();
+  CqWriteOutcome out = m.written;
+  out.status = m.status == RSP_WRITTEN      ? CqWriteOutcome::written
+               : m.status == RSP_OVERFLOWED ? CqWriteOutcome::overflowed
+                                            : CqWriteOutcome::no_cq;
+  if (out.status != CqWriteOutcome::written) {
+    out.slot = 0;
+    out.main = out.ext = {};
+  } else if (!fields.extended) {
+    out.ext = {};
+  }
+  return out;
+}
+
+CqArmOutcome RtlCqWriter::arm(uint32_t cq) {
+  Model& m = *model_;
+  CqArmOutcome out;
+  if (cq >= kMaxCqs) return out;
+  m.context_command(CTX_ARM, cq, {});
+  out.status = m.status == RSP_ARMED   ? CqArmOutcome::armed
+               : m.status == RSP_STALE ? CqArmOutcome::stale
+               : m.status == RSP_ARM_FAILED ? CqArmOutcome::failed
+                                            : CqArmOutcome::no_cq;
+  if (out.status == CqArmOutcome::armed || out.status == CqArmOutcome::stale)
+    out.solicited_only = m.written.solicited_only;
+  if (out.status == CqArmOutcome::armed) {
+    out.arms = m.arms;
+    out.event = m.written.event;
+    out.ceqe = m.written.ceqe;
+  }
+  return out;
+}
+
+uint64_t RtlCqWriter::last_cycles() const { return model_->last; }
+void RtlCqWriter::set_throttle(Throttle throttle) { model_->throttle = std::move(throttle); }
+void RtlCqWriter::flip_armed_bit(uint32_t cq) {
+  auto& armed = model_->top.rootp->cq_writer__DOT__armed_m;
+  armed[cq % kMaxCqs] ^= 1;
+}
+
+uint64_t RtlCqWriter::cycles() const { return model_->block.cycles(); }
+
+void RtlCqWriter::enable_vcd(const std::string& path, uint64_t period_ps) { model_->block.enable_vcd(path, period_ps); }
+
+// Verilator's .dat lines: C '<key>\x02<value>\x01...' <count>; the "page" key says the kind
+// of point (v_line/..., v_toggle/..., v_branch/...).
+RtlCqWriter::Coverage RtlCqWriter::write_coverage(const std::string& path) {
+  model_->block.context().coveragep()->write(path.c_str());
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("RtlCqWriter: cannot write the coverage file " + path);
+  Coverage c;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("C '", 0) != 0) continue;
+    const size_t page = line.find("page\x02v_");
+    const size_t end = line.rfind('\'');
+    if (page == std::string::npos || end == std::string::npos) continue;
+    const bool hit = std::stoull(line.substr(end + 1)) != 0;
+    const std::string kind = line.substr(page + 7, line.find('/', page) - page - 7);
+    if (kind == "line" || kind == "branch") {
+      c.line_total++;
+      c.line_hit += hit;
+    } else if (kind == "toggle") {
+      c.toggle_total++;
+      c.toggle_hit += hit;
+    }
+  }
+  return c;
+}
+
+}  // namespace irdma_sim::rtl
