@@ -73,13 +73,20 @@ struct RtlCqWriter::Model {
     if (timing == Timing::rtl) port.cycles(uint32_t(block.cycles() - charged));
     charged = block.cycles();
   }
-  // Timing::model: a completion's formatting is charged before its first memory access, or
-  // at its response, unless there was no such CQ (as TlmCqWriter charges it).
+  // Timing::model: the stage costs at the points TlmCqWriter charges them. A completion's
+  // formatting goes before its first memory access, or at its response unless there was no
+  // such CQ; a head read before its read, a half's write before it lands; an arm's and a
+  // context command's cost at the response.
+  enum class Request { completion, arm, context };
+  Request request = Request::context;
   bool format_due = false;
+  void charge_model(uint32_t n) {
+    if (timing == Timing::model) port.cycles(n);
+  }
   void charge_format() {
     if (!format_due) return;
     format_due = false;
-    port.cycles(model_cycles.cqe_format);
+    charge_model(model_cycles.cqe_format);
   }
 
   void check_assertions() const {
@@ -154,7 +161,7 @@ struct RtlCqWriter::Model {
   // A half: one write of its 32 bytes, valid qword last.
   void finish_write_burst() {
     charge_format();
-    if (timing == Timing::model && aw_main) port.cycles(model_cycles.cqe_write);
+    charge_model(model_cycles.cqe_write);
     charge_rtl();
     b_ok = port.write(aw_addr, w_data.data(), sizeof w_data);
     b_pending = true;
@@ -164,6 +171,7 @@ struct RtlCqWriter::Model {
 
   void read_burst(uint64_t addr, unsigned beats) {
     charge_format();
+    if (request == Request::completion) charge_model(model_cycles.cq_head_read);
     charge_rtl();
     r_ok = port.read(addr, r_data.data(), beats * 8);
     r_pending = true;
@@ -177,6 +185,8 @@ struct RtlCqWriter::Model {
     status = RspStatus(top.rsp_status);
     if (status == RSP_NO_CQ) format_due = false;
     charge_format();
+    if (request == Request::arm && status != RSP_NO_CQ) charge_model(model_cycles.cq_arm);
+    if (request == Request::context) charge_model(model_cycles.cq_context);
     written.slot = top.rsp_slot;
     written.wrapped = top.rsp_wrapped;
     written.head_read = top.rsp_head_read;
@@ -203,6 +213,7 @@ struct RtlCqWriter::Model {
     top.ctx_ceqe_enable = ring.ceqe_enable;
     top.ctx_cqe_64byte = ring.cqe_64byte;
     top.ctx_valid = 1;
+    request = op == CTX_ARM ? Request::arm : Request::context;
     run();
   }
 
@@ -225,6 +236,7 @@ CqWriteOutcome RtlCqWriter::write(uint32_t cq, const CqeFields& fields) {
   m.top.cpl_cq = cq;
   m.top.cpl_valid = 1;
   m.format_due = m.timing == Timing::model;
+  m.request = Model::Request::completion;
   m.run();
   CqWriteOutcome out = m.written;
   out.status = m.status == RSP_WRITTEN      ? CqWriteOutcome::written

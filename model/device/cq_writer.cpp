@@ -24,11 +24,15 @@ TlmCqWriter::TlmCqWriter(CqWriterPort& port, const StageCycles& cycles, std::uni
     : port_(port), cycles_(cycles), formatter_(std::move(formatter)) {}
 
 void TlmCqWriter::create(uint32_t id, const CqRing& ring) {
+  last_cycles_ = 0;
+  spend(cycles_.cq_context);
   Cq& cq = cqs_[id] = Cq{};
   cq.ring = ring;
 }
 
 void TlmCqWriter::resize(uint32_t id, const CqRing& ring) {
+  last_cycles_ = 0;
+  spend(cycles_.cq_context);
   Cq& cq = cqs_.at(id);
   cq.ring.base = ring.base;
   cq.ring.size = ring.size;
@@ -40,6 +44,12 @@ void TlmCqWriter::resize(uint32_t id, const CqRing& ring) {
   cq.resizes++;
 }
 
+void TlmCqWriter::destroy(uint32_t id) {
+  last_cycles_ = 0;
+  spend(cycles_.cq_context);
+  cqs_.erase(id);
+}
+
 // The ring keeps one slot free, so a full ring never looks empty. The driver's head is
 // re-read only when the space the device last knew of falls below the shadow read
 // threshold (or below what this completion needs).
@@ -49,6 +59,7 @@ bool TlmCqWriter::room(Cq& cq, uint32_t slots, CqWriteOutcome& out) {
   if (!cq.overflowed && free_slots() < std::max(slots, cq.ring.shadow_read_threshold)) {
     uint64_t head = 0;
     out.head_read = true;
+    spend(cycles_.cq_head_read);
     if (port_.read(cq.ring.shadow, &head, 8) && head < size) cq.head_seen = uint32_t(head);
   }
   if (!cq.overflowed && free_slots() >= slots) return true;
@@ -60,6 +71,7 @@ bool TlmCqWriter::room(Cq& cq, uint32_t slots, CqWriteOutcome& out) {
 
 void TlmCqWriter::write_half(const Cq& cq, uint32_t slot, uint32_t offset, const CqeHalf& half,
                              CqWriteOutcome& out) {
+  spend(cycles_.cqe_write);
   const unsigned stride = cq.ring.cqe_64byte ? 64 : 32;
   // One 32-byte write: the host sees qword3, the valid qword, no earlier than the rest.
   if (!port_.write(cq.ring.base + uint64_t(slot) * stride + offset, half.data(), sizeof half))
@@ -91,7 +103,6 @@ CqWriteOutcome TlmCqWriter::write(uint32_t id, const CqeFields& fields) {
       write_half(cq, cq.tail.idx, 0, out.ext, out);
     }
   }
-  spend(cycles_.cqe_write);
   write_half(cq, out.slot, 0, out.main, out);
   out.wrapped |= cq.tail.advance(cq.ring.size);
   if (cq.armed && (!cq.solicited_only || fields.solicited)) {
@@ -116,7 +127,9 @@ CqArmOutcome TlmCqWriter::arm(uint32_t id) {
   if (it == cqs_.end()) return out;
   Cq& cq = it->second;
   uint64_t shadow[5] = {};
-  if (!port_.read(cq.ring.shadow, shadow, sizeof shadow)) {
+  const bool read = port_.read(cq.ring.shadow, shadow, sizeof shadow);
+  spend(cycles_.cq_arm);
+  if (!read) {
     out.status = CqArmOutcome::failed;
     return out;
   }

@@ -81,16 +81,17 @@ class CqWriter {
   virtual uint64_t last_cycles() const = 0;
 };
 
-// The transaction-level writer: a CQE costs the stage cycles of the configuration, charged
-// where the hardware spends them (formatting before the overflow check reads the head,
-// issuing the write before the main half).
+// The transaction-level writer: each request costs the stage cycles of the configuration,
+// charged in the order the hardware spends them (a completion's formatting before the
+// overflow check reads the head, a half's write before it lands, an arm's decision after
+// its read).
 class TlmCqWriter final : public CqWriter {
  public:
   TlmCqWriter(CqWriterPort& port, const StageCycles& cycles, std::unique_ptr<CqeFormatter> formatter);
 
   void create(uint32_t cq, const CqRing& ring) override;
   void resize(uint32_t cq, const CqRing& ring) override;
-  void destroy(uint32_t cq) override { cqs_.erase(cq); }
+  void destroy(uint32_t cq) override;
   CqWriteOutcome write(uint32_t cq, const CqeFields& fields) override;
   CqArmOutcome arm(uint32_t cq) override;
   uint64_t last_cycles() const override { return last_cycles_; }

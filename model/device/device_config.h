@@ -11,13 +11,18 @@ enum class CqWriterKind { tlm, rtl };
 // What the RTL CQ writer charges the engine: its own clock cycles, or the stage costs.
 enum class CqWriterTiming { rtl, model };
 
+// The CQ writer's costs are fitted to the RTL's cycles (rtl/cq_writer.v, README "Timing
+// correlation"): a 32-byte half is a 4-beat burst and its write response.
 struct StageCycles {
-  uint32_t doorbell = 4;     // decode a doorbell write, queue the work
-  uint32_t cqp_wqe = 40;     // execute one control command
-  uint32_t wqe_decode = 8;   // parse one SQ or RQ WQE
-  uint32_t execute = 16;     // per message, on top of its DMA
-  uint32_t cqe_format = 4;   // build one CQE
-  uint32_t cqe_write = 2;    // issue the CQE write
+  uint32_t doorbell = 4;      // decode a doorbell write, queue the work
+  uint32_t cqp_wqe = 40;      // execute one control command
+  uint32_t wqe_decode = 8;    // parse one SQ or RQ WQE
+  uint32_t execute = 16;      // per message, on top of its DMA
+  uint32_t cqe_format = 5;    // take a completion, check its room, format it
+  uint32_t cqe_write = 7;     // write one CQE half and take its response
+  uint32_t cq_head_read = 2;  // re-read the driver's head, on top of its DMA
+  uint32_t cq_arm = 11;       // read an arm from the shadow area and decide, on top of its DMA
+  uint32_t cq_context = 3;    // create, resize or destroy a CQ's context
 };
 
 struct DeviceConfig {

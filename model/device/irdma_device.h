@@ -80,6 +80,7 @@ class IrdmaDevice : public sc_core::sc_module {
   const DeviceConfig& config() const { return cfg_; }
   const DeviceCounters& counters() const { return counters_; }
   const CqEngine& cq_engine() const { return cq_; }
+  CqEngine& cq_engine() { return cq_; }
   const CeqEngine& ceq_engine() const { return ceq_; }
   const AeqEngine& aeq_engine() const { return aeq_; }
   const MsixVectors& vectors() const { return vectors_; }

@@ -8,6 +8,7 @@
 
 #include "driver/backends/device_backdoor.h"
 #include "driver/irdma/irdma_device.h"
+#include "model/device/cq_writer.h"
 #include "model/system/sim_config.h"
 
 namespace irdma_sim::trace {
@@ -50,6 +51,8 @@ class Host {
   virtual trace::TraceLog* trace() { return nullptr; }
   // Writes out the rest of the transaction log, if any.
   virtual void close_trace() {}
+  // The device's CQ writer when the device runs in this process, else null.
+  virtual device::CqWriter* cq_writer() { return nullptr; }
 };
 
 }  // namespace irdma_sim::system

@@ -1,5 +1,6 @@
 // irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--record] [--backend sim|vfio-user|vfio-user:SOCKET|vfio:BDF]
-// irdma-sim-run --replay RUN_DIR [--formatter tlm|rtl] [--flip-cqe-bit N]
+//               [--cq-writer tlm|rtl|rtl:model]
+// irdma-sim-run --replay RUN_DIR [--formatter tlm|rtl] [--cq-writer tlm|rtl|rtl:model] [--flip-cqe-bit N]
 // Runs one scenario from this process and writes its outputs. Exit status: 0 every check
 // passed, 1 a check failed, 2 bad usage or a malformed scenario, 3 the simulation failed,
 // 128 + the signal when SIGINT or SIGTERM cut the run short (its outputs are whole).
@@ -22,8 +23,8 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--record] [--backend sim|vfio-user|vfio-user:SOCKET|vfio:DDDD:BB:DD.F] [--version]\n"
-    "       irdma-sim-run --replay RUN_DIR [--formatter tlm|rtl] [--flip-cqe-bit N]";
+    "usage: irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--record] [--backend sim|vfio-user|vfio-user:SOCKET|vfio:DDDD:BB:DD.F] [--cq-writer tlm|rtl|rtl:model] [--version]\n"
+    "       irdma-sim-run --replay RUN_DIR [--formatter tlm|rtl] [--cq-writer tlm|rtl|rtl:model] [--flip-cqe-bit N]";
 
 int replay(const std::string& run_dir, const irdma_sim::system::ReplayOptions& options) {
   try {
@@ -92,6 +93,16 @@ int sc_main(int argc, char** argv) {
       const std::string f = has_value ? argv[++i] : "";
       if (f != "tlm" && f != "rtl") return usage_error("--formatter is tlm or rtl");
       replay_options.formatter = f == "tlm" ? irdma_sim::device::FormatterKind::tlm : irdma_sim::device::FormatterKind::rtl;
+    } else if (a == "--cq-writer") {
+      // The CQ writer: TLM, or the RTL charging its own cycles (rtl) or the stage costs (rtl:model).
+      const std::string w = has_value ? argv[++i] : "";
+      if (w != "tlm" && w != "rtl" && w != "rtl:model") return usage_error("--cq-writer is tlm, rtl or rtl:model");
+      using irdma_sim::device::CqWriterKind;
+      using irdma_sim::device::CqWriterTiming;
+      options.cq_writer = replay_options.cq_writer = w == "tlm" ? CqWriterKind::tlm : CqWriterKind::rtl;
+      if (w != "tlm")
+        options.cq_writer_timing = replay_options.cq_writer_timing =
+            w == "rtl" ? CqWriterTiming::rtl : CqWriterTiming::model;
     } else if (a == "--flip-cqe-bit") {
       const char* s = has_value ? argv[++i] : "";
       char* end = nullptr;

@@ -217,6 +217,8 @@ ReplayResult replay_run(const std::string& run_dir, const ReplayOptions& options
                         "where its quantum fell); record it with sync.mode approximate");
   device::DeviceConfig& d = sc.config.device;
   if (options.formatter) d.formatter = *options.formatter;
+  if (options.cq_writer) d.cq_writer = *options.cq_writer;
+  if (options.cq_writer_timing) d.cq_writer_timing = *options.cq_writer_timing;
   if (options.flip_cqe_bit > 255) throw ScenarioError("--flip-cqe-bit: a CQE half has bits 0 to 255");
   d.rtl_vcd.clear();
 

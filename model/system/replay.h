@@ -14,7 +14,10 @@
 namespace irdma_sim::system {
 
 struct ReplayOptions {
-  std::optional<device::FormatterKind> formatter;  // in place of the recorded run's
+  // In place of the recorded run's.
+  std::optional<device::FormatterKind> formatter;
+  std::optional<device::CqWriterKind> cq_writer;
+  std::optional<device::CqWriterTiming> cq_writer_timing;
   int flip_cqe_bit = -1;  // 0-255: a deliberately changed device, every CQE's main half with this bit flipped
 };
 

@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "model/system/completion_log.h"
+#include "model/system/cq_writer_report.h"
 #include "model/system/coverage_report.h"
 #include "driver/backends/vfio/vfio_transport.h"
 #include "driver/backends/vfio_user/client.h"
@@ -131,7 +132,8 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
 
 std::string report_json(const Scenario& sc, const SystemCounters& sys, const WorkloadCounters& wl,
                         const std::vector<Check>& checks, const std::vector<std::string>& warnings,
-                        bool passed, int interrupted_by, uint64_t interrupted_at_ps, double wall_s) {
+                        bool passed, int interrupted_by, uint64_t interrupted_at_ps, double wall_s,
+                        const std::optional<CqWriterFigures>& cq_writer) {
   const HostCounters& h = sys.host;
   // Without a backdoor the device's own counts are unknown: they read as 0.
   const backends::DeviceCounters dev = sys.device.value_or(backends::DeviceCounters{});
@@ -218,6 +220,7 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
   for (const Check& c : checks)
     j.begin_object().str("name", c.name).boolean("passed", c.passed).str("detail", c.detail).end_object();
   j.end_array();
+  if (cq_writer) write_cq_writer(j, *cq_writer);
   j.end_object();
   return j.text() + "\n";
 }
@@ -273,6 +276,8 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   const StopSignals signals;
   Scenario sc = load_scenario(scenario_path);
   if (options.seed) sc.seed = *options.seed;
+  if (options.cq_writer) sc.config.device.cq_writer = *options.cq_writer;
+  if (options.cq_writer_timing) sc.config.device.cq_writer_timing = *options.cq_writer_timing;
   const std::filesystem::path out(out_dir);
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
@@ -284,6 +289,7 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   // Outputs an earlier run left in this directory would pass for this run's.
   std::filesystem::remove(out / "report.json");
   std::filesystem::remove(out / "coverage.json");
+  std::filesystem::remove(out / "rtl_coverage.dat");
   // Only a device this run simulates or serves has a log for it: an attached device's server
   // keeps its own, if any, and silicon none.
   const bool trace = options.trace && (options.backend == "sim" || options.backend == "vfio-user");
@@ -331,6 +337,8 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
                        " has no transaction log here (a served device's server keeps its own; silicon none)");
   completions.close();
   host.close_trace();
+  std::optional<CqWriterFigures> cq_writer;
+  if (device::CqWriter* w = host.cq_writer()) cq_writer = cq_writer_figures(*w, sc.config.device.cq_writer_timing, out);
   const SystemCounters sys = counters_of(host, server.get());
   cover_driver_paths(coverage, sys, counts);
   system_checks(sys, counts, sb);
@@ -359,7 +367,8 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   RunResult result{passed, interrupted_by, (out / "report.json").string()};
   write_whole((out / "coverage.json").string(), coverage_json(coverage, device_seen) + "\n");
   write_whole(result.report_path,
-              report_json(sc, sys, counts, checks, warnings, passed, interrupted_by, interrupted_at_ps, wall));
+              report_json(sc, sys, counts, checks, warnings, passed, interrupted_by, interrupted_at_ps, wall,
+                          cq_writer));
   return result;
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "model/device/device_config.h"
 #include "model/system/run_progress.h"
 
 namespace irdma_sim::system {
@@ -21,6 +22,9 @@ struct RunOptions {
   // served at PATH already; no trace.jsonl: the server keeps its own) or "vfio:DDDD:BB:DD.F"
   // (a function bound to vfio-pci: silicon, no trace.jsonl and no backdoor).
   std::string backend = "sim";
+  // In place of the scenario's device.cq_writer and device.cq_writer_timing.
+  std::optional<device::CqWriterKind> cq_writer;
+  std::optional<device::CqWriterTiming> cq_writer_timing;
   // Called about twice a second of wall time while the traffic runs.
   std::function<void(const RunProgress&)> progress;
 };

@@ -50,6 +50,7 @@ class Simulation final : public Host {
   const platform::SimExec& exec() const { return *exec_; }
   const SimConfig& config() const { return cfg_; }
   trace::TraceLog* trace() override { return &trace_; }
+  device::CqWriter* cq_writer() override { return &device_->cq_engine().writer(); }
   uint64_t now_ps() const override;
   void close_trace() override {
     trace_.close();
