@@ -116,8 +116,10 @@ PYBIND11_MODULE(_irdma_sim, m) {
 
   m.def("run_scenario",
         [](const std::string& path, const std::string& out, std::optional<uint64_t> seed, bool trace,
-           std::optional<py::function> progress, const std::string& backend, bool record) {
+           std::optional<py::function> progress, const std::string& backend, bool record,
+           const std::string& cq_writer) {
           RunOptions options;
+          if (!cq_writer.empty()) choose_cq_writer(cq_writer, options.cq_writer, options.cq_writer_timing);
           options.seed = seed;
           options.trace = trace;
           options.backend = backend;
@@ -136,17 +138,20 @@ PYBIND11_MODULE(_irdma_sim, m) {
         },
         py::arg("path"), py::arg("out"), py::arg("seed") = py::none(), py::arg("trace") = true,
         py::arg("progress") = py::none(), py::arg("backend") = "sim", py::arg("record") = false,
+        py::arg("cq_writer") = "",
         "Runs a scenario from this process (once per process: SystemC elaborates once); returns "
         "(passed, the signal that interrupted it or 0, the report's path). `progress` is called "
         "with a line of text about twice a second while the traffic runs. `backend`: 'sim' (the "
         "device simulated here), 'vfio-user' (served by a child process, the driver on this "
         "process's threads), 'vfio-user:SOCKET' (served there already) or 'vfio:DDDD:BB:DD.F' (a "
         "function bound to vfio-pci: silicon). `record`: also write what a replay needs "
-        "(stimulus.jsonl, scenario.yaml).");
+        "(stimulus.jsonl, scenario.yaml). `cq_writer`: 'tlm', 'rtl' or 'rtl:model' in place of the "
+        "scenario's device.cq_writer (and its timing).");
 
   m.def("replay",
-        [](const std::string& run_dir, const std::string& formatter, int flip_cqe_bit) {
+        [](const std::string& run_dir, const std::string& formatter, int flip_cqe_bit, const std::string& cq_writer) {
           ReplayOptions options;
+          if (!cq_writer.empty()) choose_cq_writer(cq_writer, options.cq_writer, options.cq_writer_timing);
           if (formatter == "tlm" || formatter == "rtl")
             options.formatter = formatter == "tlm" ? irdma_sim::device::FormatterKind::tlm : irdma_sim::device::FormatterKind::rtl;
           else if (!formatter.empty())
@@ -167,10 +172,11 @@ PYBIND11_MODULE(_irdma_sim, m) {
           d["cut_at_line"] = r.cut_at_line;
           return d;
         },
-        py::arg("run_dir"), py::arg("formatter") = "", py::arg("flip_cqe_bit") = -1,
+        py::arg("run_dir"), py::arg("formatter") = "", py::arg("flip_cqe_bit") = -1, py::arg("cq_writer") = "",
         "Replays a run recorded with record=True into the device alone (once per process: SystemC "
         "elaborates once); returns {identical, difference, mmio, reads, writes, msix}. `formatter` "
-        "overrides the recorded run's; `flip_cqe_bit` (0-255) makes a deliberately changed device. "
+        "and `cq_writer` override the recorded run's; `flip_cqe_bit` (0-255) makes a deliberately "
+        "changed device. "
         "Raises ScenarioError when the directory cannot be replayed.");
 
   m.def("serve",

@@ -6,6 +6,8 @@
 
 #include "Vcq_writer.h"
 #include "Vcq_writer___024root.h"
+#include "Vcq_writer_toggle.h"
+#include "Vcq_writer_toggle___024root.h"
 
 #include "rtl_bridge/cqe_ports.h"
 #include "rtl_bridge/rtl_cq_writer.h"
@@ -39,12 +41,33 @@ bool open(const std::function<bool()>& gate) { return !gate || gate(); }
 
 }  // namespace
 
+// What RtlCqWriter runs: the block Verilated with line coverage, or with toggle coverage too.
 struct RtlCqWriter::Model {
+  virtual ~Model() = default;
+  virtual void context_command(uint8_t op, uint32_t cq, const CqRing& ring) = 0;
+  virtual CqWriteOutcome write(uint32_t cq, const CqeFields& fields) = 0;
+  virtual CqArmOutcome arm(uint32_t cq) = 0;
+  virtual uint64_t last_cycles() const = 0;
+  virtual uint64_t cycles() const = 0;
+  virtual void set_throttle(Throttle throttle) = 0;
+  virtual void flip_armed_bit(uint32_t cq) = 0;
+  virtual void enable_vcd(const std::string& path, uint64_t period_ps) = 0;
+  virtual void write_coverage(const std::string& path) = 0;
+};
+
+namespace {
+
+template <typename Top>
+struct Block final : RtlCqWriter::Model {
+  using Throttle = RtlCqWriter::Throttle;
+  using Timing = RtlCqWriter::Timing;
+  static constexpr uint32_t kMaxCqs = RtlCqWriter::kMaxCqs;
+
   device::CqWriterPort& port;
   const Timing timing;
   const device::StageCycles model_cycles;
-  VerilatedBlock<Vcq_writer> block{"RtlCqWriter"};
-  Vcq_writer& top = block.top();
+  VerilatedBlock<Top> block{"RtlCqWriter"};
+  Top& top = block.top();
   Throttle throttle;
   uint64_t last = 0;
   uint64_t charged = 0;  // cycles the engine was charged up to (Timing::rtl)
@@ -60,9 +83,9 @@ struct RtlCqWriter::Model {
   std::array<uint64_t, 256> r_data{};
   CqWriteOutcome written;  // the halves of the request in hand
 
-  Model(device::CqWriterPort& p, Timing t, const device::StageCycles& c) : port(p), timing(t), model_cycles(c) {
+  Block(device::CqWriterPort& p, Timing t, const device::StageCycles& c) : port(p), timing(t), model_cycles(c) {
     block.reset(
-        [](Vcq_writer& v) {
+        [](Top& v) {
           v.ctx_valid = v.cpl_valid = v.rsp_ready = 0;
           v.m_axi_awready = v.m_axi_wready = v.m_axi_bvalid = v.m_axi_arready = v.m_axi_rvalid = 0;
         },
@@ -166,7 +189,7 @@ struct RtlCqWriter::Model {
     b_ok = port.write(aw_addr, w_data.data(), sizeof w_data);
     b_pending = true;
     aw_taken = false;
-    (aw_main ? written.main : written.ext) = {w_data[0], w_data[1], w_data[2], w_data[3]};
+    (aw_main ? written.main : written.ext) = device::CqeHalf{w_data[0], w_data[1], w_data[2], w_data[3]};
   }
 
   void read_burst(uint64_t addr, unsigned beats) {
@@ -199,7 +222,7 @@ struct RtlCqWriter::Model {
   }
   bool arms = false;
 
-  void context_command(CtxOp op, uint32_t cq, const CqRing& ring) {
+  void context_command(uint8_t op, uint32_t cq, const CqRing& ring) override {
     if (cq >= kMaxCqs)
       throw std::out_of_range("RtlCqWriter: CQ " + std::to_string(cq) + " is past the RTL's " +
                               std::to_string(kMaxCqs) + " contexts");
@@ -218,75 +241,84 @@ struct RtlCqWriter::Model {
   }
 
   void at_time_ps(uint64_t t) { block.at_time_ps(t); }
+
+  CqWriteOutcome write(uint32_t cq, const CqeFields& fields) override {
+    if (cq >= kMaxCqs) return {};  // no such CQ
+    drive_cqe_fields(top, fields);
+    top.cpl_cq = cq;
+    top.cpl_valid = 1;
+    format_due = timing == Timing::model;
+    request = Request::completion;
+    run();
+    CqWriteOutcome out = written;
+    out.status = status == RSP_WRITTEN      ? CqWriteOutcome::written
+                 : status == RSP_OVERFLOWED ? CqWriteOutcome::overflowed
+                                            : CqWriteOutcome::no_cq;
+    if (out.status != CqWriteOutcome::written) {
+      out.slot = 0;
+      out.main = out.ext = {};
+    } else if (!fields.extended) {
+      out.ext = {};
+    }
+    return out;
+  }
+
+  CqArmOutcome arm(uint32_t cq) override {
+    CqArmOutcome out;
+    if (cq >= kMaxCqs) return out;
+    context_command(CTX_ARM, cq, {});
+    out.status = status == RSP_ARMED        ? CqArmOutcome::armed
+                 : status == RSP_STALE      ? CqArmOutcome::stale
+                 : status == RSP_ARM_FAILED ? CqArmOutcome::failed
+                                            : CqArmOutcome::no_cq;
+    if (out.status == CqArmOutcome::armed || out.status == CqArmOutcome::stale)
+      out.solicited_only = written.solicited_only;
+    if (out.status == CqArmOutcome::armed) {
+      out.arms = arms;
+      out.event = written.event;
+      out.ceqe = written.ceqe;
+    }
+    return out;
+  }
+
+  uint64_t last_cycles() const override { return last; }
+  uint64_t cycles() const override { return block.cycles(); }
+  void set_throttle(Throttle t) override { throttle = std::move(t); }
+  void flip_armed_bit(uint32_t cq) override { top.rootp->cq_writer__DOT__armed_m[cq % kMaxCqs] ^= 1; }
+  void enable_vcd(const std::string& path, uint64_t period_ps) override { block.enable_vcd(path, period_ps); }
+  void write_coverage(const std::string& path) override { block.context().coveragep()->write(path.c_str()); }
 };
 
-RtlCqWriter::RtlCqWriter(device::CqWriterPort& port, Timing timing, const device::StageCycles& model_cycles)
-    : model_(std::make_unique<Model>(port, timing, model_cycles)) {}
+}  // namespace
+
+RtlCqWriter::RtlCqWriter(device::CqWriterPort& port, Timing timing, const device::StageCycles& model_cycles,
+                         bool toggle_coverage) {
+  if (toggle_coverage)
+    model_ = std::make_unique<Block<Vcq_writer_toggle>>(port, timing, model_cycles);
+  else
+    model_ = std::make_unique<Block<Vcq_writer>>(port, timing, model_cycles);
+}
 
 RtlCqWriter::~RtlCqWriter() = default;
 
 void RtlCqWriter::create(uint32_t cq, const CqRing& ring) { model_->context_command(CTX_CREATE, cq, ring); }
 void RtlCqWriter::resize(uint32_t cq, const CqRing& ring) { model_->context_command(CTX_RESIZE, cq, ring); }
 void RtlCqWriter::destroy(uint32_t cq) { model_->context_command(CTX_DESTROY, cq, {}); }
-
-CqWriteOutcome RtlCqWriter::write(uint32_t cq, const CqeFields& fields) {
-  Model& m = *model_;
-  if (cq >= kMaxCqs) return {};  // no such CQ
-  drive_cqe_fields(m.top, fields);
-  m.top.cpl_cq = cq;
-  m.top.cpl_valid = 1;
-  m.format_due = m.timing == Timing::model;
-  m.request = Model::Request::completion;
-  m.run();
-  CqWriteOutcome out = m.written;
-  out.status = m.status == RSP_WRITTEN      ? CqWriteOutcome::written
-               : m.status == RSP_OVERFLOWED ? CqWriteOutcome::overflowed
-                                            : CqWriteOutcome::no_cq;
-  if (out.status != CqWriteOutcome::written) {
-    out.slot = 0;
-    out.main = out.ext = {};
-  } else if (!fields.extended) {
-    out.ext = {};
-  }
-  return out;
-}
-
-CqArmOutcome RtlCqWriter::arm(uint32_t cq) {
-  Model& m = *model_;
-  CqArmOutcome out;
-  if (cq >= kMaxCqs) return out;
-  m.context_command(CTX_ARM, cq, {});
-  out.status = m.status == RSP_ARMED   ? CqArmOutcome::armed
-               : m.status == RSP_STALE ? CqArmOutcome::stale
-               : m.status == RSP_ARM_FAILED ? CqArmOutcome::failed
-                                            : CqArmOutcome::no_cq;
-  if (out.status == CqArmOutcome::armed || out.status == CqArmOutcome::stale)
-    out.solicited_only = m.written.solicited_only;
-  if (out.status == CqArmOutcome::armed) {
-    out.arms = m.arms;
-    out.event = m.written.event;
-    out.ceqe = m.written.ceqe;
-  }
-  return out;
-}
-
-uint64_t RtlCqWriter::last_cycles() const { return model_->last; }
-void RtlCqWriter::set_throttle(Throttle throttle) { model_->throttle = std::move(throttle); }
-void RtlCqWriter::flip_armed_bit(uint32_t cq) {
-  auto& armed = model_->top.rootp->cq_writer__DOT__armed_m;
-  armed[cq % kMaxCqs] ^= 1;
-}
-
-uint64_t RtlCqWriter::cycles() const { return model_->block.cycles(); }
-
-void RtlCqWriter::enable_vcd(const std::string& path, uint64_t period_ps) { model_->block.enable_vcd(path, period_ps); }
+CqWriteOutcome RtlCqWriter::write(uint32_t cq, const CqeFields& fields) { return model_->write(cq, fields); }
+CqArmOutcome RtlCqWriter::arm(uint32_t cq) { return model_->arm(cq); }
+uint64_t RtlCqWriter::last_cycles() const { return model_->last_cycles(); }
+void RtlCqWriter::set_throttle(Throttle throttle) { model_->set_throttle(std::move(throttle)); }
+void RtlCqWriter::flip_armed_bit(uint32_t cq) { model_->flip_armed_bit(cq); }
+uint64_t RtlCqWriter::cycles() const { return model_->cycles(); }
+void RtlCqWriter::enable_vcd(const std::string& path, uint64_t period_ps) { model_->enable_vcd(path, period_ps); }
 
 // Verilator's .dat lines: C '<key>\x02<value>\x01...' <count>; the "page" key says the kind
 // of point (v_line/..., v_toggle/..., v_branch/...).
 RtlCqWriter::Coverage RtlCqWriter::write_coverage(const std::string& path) {
-  model_->block.context().coveragep()->write(path.c_str());
+  // Verilator ends the process when it cannot write the file: try it first.
+  if (!std::ofstream(path)) throw std::runtime_error("RtlCqWriter: cannot write the coverage file " + path);
+  model_->write_coverage(path);
   std::ifstream in(path);
-  if (!in) throw std::runtime_error("RtlCqWriter: cannot write the coverage file " + path);
   Coverage c;
   std::string line;
   while (std::getline(in, line)) {

@@ -46,8 +46,10 @@ class RtlCqWriter final : public device::CqWriter {
     uint64_t toggle_hit = 0, toggle_total = 0;
   };
 
-  // Builds and resets the model (every context cleared).
-  RtlCqWriter(device::CqWriterPort& port, Timing timing, const device::StageCycles& model_cycles);
+  // Builds and resets the model (every context cleared). Line coverage is always counted;
+  // `toggle_coverage` runs the build of the block that counts toggles too, many times slower.
+  RtlCqWriter(device::CqWriterPort& port, Timing timing, const device::StageCycles& model_cycles,
+              bool toggle_coverage = false);
   ~RtlCqWriter() override;
   RtlCqWriter(const RtlCqWriter&) = delete;
   RtlCqWriter& operator=(const RtlCqWriter&) = delete;
@@ -68,12 +70,14 @@ class RtlCqWriter final : public device::CqWriter {
   // Dumps every following clock edge to a VCD at `path`, in picoseconds, a clock period
   // being `period_ps`; each request starts no earlier than the engine's time.
   void enable_vcd(const std::string& path, uint64_t period_ps);
-  // Verilator's line and toggle coverage of the block so far: written to `path` (its .dat
-  // format, for verilator_coverage) and summed. Throws std::runtime_error when unwritable.
+  // Verilator's line (and, if counted, toggle) coverage of the block so far: written to
+  // `path` (its .dat format, for verilator_coverage) and summed. Throws std::runtime_error
+  // when unwritable.
   Coverage write_coverage(const std::string& path);
 
+  struct Model;  // the Verilated block, behind a pimpl
+
  private:
-  struct Model;
   std::unique_ptr<Model> model_;
 };
 

@@ -53,6 +53,8 @@ struct DeviceConfig {
   // The RTL CQ writer (its own formatter inside) in lock-step with a TLM twin.
   CqWriterKind cq_writer = CqWriterKind::tlm;
   CqWriterTiming cq_writer_timing = CqWriterTiming::rtl;
+  // The RTL CQ writer counts toggle coverage as well as line coverage (many times slower).
+  bool rtl_toggle_coverage = false;
   // A VCD file of the RTL block's pins (the CQ writer's, else the formatter's), in simulated
   // time ("": none). A scenario run puts a relative path in its output directory.
   std::string rtl_vcd;

@@ -1,6 +1,5 @@
 #include "model/system/cq_writer_report.h"
 
-#include <cstdio>
 #include <filesystem>
 
 #ifdef IRDMA_SIM_HAVE_RTL
@@ -65,24 +64,6 @@ void write_cq_writer(JsonWriter& j, const CqWriterFigures& f) {
       .num("toggle_total", f.toggle_total)
       .end_object();
   j.end_object();
-}
-
-std::string correlation_table(const CqWriterFigures& f) {
-  std::string out = "request          count   RTL cycles mean  p50  p99  max   model cycles  RTL/model\n";
-  char line[160];
-  for (unsigned k = 0; k < CqCorrelation::kKinds; k++) {
-    const CqCycleStats& s = f.correlation.kinds[k];
-    if (!s.requests) continue;
-    const double rtl = mean(s.dut_cycles, s.requests), model = mean(s.model_cycles, s.requests);
-    std::snprintf(line, sizeof line, "%-14s %7llu   %15.1f %4llu %4llu %4llu   %12.1f  %9s\n",
-                  CqCorrelation::name(CqCorrelation::Kind(k)), static_cast<unsigned long long>(s.requests), rtl,
-                  static_cast<unsigned long long>(s.dut_quantile(0.5)),
-                  static_cast<unsigned long long>(s.dut_quantile(0.99)),
-                  static_cast<unsigned long long>(s.dut_quantile(1.0)), model,
-                  model > 0 ? (std::to_string(int(rtl / model * 100 + 0.5)) + " %").c_str() : "-");
-    out += line;
-  }
-  return out;
 }
 
 }  // namespace irdma_sim::system

@@ -30,7 +30,5 @@ struct CqWriterFigures {
 std::optional<CqWriterFigures> cq_writer_figures(device::CqWriter& writer, device::CqWriterTiming timing,
                                                  const std::string& out_dir);
 void write_cq_writer(JsonWriter& j, const CqWriterFigures& f);
-// The correlation as the README's table: a line per kind of request.
-std::string correlation_table(const CqWriterFigures& f);
 
 }  // namespace irdma_sim::system

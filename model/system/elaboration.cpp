@@ -55,7 +55,7 @@ device::CqWriterFactory make_cq_writer(const device::DeviceConfig& d, FormatterF
                                                                          : rtl::RtlCqWriter::Timing::model;
   return [d, timing](device::CqWriterPort& port) {
     const auto make_rtl = [&](device::CqWriterPort& dut_port) {
-      auto rtl = std::make_unique<rtl::RtlCqWriter>(dut_port, timing, d.cycles);
+      auto rtl = std::make_unique<rtl::RtlCqWriter>(dut_port, timing, d.cycles, d.rtl_toggle_coverage);
       if (!d.rtl_vcd.empty()) rtl->enable_vcd(d.rtl_vcd, clock_period_ps(d));
       return rtl;
     };

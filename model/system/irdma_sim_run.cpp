@@ -94,15 +94,13 @@ int sc_main(int argc, char** argv) {
       if (f != "tlm" && f != "rtl") return usage_error("--formatter is tlm or rtl");
       replay_options.formatter = f == "tlm" ? irdma_sim::device::FormatterKind::tlm : irdma_sim::device::FormatterKind::rtl;
     } else if (a == "--cq-writer") {
-      // The CQ writer: TLM, or the RTL charging its own cycles (rtl) or the stage costs (rtl:model).
-      const std::string w = has_value ? argv[++i] : "";
-      if (w != "tlm" && w != "rtl" && w != "rtl:model") return usage_error("--cq-writer is tlm, rtl or rtl:model");
-      using irdma_sim::device::CqWriterKind;
-      using irdma_sim::device::CqWriterTiming;
-      options.cq_writer = replay_options.cq_writer = w == "tlm" ? CqWriterKind::tlm : CqWriterKind::rtl;
-      if (w != "tlm")
-        options.cq_writer_timing = replay_options.cq_writer_timing =
-            w == "rtl" ? CqWriterTiming::rtl : CqWriterTiming::model;
+      try {
+        irdma_sim::system::choose_cq_writer(has_value ? argv[++i] : "", options.cq_writer, options.cq_writer_timing);
+      } catch (const std::invalid_argument& e) {
+        return usage_error(std::string("--cq-writer: ") + e.what());
+      }
+      replay_options.cq_writer = options.cq_writer;
+      replay_options.cq_writer_timing = options.cq_writer_timing;
     } else if (a == "--flip-cqe-bit") {
       const char* s = has_value ? argv[++i] : "";
       char* end = nullptr;

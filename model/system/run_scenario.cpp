@@ -269,6 +269,14 @@ void write_whole(const std::string& path, const std::string& text) {
 
 }  // namespace
 
+void choose_cq_writer(const std::string& choice, std::optional<device::CqWriterKind>& kind,
+                      std::optional<device::CqWriterTiming>& timing) {
+  if (choice != "tlm" && choice != "rtl" && choice != "rtl:model")
+    throw std::invalid_argument("the CQ writer is tlm, rtl or rtl:model, not '" + choice + "'");
+  kind = choice == "tlm" ? device::CqWriterKind::tlm : device::CqWriterKind::rtl;
+  if (choice != "tlm") timing = choice == "rtl" ? device::CqWriterTiming::rtl : device::CqWriterTiming::model;
+}
+
 RunResult run_scenario(const std::string& scenario_path, const std::string& out_dir,
                        const RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();

@@ -29,6 +29,11 @@ struct RunOptions {
   std::function<void(const RunProgress&)> progress;
 };
 
+// The CQ writer a command line names: "tlm", "rtl" (the RTL's cycles feed the clock) or
+// "rtl:model" (the stage costs do), into the options' fields; std::invalid_argument else.
+void choose_cq_writer(const std::string& choice, std::optional<device::CqWriterKind>& kind,
+                      std::optional<device::CqWriterTiming>& timing);
+
 struct RunResult {
   bool passed = false;
   int interrupted_by = 0;  // the signal that cut the traffic short, or 0

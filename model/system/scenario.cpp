@@ -146,7 +146,8 @@ void check_limits(const YamlMap& top, const Scenario& sc, const std::vector<Yaml
 void read_device(const YamlMap& m, device::DeviceConfig& d) {
   m.allow({"generation", "clock_mhz", "cycles", "max_cq", "max_qp", "num_ceqs", "max_cqe",
            "cqe_64byte", "rnr_retry_cycles", "formatter", "mac", "ud_vlan_tci", "ud_ipv4",
-           "max_stags", "ceq_itr_us", "cq_resize", "spare_msix", "rtl_vcd", "cq_writer", "cq_writer_timing"});
+           "max_stags", "ceq_itr_us", "cq_resize", "spare_msix", "rtl_vcd", "cq_writer", "cq_writer_timing",
+           "rtl_toggle_coverage"});
   d.generation = uint8_t(m.u32("generation", d.generation, 2, 3));
   d.cqe_64byte = d.generation >= 3;  // GEN_3 reports FEATURE_64_BYTE_CQE unless told not to
   d.clock_mhz = m.f64("clock_mhz", d.clock_mhz, 1, 10000);
@@ -160,8 +161,11 @@ void read_device(const YamlMap& m, device::DeviceConfig& d) {
   d.cq_writer = device::CqWriterKind(m.choice("cq_writer", size_t(d.cq_writer), {"tlm", "rtl"}));
   d.cq_writer_timing =
       device::CqWriterTiming(m.choice("cq_writer_timing", size_t(d.cq_writer_timing), {"rtl", "model"}));
+  d.rtl_toggle_coverage = m.boolean("rtl_toggle_coverage", d.rtl_toggle_coverage);
   d.rtl_vcd = m.str("rtl_vcd", d.rtl_vcd);
   const bool rtl_block = d.formatter == device::FormatterKind::rtl || d.cq_writer == device::CqWriterKind::rtl;
+  if (d.rtl_toggle_coverage && d.cq_writer != device::CqWriterKind::rtl)
+    m.fail("key 'rtl_toggle_coverage': coverage is counted by the RTL CQ writer (device.cq_writer: rtl)");
   if (!d.rtl_vcd.empty() && !rtl_block)
     m.fail("key 'rtl_vcd': waveforms come from an RTL block (device.cq_writer: rtl or device.formatter: rtl)");
   d.mac = m.u64("mac", d.mac, 0, (1ull << 48) - 1);

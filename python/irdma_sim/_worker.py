@@ -1,7 +1,7 @@
 """Child process of irdma_sim.run: one scenario, one SystemC elaboration.
 
-  _worker SCENARIO OUT SEED|'' trace|no-trace progress|quiet BACKEND record|no-record PARENT_PID
-  _worker --replay RUN_DIR FORMATTER|'' FLIP_BIT PARENT_PID   (prints the result as JSON)
+  _worker SCENARIO OUT SEED|'' trace|no-trace progress|quiet BACKEND record|no-record CQ_WRITER|'' PARENT_PID
+  _worker --replay RUN_DIR FORMATTER|'' FLIP_BIT CQ_WRITER|'' PARENT_PID   (prints the result as JSON)
 
 Exit status: 0 all checks passed, 1 a check failed, 2 malformed scenario or unknown backend,
 3 the run failed,
@@ -26,11 +26,11 @@ def die_with_parent(parent_pid):
 
 def replay(argv):
     import json
-    run_dir, formatter, flip, parent = argv
+    run_dir, formatter, flip, cq_writer, parent = argv
     die_with_parent(int(parent))
     from irdma_sim._irdma_sim import ScenarioError, replay as replay_run
     try:
-        print(json.dumps(replay_run(run_dir, formatter, int(flip))), flush=True)
+        print(json.dumps(replay_run(run_dir, formatter, int(flip), cq_writer)), flush=True)
     except (ScenarioError, ValueError, RuntimeError) as e:
         print(e, file=sys.stderr)
         return 2
@@ -40,7 +40,7 @@ def replay(argv):
 def main(argv):
     if argv[0] == "--replay":
         return replay(argv[1:])
-    scenario, out, seed, trace, progress, backend, record, parent = argv
+    scenario, out, seed, trace, progress, backend, record, cq_writer, parent = argv
     die_with_parent(int(parent))
     from irdma_sim._irdma_sim import ScenarioError, run_scenario
 
@@ -50,7 +50,7 @@ def main(argv):
     try:
         passed, interrupted_by, _ = run_scenario(scenario, out, int(seed, 0) if seed else None, trace == "trace",
                                                  report if progress == "progress" else None, backend,
-                                                 record == "record")
+                                                 record == "record", cq_writer)
     except (ScenarioError, ValueError) as e:
         print(e, file=sys.stderr)
         return 2

@@ -1,6 +1,6 @@
 """irdma-sim: run scenarios and print what they found.
 
-  irdma-sim run SCENARIO [--out DIR] [--seed N] [--no-trace] [--html] [--record]
+  irdma-sim run SCENARIO [--out DIR] [--seed N] [--no-trace] [--html] [--record] [--cq-writer W]
   irdma-sim replay RUN_DIR [--formatter rtl|tlm] [--flip-cqe-bit N]
   irdma-sim check SCENARIO...
   irdma-sim sweep SCENARIO... --seeds 1-20 [--out DIR] [--jobs N] [--trace] [--junit FILE] [--html]
@@ -82,7 +82,7 @@ def cmd_run(args):
     interruption = None
     try:
         report = run(args.scenario, out, seed=args.seed, trace=not args.no_trace, progress=progress,
-                     backend=args.backend, record=args.record)
+                     backend=args.backend, record=args.record, cq_writer=args.cq_writer)
     except RunFailed as e:
         print(f"irdma-sim: {e}", file=sys.stderr)
         return 2
@@ -104,7 +104,7 @@ def cmd_run(args):
     if args.html and html_page(out):
         return 2
     files = [f for f in ("report.json", "trace.jsonl", "completions.jsonl", "coverage.json", "stimulus.jsonl",
-                         "report.html")
+                         "rtl_coverage.dat", "report.html")
              if (Path(out) / f).exists()]
     print(f"outputs    {out}/{', '.join(files)}")
     if report.get("interrupted"):
@@ -252,7 +252,7 @@ def html_page(directory):
 
 def cmd_replay(args):
     try:
-        r = replay(args.run_dir, args.formatter, args.flip_cqe_bit)
+        r = replay(args.run_dir, args.formatter, args.flip_cqe_bit, args.cq_writer)
     except ReplayFailed as e:
         print(f"irdma-sim replay: {e}", file=sys.stderr)
         return 2
@@ -326,6 +326,11 @@ BACKEND_HELP = ("where the device is: sim (simulated in the run's process, the d
                 "vfio:DDDD:BB:DD.F (a function bound to vfio-pci: silicon)")
 
 
+CQ_WRITERS = ("tlm", "rtl", "rtl:model")
+CQ_WRITER_HELP = ("the CQ writer, in place of the scenario's device.cq_writer: tlm, rtl (the Verilated block in "
+                  "lock-step with the TLM one, its cycles feeding the clock) or rtl:model (the stage costs do)")
+
+
 def main(argv=None):
     parser = Parser(prog="irdma-sim", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"irdma-sim {__version__}")
@@ -339,10 +344,12 @@ def main(argv=None):
     p.add_argument("--html", action="store_true", help="also write report.html (summary, checks, plots, coverage)")
     p.add_argument("--record", action="store_true",
                    help="also write what `irdma-sim replay` needs: stimulus.jsonl and scenario.yaml")
+    p.add_argument("--cq-writer", choices=CQ_WRITERS, help=CQ_WRITER_HELP)
     p.set_defaults(func=cmd_run)
     y = sub.add_parser("replay", help="re-drive a recorded run's host side into the device alone and compare its writes")
     y.add_argument("run_dir", help="a run made with --record")
     y.add_argument("--formatter", choices=("tlm", "rtl"), help="the CQE formatter, in place of the recorded run's")
+    y.add_argument("--cq-writer", choices=CQ_WRITERS, help=CQ_WRITER_HELP)
     y.add_argument("--flip-cqe-bit", type=flip_bit_value, default=-1, metavar="N",
                    help="replay a deliberately changed device: bit N (0-255) of every CQE's main half flipped")
     y.set_defaults(func=cmd_replay)

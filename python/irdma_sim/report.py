@@ -23,6 +23,28 @@ def overflow_line(report):
             + ("overflowed and recovered" if recovered else "NOT recovered"))
 
 
+def cq_writer_lines(report):
+    """The RTL CQ writer's part of a summary: the lock-step count, its coverage, and the
+    timing correlation of its cycles against the model's stage costs."""
+    w = report.get("cq_writer")
+    if not w:
+        return []
+    cov = w["rtl_coverage"]
+    toggles = (f", toggles {cov['toggle_hit']} of {cov['toggle_total']}" if cov["toggle_total"]
+               else " (toggles not counted: device.rtl_toggle_coverage)")
+    lines = [f"RTL        cq_writer in lock-step with the TLM one: {w['lockstep_requests']} requests agreed; "
+             f"time from {'its cycles' if w['timing'] == 'rtl' else 'the stage costs'}; lines {cov['line_hit']} "
+             f"of {cov['line_total']}{toggles}",
+             "           request          count  RTL cycles mean  p50  p99  max  model cycles  RTL/model"]
+    for row in w["correlation"]:
+        model = row["model_cycles_mean"]
+        ratio = f"{row['rtl_cycles_mean'] / model * 100:.0f} %" if model else "-"
+        lines.append(f"           {row['request']:<14} {row['count']:>7}  {row['rtl_cycles_mean']:>15.1f} "
+                     f"{row['rtl_cycles_p50']:>4} {row['rtl_cycles_p99']:>4} {row['rtl_cycles_max']:>4}  "
+                     f"{model:>12.1f}  {ratio:>9}")
+    return lines
+
+
 def summary(report):
     counts = report["counts"]
     lines = [
@@ -43,6 +65,7 @@ def summary(report):
     if report.get("interrupted"):
         lines.insert(2, f"stopped    by {report['interrupted']['signal']} after "
                         f"{report['interrupted']['sim_time_ps'] / 1e9:.3f} ms simulated: the traffic was cut short")
+    lines += cq_writer_lines(report)
     lines += [f"warning    {w}" for w in report.get("warnings", [])]
     lines.append("checks")
     for check in report["checks"]:

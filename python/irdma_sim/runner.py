@@ -108,7 +108,8 @@ def stop_runs(exc, wait):
         RUNS.reset()
 
 
-def run(scenario, out, seed=None, trace=True, timeout=None, progress=None, backend="sim", record=False):
+def run(scenario, out, seed=None, trace=True, timeout=None, progress=None, backend="sim", record=False,
+        cq_writer=None):
     """Runs `scenario` into directory `out` in a child process; returns report.json as a dict.
 
     `backend` says where the device is: "sim" (simulated in the child), "vfio-user" (served by
@@ -121,11 +122,13 @@ def run(scenario, out, seed=None, trace=True, timeout=None, progress=None, backe
     could be made. `progress`, if given, is called with a line of text about twice a second.
     KeyboardInterrupt or Terminated here stop the run cleanly before they go on; past
     `timeout` seconds the run is stopped the same way and subprocess.TimeoutExpired raised.
-    `record` also writes what `replay` needs (stimulus.jsonl and scenario.yaml).
+    `record` also writes what `replay` needs (stimulus.jsonl and scenario.yaml). `cq_writer`
+    ("tlm", "rtl" or "rtl:model") replaces the scenario's device.cq_writer.
     """
     cmd = [sys.executable, "-m", "irdma_sim._worker", str(scenario), str(out),
            "" if seed is None else str(seed), "trace" if trace else "no-trace",
-           "progress" if progress else "quiet", backend, "record" if record else "no-record", str(os.getpid())]
+           "progress" if progress else "quiet", backend, "record" if record else "no-record", cq_writer or "",
+           str(os.getpid())]
     env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
     with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
         proc = RUNS.start(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
@@ -163,15 +166,16 @@ class ReplayFailed(RuntimeError):
     """The directory could not be replayed (no recording, a malformed one): the reason."""
 
 
-def replay(run_dir, formatter=None, flip_cqe_bit=-1):
+def replay(run_dir, formatter=None, flip_cqe_bit=-1, cq_writer=None):
     """Replays a run recorded with record=True into the device alone, in a child process;
     returns {identical, difference, mmio, reads, writes, msix, cut_at_line}: whether every write and MSI-X
     the device made was the recording's, and the first that was not. `formatter` ("tlm" or
     "rtl") replaces the recorded run's; `flip_cqe_bit` (0-255) replays a deliberately changed
     device, a bit of every CQE's main half flipped, to check that a difference is found.
-    cut_at_line: the line a killed run left unfinished (compared up to there), or 0."""
+    cut_at_line: the line a killed run left unfinished (compared up to there), or 0. `cq_writer`
+    ("tlm", "rtl" or "rtl:model") replaces the recorded run's CQ writer."""
     cmd = [sys.executable, "-m", "irdma_sim._worker", "--replay", str(run_dir), formatter or "", str(flip_cqe_bit),
-           str(os.getpid())]
+           cq_writer or "", str(os.getpid())]
     env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:

@@ -169,7 +169,7 @@ TEST(RtlCqWriter, RandomStressUnderBackpressureAgreesWithTheTlmTwinOnEveryAccess
   device::LockstepCqWriter lockstep(
       memory,
       [&](CqWriterPort& port) {
-        auto w = std::make_unique<RtlCqWriter>(port, RtlCqWriter::Timing::rtl, StageCycles{});
+        auto w = std::make_unique<RtlCqWriter>(port, RtlCqWriter::Timing::rtl, StageCycles{}, true);
         w->set_throttle(random_throttle(throttle_rng));
         rtl = w.get();
         return w;
@@ -346,6 +346,11 @@ TEST(RtlCqWriter, RtlTimingChargesTheClockCyclesItRan) {
   rtl.write(0, f);
   EXPECT_EQ(memory.charged, rtl.cycles() - reset);
   EXPECT_GT(rtl.last_cycles(), 10u);
+  // The default build of the block counts lines only.
+  const auto cov = rtl.write_coverage(::testing::TempDir() + "rtl_cq_writer_lines.dat");
+  EXPECT_GT(cov.line_hit, 20u);
+  EXPECT_EQ(cov.toggle_total, 0u);
+  EXPECT_THROW(rtl.write_coverage("/nonexistent/dir/x.dat"), std::runtime_error);
 }
 
 }  // namespace
