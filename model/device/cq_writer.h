@@ -96,7 +96,7 @@ class TlmCqWriter final : public CqWriter {
   CqArmOutcome arm(uint32_t cq) override;
   uint64_t last_cycles() const override { return last_cycles_; }
 
- private:
+  // A CQ's state here (public for the model's state budget).
   struct Cq {
     CqRing ring;
     RingPos tail;
@@ -107,6 +107,8 @@ class TlmCqWriter final : public CqWriter {
     int arm_seq = -1;         // ARM_SEQ_NUM of the arm last taken
     uint32_t resizes = 0;     // rings retired
   };
+
+ private:
   // CHKOVERFLOW: room for `slots` more slots; false (and the CQ in error) when there is none.
   bool room(Cq& cq, uint32_t slots, CqWriteOutcome& out);
   void write_half(const Cq& cq, uint32_t slot, uint32_t offset, const CqeHalf& half, CqWriteOutcome& out);
