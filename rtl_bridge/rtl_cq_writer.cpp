@@ -96,20 +96,20 @@ struct Block final : RtlCqWriter::Model {
     if (timing == Timing::rtl) port.cycles(uint32_t(block.cycles() - charged));
     charged = block.cycles();
   }
-  // Timing::model: the stage costs at the points TlmCqWriter charges them. A completion's
-  // formatting goes before its first memory access, or at its response unless there was no
-  // such CQ; a head read before its read, a half's write before it lands; an arm's and a
-  // context command's cost at the response.
+  // Timing::model: the stage costs at the points TlmCqWriter charges them. A request's
+  // intake goes before its first memory access, or at its response unless there was no
+  // such CQ; a read's issue before it and its beats after; a half's formatting and beats
+  // before it lands; the response's cost at the response.
   enum class Request { completion, arm, context };
   Request request = Request::context;
-  bool format_due = false;
+  bool intake_due = false;
   void charge_model(uint32_t n) {
     if (timing == Timing::model) port.cycles(n);
   }
-  void charge_format() {
-    if (!format_due) return;
-    format_due = false;
-    charge_model(model_cycles.cqe_format);
+  void charge_intake() {
+    if (!intake_due) return;
+    intake_due = false;
+    charge_model(model_cycles.cq_intake);
   }
 
   void check_assertions() const {
@@ -124,6 +124,7 @@ struct Block final : RtlCqWriter::Model {
   // Runs the request the caller drove (its valid raised) until its response: the slave's
   // side of each cycle is decided from the block's registered outputs, then the edge.
   void run() {
+    intake_due = request != Request::context;
     at_time_ps(port.now_ps());
     const uint64_t start = block.cycles();
     charged = start;
@@ -183,8 +184,8 @@ struct Block final : RtlCqWriter::Model {
 
   // A half: one write of its 32 bytes, valid qword last.
   void finish_write_burst() {
-    charge_format();
-    charge_model(model_cycles.cqe_write);
+    charge_intake();
+    charge_model(model_cycles.cqe_format + model_cycles.cqe_write);
     charge_rtl();
     b_ok = port.write(aw_addr, w_data.data(), sizeof w_data);
     b_pending = true;
@@ -193,10 +194,11 @@ struct Block final : RtlCqWriter::Model {
   }
 
   void read_burst(uint64_t addr, unsigned beats) {
-    charge_format();
-    if (request == Request::completion) charge_model(model_cycles.cq_head_read);
+    charge_intake();
+    charge_model(model_cycles.cq_read);
     charge_rtl();
     r_ok = port.read(addr, r_data.data(), beats * 8);
+    charge_model(model_cycles.cq_read_beat * beats);
     r_pending = true;
     r_beat = 0;
     r_beats = beats;
@@ -206,10 +208,12 @@ struct Block final : RtlCqWriter::Model {
   RspStatus status = RSP_DONE;
   void collect_response() {
     status = RspStatus(top.rsp_status);
-    if (status == RSP_NO_CQ) format_due = false;
-    charge_format();
-    if (request == Request::arm && status != RSP_NO_CQ) charge_model(model_cycles.cq_arm);
-    if (request == Request::context) charge_model(model_cycles.cq_context);
+    if (status == RSP_NO_CQ) intake_due = false;
+    charge_intake();
+    if (request == Request::context)
+      charge_model(model_cycles.cq_context);
+    else if (status != RSP_NO_CQ)
+      charge_model(model_cycles.cq_respond);
     written.slot = top.rsp_slot;
     written.wrapped = top.rsp_wrapped;
     written.head_read = top.rsp_head_read;
@@ -247,7 +251,6 @@ struct Block final : RtlCqWriter::Model {
     drive_cqe_fields(top, fields);
     top.cpl_cq = cq;
     top.cpl_valid = 1;
-    format_due = timing == Timing::model;
     request = Request::completion;
     run();
     CqWriteOutcome out = written;

@@ -59,8 +59,7 @@ bool TlmCqWriter::room(Cq& cq, uint32_t slots, CqWriteOutcome& out) {
   if (!cq.overflowed && free_slots() < std::max(slots, cq.ring.shadow_read_threshold)) {
     uint64_t head = 0;
     out.head_read = true;
-    spend(cycles_.cq_head_read);
-    if (port_.read(cq.ring.shadow, &head, 8) && head < size) cq.head_seen = uint32_t(head);
+    if (read_shadow(cq, &head, 8) && head < size) cq.head_seen = uint32_t(head);
   }
   if (!cq.overflowed && free_slots() >= slots) return true;
   out.status = CqWriteOutcome::overflowed;
@@ -69,9 +68,16 @@ bool TlmCqWriter::room(Cq& cq, uint32_t slots, CqWriteOutcome& out) {
   return false;
 }
 
+bool TlmCqWriter::read_shadow(const Cq& cq, void* dst, uint32_t len) {
+  spend(cycles_.cq_read);
+  const bool ok = port_.read(cq.ring.shadow, dst, len);
+  spend(cycles_.cq_read_beat * (len / 8));
+  return ok;
+}
+
 void TlmCqWriter::write_half(const Cq& cq, uint32_t slot, uint32_t offset, const CqeHalf& half,
                              CqWriteOutcome& out) {
-  spend(cycles_.cqe_write);
+  spend(cycles_.cqe_format + cycles_.cqe_write);
   const unsigned stride = cq.ring.cqe_64byte ? 64 : 32;
   // One 32-byte write: the host sees qword3, the valid qword, no earlier than the rest.
   if (!port_.write(cq.ring.base + uint64_t(slot) * stride + offset, half.data(), sizeof half))
@@ -84,9 +90,12 @@ CqWriteOutcome TlmCqWriter::write(uint32_t id, const CqeFields& fields) {
   auto it = cqs_.find(id);
   if (it == cqs_.end()) return out;
   Cq& cq = it->second;
-  spend(cycles_.cqe_format);
+  spend(cycles_.cq_intake);
   const bool split = fields.extended && !cq.ring.cqe_64byte;
-  if (cq.ring.check_overflow && !room(cq, split ? 2 : 1, out)) return out;
+  if (cq.ring.check_overflow && !room(cq, split ? 2 : 1, out)) {
+    spend(cycles_.cq_respond);
+    return out;
+  }
   out.status = CqWriteOutcome::written;
   out.slot = cq.tail.idx;
   formatter_->at_time_ps(port_.now_ps());
@@ -104,6 +113,7 @@ CqWriteOutcome TlmCqWriter::write(uint32_t id, const CqeFields& fields) {
     }
   }
   write_half(cq, out.slot, 0, out.main, out);
+  spend(cycles_.cq_respond);
   out.wrapped |= cq.tail.advance(cq.ring.size);
   if (cq.armed && (!cq.solicited_only || fields.solicited)) {
     out.event = true;
@@ -126,9 +136,10 @@ CqArmOutcome TlmCqWriter::arm(uint32_t id) {
   auto it = cqs_.find(id);
   if (it == cqs_.end()) return out;
   Cq& cq = it->second;
+  spend(cycles_.cq_intake);
   uint64_t shadow[5] = {};
-  const bool read = port_.read(cq.ring.shadow, shadow, sizeof shadow);
-  spend(cycles_.cq_arm);
+  const bool read = read_shadow(cq, shadow, sizeof shadow);
+  spend(cycles_.cq_respond);
   if (!read) {
     out.status = CqArmOutcome::failed;
     return out;

@@ -82,9 +82,8 @@ class CqWriter {
 };
 
 // The transaction-level writer: each request costs the stage cycles of the configuration,
-// charged in the order the hardware spends them (a completion's formatting before the
-// overflow check reads the head, a half's write before it lands, an arm's decision after
-// its read).
+// charged where the hardware spends them, so that its reads and writes land after the
+// cycles the RTL's would.
 class TlmCqWriter final : public CqWriter {
  public:
   TlmCqWriter(CqWriterPort& port, const StageCycles& cycles, std::unique_ptr<CqeFormatter> formatter);
@@ -112,6 +111,8 @@ class TlmCqWriter final : public CqWriter {
   // CHKOVERFLOW: room for `slots` more slots; false (and the CQ in error) when there is none.
   bool room(Cq& cq, uint32_t slots, CqWriteOutcome& out);
   void write_half(const Cq& cq, uint32_t slot, uint32_t offset, const CqeHalf& half, CqWriteOutcome& out);
+  // `len` bytes of the CQ's shadow area (whole 8-byte beats); false when the read failed.
+  bool read_shadow(const Cq& cq, void* dst, uint32_t len);
   void spend(uint32_t n) {
     port_.cycles(n);
     last_cycles_ += n;

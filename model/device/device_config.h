@@ -11,18 +11,21 @@ enum class CqWriterKind { tlm, rtl };
 // What the RTL CQ writer charges the engine: its own clock cycles, or the stage costs.
 enum class CqWriterTiming { rtl, model };
 
-// The CQ writer's costs are fitted to the RTL's cycles (rtl/cq_writer.v, README "Timing
-// correlation"): a 32-byte half is a 4-beat burst and its write response.
+// The CQ writer's costs are the RTL's cycles (rtl/cq_writer.v; README "The CQ writer in
+// RTL"), each charged where the RTL spends it, so that a read or a write lands after the
+// same cycles in both.
 struct StageCycles {
-  uint32_t doorbell = 4;      // decode a doorbell write, queue the work
-  uint32_t cqp_wqe = 40;      // execute one control command
-  uint32_t wqe_decode = 8;    // parse one SQ or RQ WQE
-  uint32_t execute = 16;      // per message, on top of its DMA
-  uint32_t cqe_format = 5;    // take a completion, check its room, format it
-  uint32_t cqe_write = 7;     // write one CQE half and take its response
-  uint32_t cq_head_read = 2;  // re-read the driver's head, on top of its DMA
-  uint32_t cq_arm = 11;       // read an arm from the shadow area and decide, on top of its DMA
-  uint32_t cq_context = 3;    // create, resize or destroy a CQ's context
+  uint32_t doorbell = 4;     // decode a doorbell write, queue the work
+  uint32_t cqp_wqe = 40;     // execute one control command
+  uint32_t wqe_decode = 8;   // parse one SQ or RQ WQE
+  uint32_t execute = 16;     // per message, on top of its DMA
+  uint32_t cq_intake = 2;    // take a completion (and look up its ring) or an arm doorbell
+  uint32_t cq_read = 1;      // issue a shadow-area read (before it)
+  uint32_t cq_read_beat = 1; // each 8 bytes the read returns (after it)
+  uint32_t cqe_format = 3;   // decide and format a CQE half, issue its address (before its write)
+  uint32_t cqe_write = 4;    // the half's data beats (before its write)
+  uint32_t cq_respond = 3;   // the last write response or the decision, and the outcome
+  uint32_t cq_context = 3;   // create, resize or destroy a CQ's context
 };
 
 struct DeviceConfig {

@@ -180,17 +180,19 @@ void read_device(const YamlMap& m, device::DeviceConfig& d) {
            " MSI-X vectors (one per CEQ, one for the AEQ, the spares); the device's table holds " +
            std::to_string(device::regs::MSIX_MAX_VECTORS));
   const YamlMap c = m.map("cycles");
-  c.allow({"doorbell", "cqp_wqe", "wqe_decode", "execute", "cqe_format", "cqe_write", "cq_head_read", "cq_arm",
-           "cq_context"});
+  c.allow({"doorbell", "cqp_wqe", "wqe_decode", "execute", "cq_intake", "cq_read", "cq_read_beat", "cqe_format",
+           "cqe_write", "cq_respond", "cq_context"});
   constexpr uint32_t kMax = 1u << 20;
   d.cycles.doorbell = c.u32("doorbell", d.cycles.doorbell, 0, kMax);
   d.cycles.cqp_wqe = c.u32("cqp_wqe", d.cycles.cqp_wqe, 0, kMax);
   d.cycles.wqe_decode = c.u32("wqe_decode", d.cycles.wqe_decode, 0, kMax);
   d.cycles.execute = c.u32("execute", d.cycles.execute, 0, kMax);
+  d.cycles.cq_intake = c.u32("cq_intake", d.cycles.cq_intake, 0, kMax);
+  d.cycles.cq_read = c.u32("cq_read", d.cycles.cq_read, 0, kMax);
+  d.cycles.cq_read_beat = c.u32("cq_read_beat", d.cycles.cq_read_beat, 0, kMax);
   d.cycles.cqe_format = c.u32("cqe_format", d.cycles.cqe_format, 0, kMax);
   d.cycles.cqe_write = c.u32("cqe_write", d.cycles.cqe_write, 0, kMax);
-  d.cycles.cq_head_read = c.u32("cq_head_read", d.cycles.cq_head_read, 0, kMax);
-  d.cycles.cq_arm = c.u32("cq_arm", d.cycles.cq_arm, 0, kMax);
+  d.cycles.cq_respond = c.u32("cq_respond", d.cycles.cq_respond, 0, kMax);
   d.cycles.cq_context = c.u32("cq_context", d.cycles.cq_context, 0, kMax);
 }
 

@@ -13,28 +13,7 @@ module cqe_formatter (
     input  wire        clk,
     input  wire        rst_n,
 
-    // Completion fields (CqeFields)
-    input  wire [31:0] payload_len,
-    input  wire [31:0] tcp_seq_rtt,
-    input  wire [63:0] qp_ctx,
-    input  wire [31:0] stag_or_src_qpn,
-    input  wire [23:0] qp_id,
-    input  wire [15:0] minor,
-    input  wire [15:0] major,
-    input  wire [14:0] wqe_idx,
-    input  wire        push_dropped,
-    input  wire        stag_or_ipv4,
-    input  wire        solicited,
-    input  wire        error,
-    input  wire [5:0]  op,
-    input  wire        sq,
-    input  wire        extended,
-    input  wire [31:0] imm_data,
-    input  wire [47:0] ud_smac,
-    input  wire [15:0] ud_vlan,
-    input  wire        vlan_valid,
-    input  wire        smac_valid,
-    input  wire        imm_valid,
+    `include "cqe_field_ports.vh"
     // Pass polarity of the ring slot the half lands in: the ext half of a 32-byte-mode
     // CQE may sit in the next pass, so it is per request, not per CQE.
     input  wire        polarity,

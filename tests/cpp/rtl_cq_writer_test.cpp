@@ -68,6 +68,15 @@ constexpr uint64_t kUnmapped = 0xdead'0000'0000ull;
 uint64_t region(uint32_t slot) { return MemoryPort::kBase + uint64_t(slot) * 0x10000; }
 uint64_t shadow_of(uint32_t slot) { return region(slot) + 0xF000; }
 
+// A ring of `size` 32-byte slots in region `slot`, nothing else set.
+CqRing ring_in(uint32_t slot, uint32_t size) {
+  CqRing r;
+  r.base = region(slot);
+  r.shadow = shadow_of(slot);
+  r.size = size;
+  return r;
+}
+
 CqeFields random_fields(std::mt19937_64& rng) {
   const auto bit = [&rng] { return bool(rng() & 1); };
   CqeFields f;
@@ -224,11 +233,7 @@ TEST(RtlCqWriter, ALockStepDisagreementStopsWithBothViews) {
   };
   device::LockstepCqWriter lockstep(
       memory, [](CqWriterPort& p) { return std::make_unique<OffByOne>(p); }, StageCycles{}, "DUT");
-  CqRing r;
-  r.base = region(1);
-  r.shadow = shadow_of(1);
-  r.size = 8;
-  lockstep.create(1, r);
+  lockstep.create(1, ring_in(1, 8));
   CqeFields f;
   f.qp_id = 9;
   f.wqe_idx = 4;
@@ -251,11 +256,7 @@ TEST(RtlCqWriter, AnExtendedCqeAcrossTheWrapAsAWaveformInSimulatedTime) {
   {
     RtlCqWriter rtl(memory, RtlCqWriter::Timing::rtl, StageCycles{});
     rtl.enable_vcd(path, 2000);
-    CqRing r;
-    r.base = region(0);
-    r.shadow = shadow_of(0);
-    r.size = 4;
-    rtl.create(3, r);
+    rtl.create(3, ring_in(0, 4));
     CqeFields f;
     for (int i = 0; i < 3; i++) ASSERT_EQ(rtl.write(3, f).status, CqWriteOutcome::written);
     memory.writes.clear();
@@ -285,11 +286,7 @@ TEST(RtlCqWriter, AnExtendedCqeAcrossTheWrapAsAWaveformInSimulatedTime) {
 TEST(RtlCqWriter, AnEventWithNoArmFiresTheMonitor) {
   MemoryPort memory;
   RtlCqWriter rtl(memory, RtlCqWriter::Timing::rtl, StageCycles{});
-  CqRing r;
-  r.base = region(0);
-  r.shadow = shadow_of(0);
-  r.size = 8;
-  rtl.create(2, r);
+  rtl.create(2, ring_in(0, 8));
   CqeFields f;
   EXPECT_FALSE(rtl.write(2, f).event);
   rtl.flip_armed_bit(2);
@@ -305,10 +302,7 @@ TEST(RtlCqWriter, AnEventWithNoArmFiresTheMonitor) {
 TEST(RtlCqWriter, ArmsFollowTheSequenceNumberAndTheHead) {
   MemoryPort memory;
   RtlCqWriter rtl(memory, RtlCqWriter::Timing::rtl, StageCycles{});
-  CqRing r;
-  r.base = region(0);
-  r.shadow = shadow_of(0);
-  r.size = 8;
+  CqRing r = ring_in(0, 8);
   r.ceqe_enable = true;
   rtl.create(1, r);
   constexpr uint64_t kNext = 1ull << 14, kSeq1 = 1ull << 16;
@@ -335,11 +329,7 @@ TEST(RtlCqWriter, RtlTimingChargesTheClockCyclesItRan) {
   MemoryPort memory;
   RtlCqWriter rtl(memory, RtlCqWriter::Timing::rtl, StageCycles{});
   const uint64_t reset = rtl.cycles();
-  CqRing r;
-  r.base = region(0);
-  r.shadow = shadow_of(0);
-  r.size = 8;
-  rtl.create(0, r);
+  rtl.create(0, ring_in(0, 8));
   CqeFields f;
   rtl.write(0, f);
   f.extended = true;

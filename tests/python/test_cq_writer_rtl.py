@@ -27,16 +27,20 @@ def small(scenario, tmp_path, name, **device):
     return path
 
 
-def test_the_flag_puts_the_rtl_in_the_loop_and_rtl_model_timing_changes_no_output(scenario, tmp_path):
+def test_the_flag_puts_the_rtl_in_the_loop_and_the_outputs_are_the_tlm_runs(scenario, tmp_path):
     path = small(scenario, tmp_path, "plain")
     tlm = irdma_sim.run(path, tmp_path / "tlm")
     assert "cq_writer" not in tlm, "a TLM run's report is as it was"
-    proc = cli("run", str(path), "--out", str(tmp_path / "model"), "--cq-writer", "rtl:model")
-    assert proc.returncode == 0, proc.stderr
-    for name in ("completions.jsonl", "trace.jsonl", "coverage.json"):
-        assert (tmp_path / "tlm" / name).read_bytes() == (tmp_path / "model" / name).read_bytes(), name
+    # The stage costs are the RTL's cycles, charged where it spends them: with either as the
+    # clock, every output is the TLM run's.
+    for writer in ("rtl", "rtl:model"):
+        out = tmp_path / writer.replace(":", "_")
+        proc = cli("run", str(path), "--out", str(out), "--cq-writer", writer)
+        assert proc.returncode == 0, proc.stderr
+        for name in ("completions.jsonl", "trace.jsonl", "coverage.json"):
+            assert (tmp_path / "tlm" / name).read_bytes() == (out / name).read_bytes(), (writer, name)
     assert "rtl_coverage.dat" in proc.stdout and "RTL        cq_writer in lock-step" in proc.stdout
-    report = json.loads((tmp_path / "model" / "report.json").read_text())
+    report = json.loads((tmp_path / "rtl_model" / "report.json").read_text())
     w = report["cq_writer"]
     assert w["timing"] == "model" and w["lockstep_requests"] > 1000
     rows = {r["request"]: r for r in w["correlation"]}
@@ -46,14 +50,16 @@ def test_the_flag_puts_the_rtl_in_the_loop_and_rtl_model_timing_changes_no_outpu
         assert abs(row["rtl_cycles_mean"] - row["model_cycles_mean"]) <= 0.1 * row["rtl_cycles_mean"], row
     cov = w["rtl_coverage"]
     assert 0 < cov["line_hit"] <= cov["line_total"] and cov["toggle_total"] == 0
-    assert (tmp_path / "model" / "rtl_coverage.dat").stat().st_size > 0
+    assert (tmp_path / "rtl_model" / "rtl_coverage.dat").stat().st_size > 0
     assert "RTL/model" in summary(report) and "lines " in summary(report)
 
 
-def test_rtl_timing_is_the_rtls_cycles_and_keeps_the_verdict(scenario, tmp_path):
-    path = small(scenario, tmp_path, "rtl", cq_writer="rtl")
+def test_with_costs_of_its_own_the_rtls_clock_differs_and_the_verdict_holds(scenario, tmp_path):
+    path = small(scenario, tmp_path, "rtl", cq_writer="rtl", cycles={"cqe_write": 1})
     report = irdma_sim.run(path, tmp_path / "out")
     assert report["passed"] and report["cq_writer"]["timing"] == "rtl"
+    cqe = next(r for r in report["cq_writer"]["correlation"] if r["request"] == "cqe")
+    assert (cqe["rtl_cycles_mean"], cqe["model_cycles_mean"]) == (12, 9)
 
 
 def test_toggle_coverage_is_counted_when_asked_for(scenario, tmp_path):
