@@ -6,18 +6,19 @@
 
 #include <systemc>
 
-#include "model/device/cq_lockstep.h"
-
 #ifdef IRDMA_SIM_HAVE_RTL
+#include "model/device/cq_lockstep.h"
 #include "rtl_bridge/rtl_cq_writer.h"
 #include "rtl_bridge/rtl_cqe_formatter.h"
 #endif
 
 namespace irdma_sim::system {
 
+#ifdef IRDMA_SIM_HAVE_RTL
 namespace {
 uint64_t clock_period_ps(const device::DeviceConfig& d) { return uint64_t(1e6 / d.clock_mhz + 0.5); }
 }  // namespace
+#endif
 
 void begin_elaboration(const char* what) {
   static bool elaborated = false;
