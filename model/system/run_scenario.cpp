@@ -340,13 +340,18 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   const bool device_seen = host.trace() != nullptr;  // the device ran here: its coverage is ours
   if (device_seen) coverage.add(host.trace()->coverage());
   std::vector<std::string> warnings = wl->warnings();
+  std::optional<CqWriterFigures> cq_writer;
+  if (device::CqWriter* w = host.cq_writer()) cq_writer = cq_writer_figures(*w, sc.config.device.cq_writer_timing, out);
+  if (sc.config.device.cq_writer == device::CqWriterKind::rtl && !cq_writer)
+    warnings.push_back(options.backend.rfind("vfio:", 0) == 0
+                           ? "device.cq_writer: rtl has no effect on silicon (backend " + options.backend + ")"
+                           : "device.cq_writer: rtl ran in the served device's process (backend " + options.backend +
+                                 "): its lock-step figures and RTL coverage are not in this report");
   if (options.trace && !trace)
     warnings.push_back("no trace.jsonl: backend " + options.backend +
                        " has no transaction log here (a served device's server keeps its own; silicon none)");
   completions.close();
   host.close_trace();
-  std::optional<CqWriterFigures> cq_writer;
-  if (device::CqWriter* w = host.cq_writer()) cq_writer = cq_writer_figures(*w, sc.config.device.cq_writer_timing, out);
   const SystemCounters sys = counters_of(host, server.get());
   cover_driver_paths(coverage, sys, counts);
   system_checks(sys, counts, sb);

@@ -88,3 +88,9 @@ def test_bad_choices_are_one_clear_error(scenario, tmp_path):
     run = subprocess.run([str(runner), scenario("smoke.yaml"), "--out", str(tmp_path / "o"), "--cq-writer", "rtl:fast"],
                          capture_output=True, text=True)
     assert run.returncode == 2 and "--cq-writer: the CQ writer is tlm, rtl or rtl:model" in run.stderr
+
+
+def test_a_served_device_runs_the_rtl_and_the_report_says_where_its_figures_are(scenario, tmp_path):
+    report = irdma_sim.run(small(scenario, tmp_path, "served", cq_writer="rtl"), tmp_path / "out", backend="vfio-user")
+    assert report["passed"] and "cq_writer" not in report
+    assert any("ran in the served device's process" in w for w in report["warnings"]), report["warnings"]
