@@ -7,6 +7,7 @@ files share one, its path below their common directory with '--' for '/'), DIR/r
 
 import json
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,6 +15,9 @@ from irdma_sim.runner import RunFailed, RunInterrupted, Terminated, run, stop_ru
 
 # Statuses of a run, as lines and runs.jsonl give them.
 PASS, FAIL, ERROR, INTERRUPTED = "PASS", "FAIL", "ERROR", "INTERRUPTED"
+# How long an interrupted sweep waits for a run its cluster's worker started to complete its
+# outputs (a run stopped by SIGTERM writes its report within a second or two).
+REPORT_WAIT_S = 30
 
 
 def parse_seeds(text):
@@ -129,6 +133,8 @@ def sweep(scenarios, seeds, out, workers=None, trace=False, backend="sim", pool=
             except (KeyboardInterrupt, Terminated) as e:
                 interruption = e
                 stop_runs(e, lambda: pool.shutdown(wait=True, cancel_futures=True))
+                # A cluster's worker gone, a run it started may still be completing its outputs.
+                deadline = time.monotonic() + REPORT_WAIT_S
             except Exception as e:  # noqa: BLE001 - run_job catches the runs' own failures
                 lost = f"{type(e).__name__}: {e}"
             # After an interruption every run has ended: those it cut short have an outcome
@@ -136,7 +142,7 @@ def sweep(scenarios, seeds, out, workers=None, trace=False, backend="sim", pool=
             # it kept from starting none.
             scenario, name, seed, job_out = job
             if interruption and (future.cancelled() or future.exception()):
-                left = _report_left(job_out)
+                left = _report_left(job_out, deadline)
                 if left is None:
                     continue
                 outcome = Outcome(scenario, name, seed, job_out, report=left)
@@ -152,10 +158,15 @@ def sweep(scenarios, seeds, out, workers=None, trace=False, backend="sim", pool=
         raise interruption
 
 
-def _report_left(run_dir):
-    """The report.json a run wrote in `run_dir` as it stopped, or None."""
+def _report_left(run_dir, deadline):
+    """The report.json a run wrote in `run_dir` as it stopped, or None: a run that started
+    (its completions.jsonl is there) is given until `deadline` (time.monotonic()) to write it."""
+    report = Path(run_dir) / "report.json"
+    started = (Path(run_dir) / "completions.jsonl").exists()
+    while started and not report.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     try:
-        with open(Path(run_dir) / "report.json", encoding="utf-8") as f:
+        with open(report, encoding="utf-8") as f:
             return json.load(f)
     except (OSError, ValueError):
         return None
