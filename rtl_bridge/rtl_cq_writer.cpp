@@ -62,6 +62,8 @@ struct Block final : RtlCqWriter::Model {
   using Throttle = RtlCqWriter::Throttle;
   using Timing = RtlCqWriter::Timing;
   static constexpr uint32_t kMaxCqs = RtlCqWriter::kMaxCqs;
+  static constexpr uint32_t kMaxRingSize = (1u << 21) - 1;  // ctx_size's 21 bits
+  static constexpr uint32_t kMaxThreshold = (1u << 18) - 1;  // ctx_threshold's 18 bits
 
   device::CqWriterPort& port;
   const Timing timing;
@@ -73,12 +75,14 @@ struct Block final : RtlCqWriter::Model {
   uint64_t charged = 0;  // cycles the engine was charged up to (Timing::rtl)
 
   // The AXI slave: one write burst and one read burst at a time (the master issues no more).
-  bool aw_taken = false, aw_main = false;
+  // A write's data may come before its address; a response, once offered, stays offered
+  // until taken.
+  bool aw_taken = false, aw_main = false, w_complete = false;
   uint64_t aw_addr = 0;
   unsigned w_beats = 0;
   std::array<uint64_t, 4> w_data{};
-  bool b_pending = false, b_ok = false;
-  bool r_pending = false, r_ok = false;
+  bool b_pending = false, b_offered = false, b_ok = false;
+  bool r_pending = false, r_offered = false, r_ok = false;
   unsigned r_beat = 0, r_beats = 0;
   std::array<uint64_t, 256> r_data{};
   CqWriteOutcome written;  // the halves of the request in hand
@@ -132,11 +136,13 @@ struct Block final : RtlCqWriter::Model {
     bool offered = true;
     for (;;) {
       top.m_axi_awready = !aw_taken && top.m_axi_awvalid && open(throttle.aw_ready);
-      top.m_axi_wready = aw_taken && top.m_axi_wvalid && open(throttle.w_ready);
-      top.m_axi_bvalid = b_pending && open(throttle.b_valid);
+      top.m_axi_wready = !w_complete && top.m_axi_wvalid && open(throttle.w_ready);
+      b_offered = b_offered || (b_pending && open(throttle.b_valid));
+      top.m_axi_bvalid = b_offered;
       top.m_axi_bresp = b_ok ? kAxiOkay : kAxiSlverr;
       top.m_axi_arready = !r_pending && top.m_axi_arvalid && open(throttle.ar_ready);
-      top.m_axi_rvalid = r_pending && open(throttle.r_valid);
+      r_offered = r_offered || (r_pending && open(throttle.r_valid));
+      top.m_axi_rvalid = r_offered;
       top.m_axi_rdata = r_data[r_beat];
       top.m_axi_rresp = r_ok ? kAxiOkay : kAxiSlverr;
       top.m_axi_rlast = r_beat + 1 == r_beats;
@@ -152,7 +158,7 @@ struct Block final : RtlCqWriter::Model {
       const bool rsp_fire = top.rsp_valid && top.rsp_ready;
       // Nothing held back this cycle by the slave: the block must move within the limit.
       const bool held = (top.m_axi_awvalid && !aw_taken && !top.m_axi_awready) ||
-                        (top.m_axi_wvalid && aw_taken && !top.m_axi_wready) || (b_pending && !top.m_axi_bvalid) ||
+                        (top.m_axi_wvalid && !w_complete && !top.m_axi_wready) || (b_pending && !top.m_axi_bvalid) ||
                         (top.m_axi_arvalid && !r_pending && !top.m_axi_arready) || (r_pending && !top.m_axi_rvalid) ||
                         (top.rsp_valid && !top.rsp_ready);
       block.watch(req_fire || aw_fire || w_fire || b_fire || ar_fire || r_fire || rsp_fire, !held);
@@ -160,7 +166,6 @@ struct Block final : RtlCqWriter::Model {
         aw_taken = true;
         aw_addr = top.m_axi_awaddr;
         aw_main = top.m_axi_awuser;
-        w_beats = 0;
       }
       if (w_fire) w_data[w_beats++ & 3] = top.m_axi_wdata;
       if (rsp_fire) collect_response();
@@ -172,10 +177,14 @@ struct Block final : RtlCqWriter::Model {
         offered = false;
         top.ctx_valid = top.cpl_valid = 0;
       }
-      if (w_last) finish_write_burst();
-      if (b_fire) b_pending = false;
+      w_complete = w_complete || w_last;
+      if (aw_taken && w_complete) finish_write_burst();
+      if (b_fire) b_pending = b_offered = false;
       if (ar_fire) read_burst(araddr, arlen + 1u);
-      if (r_fire && ++r_beat == r_beats) r_pending = false;
+      if (r_fire) {
+        r_offered = false;
+        r_pending = ++r_beat != r_beats;
+      }
       if (rsp_fire) break;
     }
     charge_rtl();
@@ -189,7 +198,8 @@ struct Block final : RtlCqWriter::Model {
     charge_rtl();
     b_ok = port.write(aw_addr, w_data.data(), sizeof w_data);
     b_pending = true;
-    aw_taken = false;
+    aw_taken = w_complete = false;
+    w_beats = 0;
     (aw_main ? written.main : written.ext) = device::CqeHalf{w_data[0], w_data[1], w_data[2], w_data[3]};
   }
 
@@ -227,15 +237,19 @@ struct Block final : RtlCqWriter::Model {
   bool arms = false;
 
   void context_command(uint8_t op, uint32_t cq, const CqRing& ring) override {
-    if (cq >= kMaxCqs)
-      throw std::out_of_range("RtlCqWriter: CQ " + std::to_string(cq) + " is past the RTL's " +
-                              std::to_string(kMaxCqs) + " contexts");
+    check_cq(cq);
+    if ((op == CTX_CREATE || op == CTX_RESIZE) &&
+        (ring.size < 2 || ring.size > kMaxRingSize || ring.shadow_read_threshold > kMaxThreshold))
+      throw std::out_of_range("RtlCqWriter: a ring of " + std::to_string(ring.size) + " entries (2 to " +
+                              std::to_string(kMaxRingSize) + ") with a shadow read threshold of " +
+                              std::to_string(ring.shadow_read_threshold) + " (at most " +
+                              std::to_string(kMaxThreshold) + ")");
     top.ctx_op = op;
     top.ctx_cq = cq;
     top.ctx_base = ring.base;
-    top.ctx_size = ring.size & 0x1FFFFFu;
+    top.ctx_size = ring.size;
     top.ctx_shadow = ring.shadow;
-    top.ctx_threshold = ring.shadow_read_threshold & 0x3FFFFu;
+    top.ctx_threshold = ring.shadow_read_threshold;
     top.ctx_check_overflow = ring.check_overflow;
     top.ctx_ceqe_enable = ring.ceqe_enable;
     top.ctx_cqe_64byte = ring.cqe_64byte;
@@ -246,8 +260,14 @@ struct Block final : RtlCqWriter::Model {
 
   void at_time_ps(uint64_t t) { block.at_time_ps(t); }
 
+  static void check_cq(uint32_t cq) {
+    if (cq >= kMaxCqs)
+      throw std::out_of_range("RtlCqWriter: CQ " + std::to_string(cq) + " is past the RTL's " +
+                              std::to_string(kMaxCqs) + " contexts");
+  }
+
   CqWriteOutcome write(uint32_t cq, const CqeFields& fields) override {
-    if (cq >= kMaxCqs) return {};  // no such CQ
+    check_cq(cq);
     drive_cqe_fields(top, fields);
     top.cpl_cq = cq;
     top.cpl_valid = 1;
@@ -268,7 +288,6 @@ struct Block final : RtlCqWriter::Model {
 
   CqArmOutcome arm(uint32_t cq) override {
     CqArmOutcome out;
-    if (cq >= kMaxCqs) return out;
     context_command(CTX_ARM, cq, {});
     out.status = status == RSP_ARMED        ? CqArmOutcome::armed
                  : status == RSP_STALE      ? CqArmOutcome::stale
@@ -287,7 +306,10 @@ struct Block final : RtlCqWriter::Model {
   uint64_t last_cycles() const override { return last; }
   uint64_t cycles() const override { return block.cycles(); }
   void set_throttle(Throttle t) override { throttle = std::move(t); }
-  void flip_armed_bit(uint32_t cq) override { top.rootp->cq_writer__DOT__armed_m[cq % kMaxCqs] ^= 1; }
+  void flip_armed_bit(uint32_t cq) override {
+    check_cq(cq);
+    top.rootp->cq_writer__DOT__armed_m[cq] ^= 1;
+  }
   void enable_vcd(const std::string& path, uint64_t period_ps) override { block.enable_vcd(path, period_ps); }
   void write_coverage(const std::string& path) override { block.context().coveragep()->write(path.c_str()); }
 };
@@ -318,9 +340,13 @@ void RtlCqWriter::enable_vcd(const std::string& path, uint64_t period_ps) { mode
 // Verilator's .dat lines: C '<key>\x02<value>\x01...' <count>; the "page" key says the kind
 // of point (v_line/..., v_toggle/..., v_branch/...).
 RtlCqWriter::Coverage RtlCqWriter::write_coverage(const std::string& path) {
-  // Verilator ends the process when it cannot write the file: try it first.
-  if (!std::ofstream(path)) throw std::runtime_error("RtlCqWriter: cannot write the coverage file " + path);
-  model_->write_coverage(path);
+  // Written whole or not at all, through a temporary file; Verilator ends the process when
+  // it cannot write one, so that is tried first.
+  const std::string tmp = path + ".tmp";
+  if (!std::ofstream(tmp)) throw std::runtime_error("RtlCqWriter: cannot write the coverage file " + path);
+  model_->write_coverage(tmp);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::runtime_error("RtlCqWriter: cannot write the coverage file " + path);
   std::ifstream in(path);
   Coverage c;
   std::string line;

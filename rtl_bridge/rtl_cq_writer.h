@@ -35,8 +35,9 @@ class RtlCqWriter final : public device::CqWriter {
   static constexpr unsigned kCqIdBits = 10;  // cq_writer's CQ_ID_W
   static constexpr uint32_t kMaxCqs = 1u << kCqIdBits;
 
-  // Per-cycle gates for stress tests: each is asked once a cycle while its channel has
-  // something to give or take; false holds that ready (or valid) low for the cycle.
+  // Per-cycle gates for stress tests: a ready gate is asked each cycle its channel has
+  // something to take, false holding ready low; a valid gate each cycle until it lets the
+  // response out, which then stays out until taken.
   struct Throttle {
     std::function<bool()> aw_ready, w_ready, b_valid, ar_ready, r_valid, rsp_ready;
   };
@@ -54,7 +55,8 @@ class RtlCqWriter final : public device::CqWriter {
   RtlCqWriter(const RtlCqWriter&) = delete;
   RtlCqWriter& operator=(const RtlCqWriter&) = delete;
 
-  // CQ numbers must be below kMaxCqs (std::out_of_range otherwise).
+  // CQ numbers must be below kMaxCqs, ring sizes 2 to 2^21 - 1 and shadow read thresholds
+  // below 2^18 (std::out_of_range otherwise).
   void create(uint32_t cq, const device::CqRing& ring) override;
   void resize(uint32_t cq, const device::CqRing& ring) override;
   void destroy(uint32_t cq) override;

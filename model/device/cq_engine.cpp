@@ -8,9 +8,9 @@ namespace irdma_sim::device {
 
 using namespace regs;
 
-CqEngine::CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CeqEngine& ceqs,
-                   AeqEngine& aeq, trace::TraceLog& trace, const CqWriterFactory& make_writer)
-    : cfg_(cfg), time_(time), ceqs_(ceqs), aeq_(aeq), trace_(trace), port_(dma, time),
+CqEngine::CqEngine(DmaPort& dma, EngineTime& time, CeqEngine& ceqs, AeqEngine& aeq, trace::TraceLog& trace,
+                   const CqWriterFactory& make_writer)
+    : time_(time), ceqs_(ceqs), aeq_(aeq), trace_(trace), port_(dma, time),
       writer_(make_writer(port_)) {}
 
 CqRing CqEngine::ring_of(const CqContext& cq) {

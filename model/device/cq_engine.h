@@ -12,7 +12,6 @@
 #include "model/device/ceq_engine.h"
 #include "model/device/cq_writer.h"
 #include "model/device/dma_port.h"
-#include "model/device/device_config.h"
 #include "model/device/engine_time.h"
 #include "model/trace/trace_log.h"
 
@@ -52,8 +51,8 @@ struct CqEngineCounters {
 
 class CqEngine {
  public:
-  CqEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CeqEngine& ceqs,
-           AeqEngine& aeq, trace::TraceLog& trace, const CqWriterFactory& make_writer);
+  CqEngine(DmaPort& dma, EngineTime& time, CeqEngine& ceqs, AeqEngine& aeq, trace::TraceLog& trace,
+           const CqWriterFactory& make_writer);
 
   bool exists(uint32_t cq_id) const { return cqs_.count(cq_id) != 0; }
   void add(const CqContext& cq);
@@ -96,7 +95,6 @@ class CqEngine {
   void raise_event(CqContext& cq, bool ceqe);
   void overflowed(const CqContext& cq, const CqeFields& fields, bool began);
 
-  const DeviceConfig& cfg_;
   EngineTime& time_;
   CeqEngine& ceqs_;
   AeqEngine& aeq_;

@@ -11,6 +11,7 @@ void CqCycleStats::add(uint64_t dut, uint64_t model) {
   requests++;
   dut_cycles += dut;
   model_cycles += model;
+  dut_max = std::max(dut_max, dut);
   dut_histogram[std::min<uint64_t>(dut, kBins - 1)]++;
 }
 

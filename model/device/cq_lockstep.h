@@ -31,9 +31,11 @@ struct CqCycleStats {
   uint64_t requests = 0;
   uint64_t dut_cycles = 0;
   uint64_t model_cycles = 0;
+  uint64_t dut_max = 0;
   std::array<uint64_t, kBins> dut_histogram{};
   void add(uint64_t dut, uint64_t model);
-  // The smallest cycle count at or under which `fraction` of the requests fell.
+  // The smallest cycle count at or under which `fraction` of the requests fell (kBins - 1
+  // standing for that and more).
   uint64_t dut_quantile(double fraction) const;
 };
 

@@ -33,7 +33,9 @@ void TlmCqWriter::create(uint32_t id, const CqRing& ring) {
 void TlmCqWriter::resize(uint32_t id, const CqRing& ring) {
   last_cycles_ = 0;
   spend(cycles_.cq_context);
-  Cq& cq = cqs_.at(id);
+  auto it = cqs_.find(id);
+  if (it == cqs_.end()) return;  // no such CQ: nothing changes
+  Cq& cq = it->second;
   cq.ring.base = ring.base;
   cq.ring.size = ring.size;
   cq.ring.shadow_read_threshold = ring.shadow_read_threshold;

@@ -22,8 +22,8 @@ struct StageCycles {
   uint32_t cq_intake = 2;    // take a completion (and look up its ring) or an arm doorbell
   uint32_t cq_read = 1;      // issue a shadow-area read (before it)
   uint32_t cq_read_beat = 1; // each 8 bytes the read returns (after it)
-  uint32_t cqe_format = 3;   // decide and format a CQE half, issue its address (before its write)
-  uint32_t cqe_write = 4;    // the half's data beats (before its write)
+  uint32_t cqe_format = 2;   // decide and format a CQE half (before its write)
+  uint32_t cqe_write = 4;    // its address and data beats, side by side (before its write)
   uint32_t cq_respond = 3;   // the last write response or the decision, and the outcome
   uint32_t cq_context = 3;   // create, resize or destroy a CQ's context
 };

@@ -21,12 +21,16 @@ std::optional<CqWriterFigures> cq_writer_figures(device::CqWriter& writer, devic
   f.correlation = lockstep->correlation();
 #ifdef IRDMA_SIM_HAVE_RTL
   if (auto* rtl = dynamic_cast<rtl::RtlCqWriter*>(&lockstep->dut())) {
-    f.coverage_file = "rtl_coverage.dat";
-    const auto c = rtl->write_coverage((std::filesystem::path(out_dir) / f.coverage_file).string());
-    f.line_hit = c.line_hit;
-    f.line_total = c.line_total;
-    f.toggle_hit = c.toggle_hit;
-    f.toggle_total = c.toggle_total;
+    try {
+      const auto c = rtl->write_coverage((std::filesystem::path(out_dir) / "rtl_coverage.dat").string());
+      f.coverage_file = "rtl_coverage.dat";
+      f.line_hit = c.line_hit;
+      f.line_total = c.line_total;
+      f.toggle_hit = c.toggle_hit;
+      f.toggle_total = c.toggle_total;
+    } catch (const std::runtime_error& e) {
+      f.coverage_error = e.what();
+    }
   }
 #endif
   return f;
@@ -51,7 +55,7 @@ void write_cq_writer(JsonWriter& j, const CqWriterFigures& f) {
         .real("rtl_cycles_mean", mean(s.dut_cycles, s.requests))
         .num("rtl_cycles_p50", s.dut_quantile(0.5))
         .num("rtl_cycles_p99", s.dut_quantile(0.99))
-        .num("rtl_cycles_max", s.dut_quantile(1.0))
+        .num("rtl_cycles_max", s.dut_max)
         .real("model_cycles_mean", mean(s.model_cycles, s.requests))
         .end_object();
   }

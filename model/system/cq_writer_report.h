@@ -22,7 +22,8 @@ struct CqWriterFigures {
   uint64_t requests = 0;
   device::CqCorrelation correlation;
   uint64_t line_hit = 0, line_total = 0, toggle_hit = 0, toggle_total = 0;
-  std::string coverage_file;  // the .dat, by its name in the run's directory
+  std::string coverage_file;   // the .dat, by its name in the run's directory ("": none)
+  std::string coverage_error;  // why it could not be written
 };
 
 // The figures of `writer` when it is the RTL in lock-step, its coverage written to

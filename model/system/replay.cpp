@@ -226,6 +226,9 @@ ReplayResult replay_run(const std::string& run_dir, const ReplayOptions& options
   trace::TraceLog no_trace;
   const bool approximate = sc.config.sync == SyncMode::approximate;
   const sc_time quantum = approximate ? sc_core::SC_ZERO_TIME : sc_time(sc.config.quantum_ns, sc_core::SC_NS);
+  if (options.flip_cqe_bit >= 0 && d.cq_writer == device::CqWriterKind::rtl)
+    throw ScenarioError("--flip-cqe-bit changes the TLM writer's formatter; the RTL CQ writer formats with its own "
+                        "(replay with --cq-writer tlm)");
   FormatterFactory formatter;
   if (options.flip_cqe_bit >= 0)
     formatter = [d, bit = unsigned(options.flip_cqe_bit)] {

@@ -342,11 +342,17 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   std::vector<std::string> warnings = wl->warnings();
   std::optional<CqWriterFigures> cq_writer;
   if (device::CqWriter* w = host.cq_writer()) cq_writer = cq_writer_figures(*w, sc.config.device.cq_writer_timing, out);
+  if (cq_writer && !cq_writer->coverage_error.empty())
+    warnings.push_back("no rtl_coverage.dat: " + cq_writer->coverage_error);
   if (sc.config.device.cq_writer == device::CqWriterKind::rtl && !cq_writer)
-    warnings.push_back(options.backend.rfind("vfio:", 0) == 0
-                           ? "device.cq_writer: rtl has no effect on silicon (backend " + options.backend + ")"
-                           : "device.cq_writer: rtl ran in the served device's process (backend " + options.backend +
-                                 "): its lock-step figures and RTL coverage are not in this report");
+    warnings.push_back(options.backend.rfind("vfio:", 0) == 0 ? "device.cq_writer: rtl has no effect on silicon (backend " +
+                                                                   options.backend + ")"
+                       : options.backend == "vfio-user"
+                           ? "device.cq_writer: rtl ran in the served device's process (backend vfio-user): its "
+                             "lock-step figures and RTL coverage are not in this report"
+                           : "device.cq_writer: the device served at " + options.backend.substr(10) +
+                                 " writes CQs as its own configuration says; this run's device.cq_writer has no "
+                                 "effect there");
   if (options.trace && !trace)
     warnings.push_back("no trace.jsonl: backend " + options.backend +
                        " has no transaction log here (a served device's server keeps its own; silicon none)");

@@ -164,6 +164,10 @@ void read_device(const YamlMap& m, device::DeviceConfig& d) {
   d.rtl_toggle_coverage = m.boolean("rtl_toggle_coverage", d.rtl_toggle_coverage);
   d.rtl_vcd = m.str("rtl_vcd", d.rtl_vcd);
   const bool rtl_block = d.formatter == device::FormatterKind::rtl || d.cq_writer == device::CqWriterKind::rtl;
+  if (m.has("cq_writer_timing") && d.cq_writer != device::CqWriterKind::rtl)
+    m.fail("key 'cq_writer_timing': it times the RTL CQ writer (device.cq_writer: rtl)");
+  if (d.formatter == device::FormatterKind::rtl && d.cq_writer == device::CqWriterKind::rtl)
+    m.fail("key 'formatter': the RTL CQ writer has its RTL formatter inside; 'formatter' chooses the TLM writer's");
   if (d.rtl_toggle_coverage && d.cq_writer != device::CqWriterKind::rtl)
     m.fail("key 'rtl_toggle_coverage': coverage is counted by the RTL CQ writer (device.cq_writer: rtl)");
   if (!d.rtl_vcd.empty() && !rtl_block)

@@ -1,7 +1,7 @@
 """irdma-sim: run scenarios and print what they found.
 
   irdma-sim run SCENARIO [--out DIR] [--seed N] [--no-trace] [--html] [--record] [--cq-writer W]
-  irdma-sim replay RUN_DIR [--formatter rtl|tlm] [--flip-cqe-bit N]
+  irdma-sim replay RUN_DIR [--formatter rtl|tlm] [--cq-writer W] [--flip-cqe-bit N]
   irdma-sim check SCENARIO...
   irdma-sim sweep SCENARIO... --seeds 1-20 [--out DIR] [--jobs N] [--trace] [--junit FILE] [--html]
                   [--dask ADDRESS|local] [--slurm FILE]

@@ -120,7 +120,8 @@ def sweep(scenarios, seeds, out, workers=None, trace=False, backend="sim", pool=
     # A report in a run's directory is then this sweep's: one a run on a cluster's worker
     # left when the interruption stopped it is collected even though its job never returned.
     for job in jobs:
-        (Path(job[3]) / "report.json").unlink(missing_ok=True)
+        for name in ("report.json", "completions.jsonl"):  # a run that started this sweep has a new one
+            (Path(job[3]) / name).unlink(missing_ok=True)
     pool = pool or ThreadPoolExecutor(max_workers=workers or os.cpu_count())
     futures = [pool.submit(run_job, job, trace, backend) for job in jobs]
     interruption = None

@@ -4,9 +4,10 @@
 //
 // One request at a time, from either request port, each answered on the response port in
 // order of acceptance:
-//  - a context command: create, resize (a new ring from slot 0, polarity 1, the arm state
-//    kept), destroy, or the arm doorbell (shadow qword0..4 read in one burst; the arm taken,
-//    ignored as stale, or firing at once when CQEs the driver has not consumed are there);
+//  - a context command: create, resize (a new ring from slot 0, polarity 1, the arm and
+//    overflow state kept), destroy, or the arm doorbell (shadow qword0..4 read in one burst;
+//    the arm taken, ignored as stale, or firing at once when CQEs the driver has not consumed
+//    are there); a resize or an arm of a CQ that does not exist changes nothing;
 //  - a completion: the CHKOVERFLOW check (the driver's head re-read from shadow qword0 when
 //    the space known falls below the threshold or below what the CQE needs), then the
 //    extended half (the next slot, across the wrap too, or the same 64-byte slot) and only
@@ -103,7 +104,7 @@ module cq_writer #(
   localparam int ASSERT_OVERWRITE = 0, ASSERT_MAIN_FIRST = 1, ASSERT_EVENT_UNARMED = 2;
 
   typedef enum logic [3:0] {
-    S_IDLE, S_CPL_CHECK, S_HEAD_AR, S_HEAD_R, S_CPL_DECIDE, S_FORMAT, S_AW, S_W, S_B,
+    S_IDLE, S_CPL_CHECK, S_HEAD_AR, S_HEAD_R, S_CPL_DECIDE, S_FORMAT, S_BURST, S_B,
     S_ARM_AR, S_ARM_R, S_ARM_DECIDE, S_RESPOND
   } state_t;
   state_t state;
@@ -169,6 +170,7 @@ module cq_writer #(
   wire        fmt_ready, fmt_out_valid;
   wire [63:0] q0, q1, q2, q3;
   reg  [1:0]  beat;
+  reg         w_done;     // the half's last beat has gone
   wire        w_fire = m_axi_wvalid && m_axi_wready;
 
   // The extended half of a 32-byte CQE in the next slot carries that slot's pass polarity.
@@ -192,7 +194,8 @@ module cq_writer #(
   assign m_axi_awsize = 3'd3;   // 8 bytes a beat
   assign m_axi_awburst = 2'd1;  // INCR
   assign m_axi_awuser = !half;
-  assign m_axi_wvalid = state == S_W && fmt_out_valid;
+  // Data does not wait for the address (AXI4 A3.3.1): both channels run in S_BURST.
+  assign m_axi_wvalid = state == S_BURST && fmt_out_valid && !w_done;
   assign m_axi_wdata = beat == 2'd0 ? q0 : beat == 2'd1 ? q1 : beat == 2'd2 ? q2 : q3;
   assign m_axi_wstrb = 8'hFF;
   assign m_axi_wlast = beat == 2'd3;
@@ -256,7 +259,7 @@ module cq_writer #(
             if (ctx_fire) begin
               rsp_status <= RSP_DONE;
               state <= ctx_op == CTX_ARM ? S_ARM_AR : S_RESPOND;
-              if (ctx_op == CTX_CREATE || ctx_op == CTX_RESIZE) begin
+              if (ctx_op == CTX_CREATE || (ctx_op == CTX_RESIZE && live_m[pick])) begin
                 live <= 1'b1;
                 base <= ctx_base;
                 size <= ctx_size;
@@ -278,7 +281,8 @@ module cq_writer #(
                 resizes <= 14'd0;
               end
               if (ctx_op == CTX_DESTROY) live <= 1'b0;
-              if (ctx_op == CTX_ARM && !live_m[pick]) begin
+              // An arm or a resize for a CQ that does not exist changes nothing.
+              if ((ctx_op == CTX_ARM || ctx_op == CTX_RESIZE) && !live_m[pick]) begin
                 rsp_status <= RSP_NO_CQ;
                 state <= S_RESPOND;
               end
@@ -340,20 +344,18 @@ module cq_writer #(
             m_axi_awvalid <= 1'b1;
             m_axi_awaddr <= half ? ext_addr : main_addr;
             beat <= 2'd0;
-            state <= S_AW;
+            w_done <= 1'b0;
+            state <= S_BURST;
           end
 
-        S_AW:
-          if (m_axi_awready) begin
-            m_axi_awvalid <= 1'b0;
-            state <= S_W;
-          end
-
-        S_W:
+        S_BURST: begin
+          if (m_axi_awready) m_axi_awvalid <= 1'b0;
           if (w_fire) begin
             beat <= beat + 2'd1;
-            if (m_axi_wlast) state <= S_B;
+            if (m_axi_wlast) w_done <= 1'b1;
           end
+          if ((!m_axi_awvalid || m_axi_awready) && (w_done || (w_fire && m_axi_wlast))) state <= S_B;
+        end
 
         S_B:
           if (m_axi_bvalid) begin
@@ -398,7 +400,8 @@ module cq_writer #(
         S_ARM_R:
           if (m_axi_rvalid) begin
             arm_beat <= arm_beat + 3'd1;
-            if (resp_error) arm_error <= 1'b1;
+            // An error beat, or a burst of other than 5 beats, reads no arm.
+            if (resp_error || m_axi_rlast != (arm_beat == 3'd4)) arm_error <= 1'b1;
             if (arm_beat == 3'd0) arm_head <= m_axi_rdata;
             if (arm_beat == 3'd4) arm_word <= {arm_seq_num, arm_next_se, arm_next, arm_sw_cq_select};
             if (m_axi_rlast) state <= S_ARM_DECIDE;
@@ -471,14 +474,19 @@ module cq_writer #(
   assign assert_fired = 3'd0;
 `else
   // ---- Invariant monitors --------------------------------------------------------------
-  // Each recomputes its invariant apart from the datapath that should keep it.
+  // Each judges what the block does at its ports (the addresses it writes, the events it
+  // reports) against state of its own or the context, not the datapath's decisions.
   reg [2:0] fired;
   reg       ext_written;  // this completion's extended half has had its write response
   reg       mon_armed [0:CQS-1];  // an arm that armed, not yet consumed by an event
   assign assert_fired = fired;
   wire aw_fire = m_axi_awvalid && m_axi_awready;
-  wire [20:0] aw_slot = half && !wide ? next_slot : tail;
+  // The slot an address falls in, and how far it is past the driver's head.
+  wire [63:0] aw_offset = m_axi_awaddr - base - (wide && half ? 64'd32 : 64'd0);
+  wire [63:0] aw_slot64 = aw_offset >> stride_shift;
+  wire [20:0] aw_slot = aw_slot64[20:0];
   wire [20:0] aw_distance = aw_slot >= head ? aw_slot - head : aw_slot + size - head;
+  wire responding = state == S_RESPOND && !rsp_valid;  // the response's first cycle
   always @(posedge clk) begin
     if (!rst_n) begin
       fired <= 3'd0;
@@ -488,13 +496,14 @@ module cq_writer #(
       if (state == S_B && m_axi_bvalid && half) ext_written <= 1'b1;
       // A checked CQ never has a slot written that holds a CQE the driver has not consumed,
       // nor its last free slot.
-      if (aw_fire && check && aw_distance > size - 21'd2) fired[ASSERT_OVERWRITE] <= 1'b1;
+      if (aw_fire && check && (aw_slot64 >= {43'd0, size} || aw_distance > size - 21'd2))
+        fired[ASSERT_OVERWRITE] <= 1'b1;
       // A main half leaves only after its extended half was answered.
       if (aw_fire && !half && f_extended && !ext_written) fired[ASSERT_MAIN_FIRST] <= 1'b1;
-      // One event per arm: none without an arm taken since the last.
-      if (state == S_ARM_DECIDE && !arm_error && !(seq_valid && seq == arm_word[17:16]))
-        mon_armed[cq] <= (arm_word[14] || arm_word[15]) && !fire_now;
-      if (state == S_B && m_axi_bvalid && !half && armed && (!sol_only || f_solicited)) begin
+      // One event per arm: an arm's response says whether it armed the CQ; a completion's
+      // event must find it armed, and disarms it.
+      if (responding && rsp_status == RSP_ARMED) mon_armed[cq] <= rsp_armed && !rsp_event;
+      if (responding && rsp_status == RSP_WRITTEN && rsp_event) begin
         if (!mon_armed[cq]) fired[ASSERT_EVENT_UNARMED] <= 1'b1;
         mon_armed[cq] <= 1'b0;
       end

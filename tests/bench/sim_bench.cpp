@@ -228,7 +228,7 @@ struct CqeSource : sc_core::sc_module {
   device::MsixVectors vectors{time, 1, [](unsigned, uint64_t) {}, [](unsigned) { return false; }};
   device::CeqEngine events{cfg, port, time, no_trace, vectors};
   device::AeqEngine async{port, time, no_trace, vectors};
-  device::CqEngine engine{cfg, port, time, events, async, no_trace, [&](device::CqWriterPort& p) {
+  device::CqEngine engine{port, time, events, async, no_trace, [&](device::CqWriterPort& p) {
                             return std::make_unique<device::TlmCqWriter>(p, cfg.cycles,
                                                                          std::make_unique<device::TlmCqeFormatter>());
                           }};

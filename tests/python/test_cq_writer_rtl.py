@@ -59,7 +59,7 @@ def test_with_costs_of_its_own_the_rtls_clock_differs_and_the_verdict_holds(scen
     report = irdma_sim.run(path, tmp_path / "out")
     assert report["passed"] and report["cq_writer"]["timing"] == "rtl"
     cqe = next(r for r in report["cq_writer"]["correlation"] if r["request"] == "cqe")
-    assert (cqe["rtl_cycles_mean"], cqe["model_cycles_mean"]) == (12, 9)
+    assert (cqe["rtl_cycles_mean"], cqe["model_cycles_mean"]) == (11, 8)
 
 
 def test_toggle_coverage_is_counted_when_asked_for(scenario, tmp_path):
