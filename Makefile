@@ -4,6 +4,7 @@
 #   make test
 #   make bench    (figures: Google Benchmark, then the whole-system benchmarks)
 #   make tsan     (the driver on OS threads under ThreadSanitizer, against build/'s server)
+#   make asan     (the whole suite but Python under AddressSanitizer and UBSan)
 BUILD    ?= build
 SCENARIO ?= scenarios/smoke.yaml
 OUT      ?= out/$(basename $(notdir $(SCENARIO)))
@@ -13,7 +14,7 @@ DEBIAN_PACKAGES := cmake ninja-build g++ pkg-config libsystemc-dev verilator lib
   libbenchmark-dev pybind11-dev python3-dev python3-pytest python3-yaml libyaml-cpp-dev \
   qemu-system-x86 busybox-static python3-matplotlib chromium python3-distributed yosys
 
-.PHONY: run test tsan bench deps build clean
+.PHONY: run test tsan asan bench deps build clean
 
 run: build
 	SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 $(BUILD)/bin/irdma-sim run $(SCENARIO) --out $(OUT) $(if $(SEED),--seed $(SEED))
@@ -25,6 +26,11 @@ tsan: build
 	@cmake --preset tsan --log-level=WARNING > /dev/null
 	@cmake --build build-tsan -- --quiet
 	cd build-tsan && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ctest --output-on-failure -j 2 -L tsan
+
+asan: build
+	@cmake --preset asan --log-level=WARNING > /dev/null
+	@cmake --build build-asan -- --quiet
+	cd build-asan && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ctest --output-on-failure -j 2
 
 bench: build
 	$(BUILD)/tests/bench/irdma_bench --benchmark_min_time=1
@@ -52,4 +58,4 @@ deps:
 	fi
 
 clean:
-	rm -rf $(BUILD) build-tsan out
+	rm -rf $(BUILD) build-tsan build-asan out
