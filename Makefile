@@ -5,6 +5,9 @@
 #   make bench    (figures: Google Benchmark, then the whole-system benchmarks)
 #   make tsan     (the driver on OS threads under ThreadSanitizer, against build/'s server)
 #   make asan     (the whole suite but Python under AddressSanitizer and UBSan)
+#   make fuzz [FUZZ_SECONDS=n] [FUZZ_KEEP=1]
+#                 (each libFuzzer target for n seconds, 30 by default, under ASan and UBSan;
+#                 FUZZ_KEEP=1 adds what it finds to the kept corpus, tests/fuzz/corpus)
 BUILD    ?= build
 SCENARIO ?= scenarios/smoke.yaml
 OUT      ?= out/$(basename $(notdir $(SCENARIO)))
@@ -12,9 +15,14 @@ SEED     ?=
 
 DEBIAN_PACKAGES := cmake ninja-build g++ pkg-config libsystemc-dev verilator libgtest-dev \
   libbenchmark-dev pybind11-dev python3-dev python3-pytest python3-yaml libyaml-cpp-dev \
-  qemu-system-x86 busybox-static python3-matplotlib chromium python3-distributed yosys
+  qemu-system-x86 busybox-static python3-matplotlib chromium python3-distributed yosys \
+  clang libclang-rt-14-dev
 
-.PHONY: run test tsan asan bench deps build clean
+FUZZ_TARGETS := poll_ring scenario capabilities vfio_user_server
+FUZZ_SECONDS ?= 30
+FUZZ_KEEP    ?=
+
+.PHONY: run test tsan asan fuzz bench deps build clean
 
 run: build
 	SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 $(BUILD)/bin/irdma-sim run $(SCENARIO) --out $(OUT) $(if $(SEED),--seed $(SEED))
@@ -31,6 +39,11 @@ asan: build
 	@cmake --preset asan --log-level=WARNING > /dev/null
 	@cmake --build build-asan -- --quiet
 	cd build-asan && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ctest --output-on-failure -j 2
+
+fuzz: deps
+	@cmake --preset fuzz --log-level=WARNING > /dev/null
+	@cmake --build build-fuzz --target $(addprefix fuzz_,$(FUZZ_TARGETS)) -- --quiet
+	tests/scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS) "$(FUZZ_KEEP)" $(FUZZ_TARGETS)
 
 bench: build
 	$(BUILD)/tests/bench/irdma_bench --benchmark_min_time=1
@@ -58,4 +71,4 @@ deps:
 	fi
 
 clean:
-	rm -rf $(BUILD) build-tsan build-asan out
+	rm -rf $(BUILD) build-tsan build-asan build-fuzz out
