@@ -57,7 +57,10 @@ std::string YamlMap::key_path(const char* key) const {
 void YamlMap::allow(std::initializer_list<const char*> keys) const {
   std::map<std::string, YAML::Mark> seen;
   for (const auto& kv : node_) {
-    const std::string k = kv.first.as<std::string>();
+    // YAML allows a sequence or a mapping as a key ("? - a"); a scenario's keys are names.
+    if (!kv.first.IsScalar()) fail(kv.first, "a key in '" + (path_.empty() ? std::string("<document>") : path_) +
+                                                 "' must be a name, not a list or a mapping");
+    const std::string k = kv.first.Scalar();
     // yaml-cpp keeps both and reads the first: a second one would be dropped unseen.
     const auto [first, fresh] = seen.emplace(k, kv.first.Mark());
     if (!fresh)
