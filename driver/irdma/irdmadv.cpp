@@ -13,6 +13,7 @@ int irdmadv_query_cq(const ibcore::ib_cq* ibcq, irdmadv_cq* out) {
   out->cq_num = cq->cq_num;
   const std::lock_guard<hal::Lock> held(*cq->lock);
   out->corrupt_cqes = cq->sc_cq.corrupt_cqes;
+  out->destroyed_qp_cqes = cq->sc_cq.destroyed_qp_cqes;
   out->resizes = cq->resizes;
   out->retired_polled = cq->retired_polled;
   return 0;

@@ -142,6 +142,7 @@ struct irdma_cq_uk {
   irdma_vers hw_rev = IRDMA_GEN_2;
   irdma_qp_table qp_table;
   uint64_t corrupt_cqes = 0;     // CQEs skipped for an unknown context or index
+  uint64_t destroyed_qp_cqes = 0;  // CQEs (flushes aside) of a QP being destroyed, dropped
   // QPs whose first flush CQE this CQ delivered since the verbs layer last looked: it
   // starts their software flush work (spec G.7).
   std::vector<irdma_qp_uk*> newly_flushed;

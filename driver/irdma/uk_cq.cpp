@@ -8,6 +8,12 @@
 namespace irdma {
 namespace {
 
+// A flush CQE (its error's major code is the flush one): a GEN_2 flush may stand for many
+// completions or none, so the counts of CQEs per completion leave them out.
+bool is_flush_cqe(uint64_t qword3) {
+  return (qword3 & IRDMA_CQ_ERROR) && FIELD_GET(IRDMA_CQ_MAJERR, qword3) == IRDMA_FLUSH_MAJOR_ERR;
+}
+
 // Steps head once, flipping the expected polarity where the ring wraps.
 inline void cq_move_head(irdma_cq_uk* cq) {
   if (++cq->cq_ring.head == cq->cq_ring.size) {
@@ -197,6 +203,9 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
 
   if (!qp || READ_ONCE(qp->destroy_pending)) {
     if (qword1 && !qp) cq->corrupt_cqes++;
+    // Written after destroy cleaned the ring, before the device had the QP gone: reported
+    // to no one, as irdma drops them; counted, as the clean counts what it removes.
+    if (qp && !is_flush_cqe(qword3)) cq->destroyed_qp_cqes++;
     ret = -EFAULT;
   } else if (info->q_type == 0) {  // RQ
     uint32_t array_idx = wqe_idx >> qp->rq_shift;
@@ -287,9 +296,7 @@ uint32_t irdma_uk_clean_cq(uint64_t qp_compl_ctx, irdma_cq_uk* cq) {
   walk_unpolled(cq, [&](uint64_t* cqe) {
     if (READ_ONCE(cqe[1]) != qp_compl_ctx) return false;
     WRITE_ONCE(cqe[1], uint64_t(0));
-    const uint64_t qword3 = READ_ONCE(cqe[3]);
-    const bool flush = (qword3 & IRDMA_CQ_ERROR) && FIELD_GET(IRDMA_CQ_MAJERR, qword3) == IRDMA_FLUSH_MAJOR_ERR;
-    cleaned += !flush;
+    cleaned += !is_flush_cqe(READ_ONCE(cqe[3]));
     return false;
   });
   return cleaned;

@@ -99,8 +99,9 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
   if (!dev) return;
   // A flush CQE may stand for many completions (GEN_2), or for none (its WQEs were
   // reported already), and software flushes have none: flushes are left out.
-  // CQEs a destroyed QP left unpolled are never reported either.
-  const uint64_t cleaned = sys.events.cqes_cleaned;
+  // CQEs a destroyed QP left unpolled are never reported either: those destroy cleaned out
+  // of the rings, and those written after the clean that the poll path dropped.
+  const uint64_t cleaned = sys.events.cqes_cleaned + wl.destroyed_qp_cqes;
   const uint64_t data_cqes = dev->cqes_written - dev->ccq_cqes - dev->flush_cqes - cleaned;
   const uint64_t delivered = wl.completions - wl.flushed;
   sb.record("cqes_written_equal_completions_delivered", data_cqes == delivered,

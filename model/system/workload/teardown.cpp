@@ -29,6 +29,7 @@ void Workload::teardown() {
     irdma::irdmadv_cq stats;
     irdma::irdmadv_query_cq(cq, &stats);
     corrupt += stats.corrupt_cqes;
+    counters_.destroyed_qp_cqes += stats.destroyed_qp_cqes;
     counters_.retired_ring_completions += stats.retired_polled;
   }
   sb_.record("no_corrupt_cqes", corrupt == 0,
