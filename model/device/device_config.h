@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace irdma_sim::device {
@@ -55,12 +56,27 @@ struct DeviceConfig {
   FormatterKind formatter = FormatterKind::tlm;
   // The RTL CQ writer (its own formatter inside) in lock-step with a TLM twin.
   CqWriterKind cq_writer = CqWriterKind::tlm;
-  CqWriterTiming cq_writer_timing = CqWriterTiming::rtl;
+  std::optional<CqWriterTiming> cq_writer_timing;  // unset: rtl
   // The RTL CQ writer counts toggle coverage as well as line coverage (many times slower).
   bool rtl_toggle_coverage = false;
   // A VCD file of the RTL block's pins (the CQ writer's, else the formatter's), in simulated
   // time ("": none). A scenario run puts a relative path in its output directory.
   std::string rtl_vcd;
 };
+
+// A setting of `d` that its choice of CQ writer and formatter would leave unused, said as
+// "key 'NAME': why"; empty when every one is used.
+inline std::string unused_rtl_setting(const DeviceConfig& d) {
+  const bool rtl_writer = d.cq_writer == CqWriterKind::rtl;
+  if (d.cq_writer_timing && !rtl_writer)
+    return "key 'cq_writer_timing': it times the RTL CQ writer (device.cq_writer: rtl)";
+  if (d.formatter == FormatterKind::rtl && rtl_writer)
+    return "key 'formatter': the RTL CQ writer has its RTL formatter inside; 'formatter' chooses the TLM writer's";
+  if (d.rtl_toggle_coverage && !rtl_writer)
+    return "key 'rtl_toggle_coverage': coverage is counted by the RTL CQ writer (device.cq_writer: rtl)";
+  if (!d.rtl_vcd.empty() && !rtl_writer && d.formatter != FormatterKind::rtl)
+    return "key 'rtl_vcd': waveforms come from an RTL block (device.cq_writer: rtl or device.formatter: rtl)";
+  return {};
+}
 
 }  // namespace irdma_sim::device

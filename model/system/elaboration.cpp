@@ -52,8 +52,8 @@ device::CqWriterFactory make_cq_writer(const device::DeviceConfig& d, FormatterF
     throw std::invalid_argument("device.cq_writer: rtl holds " + std::to_string(rtl::RtlCqWriter::kMaxCqs) +
                                 " CQ contexts; this device has " + std::to_string(d.max_cq));
   if (formatter) throw std::invalid_argument("device.cq_writer: rtl formats with its own RTL formatter");
-  const auto timing = d.cq_writer_timing == device::CqWriterTiming::rtl ? rtl::RtlCqWriter::Timing::rtl
-                                                                         : rtl::RtlCqWriter::Timing::model;
+  const auto timing = d.cq_writer_timing == device::CqWriterTiming::model ? rtl::RtlCqWriter::Timing::model
+                                                                          : rtl::RtlCqWriter::Timing::rtl;
   return [d, timing](device::CqWriterPort& port) {
     const auto make_rtl = [&](device::CqWriterPort& dut_port) {
       auto rtl = std::make_unique<rtl::RtlCqWriter>(dut_port, timing, d.cycles, d.rtl_toggle_coverage);

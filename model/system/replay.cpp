@@ -12,6 +12,7 @@
 #include "model/platform/pcie_link.h"
 #include "model/sc_compat.h"
 #include "model/system/elaboration.h"
+#include "model/system/run_scenario.h"
 #include "model/system/scenario.h"
 #include "model/system/stimulus.h"
 #include "model/system/yaml_reader.h"
@@ -217,10 +218,9 @@ ReplayResult replay_run(const std::string& run_dir, const ReplayOptions& options
                         "where its quantum fell); record it with sync.mode approximate");
   device::DeviceConfig& d = sc.config.device;
   if (options.formatter) d.formatter = *options.formatter;
-  if (options.cq_writer) d.cq_writer = *options.cq_writer;
-  if (options.cq_writer_timing) d.cq_writer_timing = *options.cq_writer_timing;
+  d.rtl_vcd.clear();  // a replay writes no waveform
+  override_cq_writer(d, options.cq_writer, options.cq_writer_timing, sc.file);
   if (options.flip_cqe_bit > 255) throw ScenarioError("--flip-cqe-bit: a CQE half has bits 0 to 255");
-  d.rtl_vcd.clear();
 
   begin_elaboration("replay");
   trace::TraceLog no_trace;

@@ -278,6 +278,14 @@ void choose_cq_writer(const std::string& choice, std::optional<device::CqWriterK
   if (choice != "tlm") timing = choice == "rtl" ? device::CqWriterTiming::rtl : device::CqWriterTiming::model;
 }
 
+void override_cq_writer(device::DeviceConfig& d, std::optional<device::CqWriterKind> kind,
+                        std::optional<device::CqWriterTiming> timing, const std::string& file) {
+  if (kind) d.cq_writer = *kind;
+  if (timing) d.cq_writer_timing = timing;
+  if (const std::string unused = device::unused_rtl_setting(d); !unused.empty())
+    throw ScenarioError(file + ": " + unused + " (the CQ writer being the command line's choice)");
+}
+
 RunResult run_scenario(const std::string& scenario_path, const std::string& out_dir,
                        const RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -285,8 +293,7 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   const StopSignals signals;
   Scenario sc = load_scenario(scenario_path);
   if (options.seed) sc.seed = *options.seed;
-  if (options.cq_writer) sc.config.device.cq_writer = *options.cq_writer;
-  if (options.cq_writer_timing) sc.config.device.cq_writer_timing = *options.cq_writer_timing;
+  override_cq_writer(sc.config.device, options.cq_writer, options.cq_writer_timing, sc.file);
   const std::filesystem::path out(out_dir);
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
@@ -342,7 +349,7 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   if (device_seen) coverage.add(host.trace()->coverage());
   std::vector<std::string> warnings = wl->warnings();
   std::optional<CqWriterFigures> cq_writer;
-  if (device::CqWriter* w = host.cq_writer()) cq_writer = cq_writer_figures(*w, sc.config.device.cq_writer_timing, out);
+  if (device::CqWriter* w = host.cq_writer()) cq_writer = cq_writer_figures(*w, sc.config.device.cq_writer_timing.value_or(device::CqWriterTiming::rtl), out);
   if (cq_writer && !cq_writer->coverage_error.empty())
     warnings.push_back("no rtl_coverage.dat: " + cq_writer->coverage_error);
   if (sc.config.device.cq_writer == device::CqWriterKind::rtl && !cq_writer)

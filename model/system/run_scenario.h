@@ -29,6 +29,11 @@ struct RunOptions {
   std::function<void(const RunProgress&)> progress;
 };
 
+// Puts a command line's CQ writer (and timing) in place of the device's; throws ScenarioError,
+// naming `file`, when that leaves a setting of the scenario's unused (unused_rtl_setting).
+void override_cq_writer(device::DeviceConfig& d, std::optional<device::CqWriterKind> kind,
+                        std::optional<device::CqWriterTiming> timing, const std::string& file);
+
 // The CQ writer a command line names: "tlm", "rtl" (the RTL's cycles feed the clock) or
 // "rtl:model" (the stage costs do), into the options' fields; std::invalid_argument else.
 void choose_cq_writer(const std::string& choice, std::optional<device::CqWriterKind>& kind,

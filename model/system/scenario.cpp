@@ -159,19 +159,11 @@ void read_device(const YamlMap& m, device::DeviceConfig& d) {
   d.rnr_retry_cycles = m.u32("rnr_retry_cycles", d.rnr_retry_cycles, 1, 1u << 30);
   d.formatter = device::FormatterKind(m.choice("formatter", size_t(d.formatter), {"tlm", "rtl"}));
   d.cq_writer = device::CqWriterKind(m.choice("cq_writer", size_t(d.cq_writer), {"tlm", "rtl"}));
-  d.cq_writer_timing =
-      device::CqWriterTiming(m.choice("cq_writer_timing", size_t(d.cq_writer_timing), {"rtl", "model"}));
+  if (m.has("cq_writer_timing"))
+    d.cq_writer_timing = device::CqWriterTiming(m.choice("cq_writer_timing", 0, {"rtl", "model"}));
   d.rtl_toggle_coverage = m.boolean("rtl_toggle_coverage", d.rtl_toggle_coverage);
   d.rtl_vcd = m.str("rtl_vcd", d.rtl_vcd);
-  const bool rtl_block = d.formatter == device::FormatterKind::rtl || d.cq_writer == device::CqWriterKind::rtl;
-  if (m.has("cq_writer_timing") && d.cq_writer != device::CqWriterKind::rtl)
-    m.fail("key 'cq_writer_timing': it times the RTL CQ writer (device.cq_writer: rtl)");
-  if (d.formatter == device::FormatterKind::rtl && d.cq_writer == device::CqWriterKind::rtl)
-    m.fail("key 'formatter': the RTL CQ writer has its RTL formatter inside; 'formatter' chooses the TLM writer's");
-  if (d.rtl_toggle_coverage && d.cq_writer != device::CqWriterKind::rtl)
-    m.fail("key 'rtl_toggle_coverage': coverage is counted by the RTL CQ writer (device.cq_writer: rtl)");
-  if (!d.rtl_vcd.empty() && !rtl_block)
-    m.fail("key 'rtl_vcd': waveforms come from an RTL block (device.cq_writer: rtl or device.formatter: rtl)");
+  if (const std::string unused = device::unused_rtl_setting(d); !unused.empty()) m.fail(unused);
   d.mac = m.u64("mac", d.mac, 0, (1ull << 48) - 1);
   d.ud_vlan_tci = uint16_t(m.u32("ud_vlan_tci", d.ud_vlan_tci, 0, 0xFFFF));
   d.ud_ipv4 = m.boolean("ud_ipv4", d.ud_ipv4);

@@ -84,6 +84,13 @@ def test_bad_choices_are_one_clear_error(scenario, tmp_path):
                             ({"cq_writer_timing": "fast"}, "cq_writer_timing")):
         proc = cli("run", str(small(scenario, tmp_path, "bad", **device)), "--out", str(tmp_path / "o"))
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    # A command line's CQ writer that would leave a setting of the scenario's unused.
+    for device, flag, message in (({"cq_writer": "rtl", "rtl_toggle_coverage": True}, "tlm", "rtl_toggle_coverage"),
+                                  ({"cq_writer": "rtl", "cq_writer_timing": "model"}, "tlm", "cq_writer_timing"),
+                                  ({"formatter": "rtl"}, "rtl", "'formatter'")):
+        proc = cli("run", str(small(scenario, tmp_path, "over", **device)), "--out", str(tmp_path / "o"),
+                   "--cq-writer", flag)
+        assert proc.returncode == 2 and message in proc.stderr and "command line" in proc.stderr, proc.stderr
     runner = Path(os.environ["IRDMA_SIM_BIN"]).parent / "model" / "system" / "irdma-sim-run"
     run = subprocess.run([str(runner), scenario("smoke.yaml"), "--out", str(tmp_path / "o"), "--cq-writer", "rtl:fast"],
                          capture_output=True, text=True)
