@@ -18,7 +18,6 @@ DEBIAN_PACKAGES := cmake ninja-build g++ pkg-config libsystemc-dev verilator lib
   qemu-system-x86 busybox-static python3-matplotlib chromium python3-distributed yosys \
   clang libclang-rt-14-dev
 
-FUZZ_TARGETS := poll_ring scenario capabilities vfio_user_server
 FUZZ_SECONDS ?= 30
 FUZZ_KEEP    ?=
 
@@ -42,8 +41,8 @@ asan: build
 
 fuzz: deps
 	@cmake --preset fuzz --log-level=WARNING > /dev/null
-	@cmake --build build-fuzz --target $(addprefix fuzz_,$(FUZZ_TARGETS)) -- --quiet
-	tests/scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS) "$(FUZZ_KEEP)" $(FUZZ_TARGETS)
+	@cmake --build build-fuzz --target fuzz_targets -- --quiet
+	tests/scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS) "$(FUZZ_KEEP)"
 
 bench: build
 	$(BUILD)/tests/bench/irdma_bench --benchmark_min_time=1

@@ -9,7 +9,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using irdma_sim::fuzz::ByteEntropy;
-  ByteEntropy rounds(data, size < 4 ? size : 4);
+  // The rounds from the input's last bytes, the ring's choices from its first.
+  ByteEntropy rounds(data + (size < 4 ? 0 : size - 4), size < 4 ? size : 4);
   irdma_sim::testing::HostileRing ring(ByteEntropy(data, size), [](const std::string& what) {
     irdma_sim::fuzz::broken("fuzz_poll_ring", what);
   });

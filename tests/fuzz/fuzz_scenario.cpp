@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -17,10 +20,19 @@
 int sc_main(int, char**) { return 1; }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string path = "/dev/shm/irdma-sim-fuzz-scenario-" + std::to_string(::getpid()) + ".yaml";
+  // One file per process, gone when it ends.
+  static const std::string path = [] {
+    static std::string p = (std::filesystem::temp_directory_path() /
+                            ("irdma-sim-fuzz-scenario-" + std::to_string(::getpid()) + ".yaml"))
+                               .string();
+    std::atexit([] { std::remove(p.c_str()); });
+    return p;
+  }();
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), std::streamsize(size));
+    // Unwritten, every input would be the loader's "cannot open": nothing tested.
+    if (!out.flush()) irdma_sim::fuzz::broken("fuzz_scenario", "cannot write " + path);
   }
   try {
     irdma_sim::system::load_scenario(path);

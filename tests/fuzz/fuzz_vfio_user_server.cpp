@@ -7,8 +7,6 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <exception>
-#include <memory>
 #include <string>
 
 #include "driver/backends/vfio_user/socket.h"

@@ -18,13 +18,15 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     std::error_code ec;
     const std::filesystem::path arg(argv[i]);
+    const size_t before = inputs.size();
     if (std::filesystem::is_directory(arg, ec)) {
-      for (const auto& entry : std::filesystem::directory_iterator(arg, ec))
-        if (entry.is_regular_file()) inputs.push_back(entry.path());
+      for (std::filesystem::directory_iterator it(arg, ec), end; !ec && it != end; it.increment(ec))
+        if (it->is_regular_file()) inputs.push_back(it->path());
     } else if (std::filesystem::is_regular_file(arg, ec)) {
       inputs.push_back(arg);
-    } else {
-      std::fprintf(stderr, "%s: no such input or directory\n", argv[i]);
+    }
+    if (ec || inputs.size() == before) {
+      std::fprintf(stderr, "%s: %s\n", argv[i], ec ? ec.message().c_str() : "no input there");
       return 2;
     }
   }
