@@ -15,7 +15,6 @@
 
 #include <array>
 #include <fstream>
-#include <sstream>
 
 namespace irdma_sim::rtl {
 
@@ -128,6 +127,20 @@ struct Block final : RtlCqWriter::Model {
   // Runs the request the caller drove (its valid raised) until its response: the slave's
   // side of each cycle is decided from the block's registered outputs, then the edge.
   void run() {
+    // A request a throw cut short left the handshakes mid-way: nothing after it is sound.
+    if (broken) throw std::logic_error("RtlCqWriter: used after a request failed (" + broken_by + ")");
+    try {
+      run_request();
+    } catch (const std::exception& e) {
+      broken = true;
+      broken_by = e.what();
+      throw;
+    }
+  }
+  bool broken = false;
+  std::string broken_by;
+
+  void run_request() {
     intake_due = request != Request::context;
     at_time_ps(port.now_ps());
     const uint64_t start = block.cycles();
@@ -143,12 +156,12 @@ struct Block final : RtlCqWriter::Model {
       top.m_axi_arready = !r_pending && top.m_axi_arvalid && open(throttle.ar_ready);
       r_offered = r_offered || (r_pending && open(throttle.r_valid));
       top.m_axi_rvalid = r_offered;
-      top.m_axi_rdata = r_data[r_beat];
+      top.m_axi_rdata = r_data[r_beat < r_beats ? r_beat : 0];
       top.m_axi_rresp = r_ok ? kAxiOkay : kAxiSlverr;
       top.m_axi_rlast = r_beat + 1 == r_beats;
       top.rsp_ready = top.rsp_valid && open(throttle.rsp_ready);
 
-      const bool req_fire = offered && top.ctx_ready;
+      const bool req_fire = offered && (request == Request::completion ? top.cpl_ready : top.ctx_ready);
       const bool aw_fire = top.m_axi_awvalid && top.m_axi_awready;
       const bool w_fire = top.m_axi_wvalid && top.m_axi_wready;
       const bool w_last = w_fire && top.m_axi_wlast;
@@ -256,9 +269,19 @@ struct Block final : RtlCqWriter::Model {
     top.ctx_valid = 1;
     request = op == CTX_ARM ? Request::arm : Request::context;
     run();
+    // An arm's statuses are arm()'s to read; a context command is done, or (a resize) finds
+    // no such CQ.
+    if (op != CTX_ARM && status != RSP_DONE && !(op == CTX_RESIZE && status == RSP_NO_CQ))
+      throw unexpected("a context command", status);
   }
 
   void at_time_ps(uint64_t t) { block.at_time_ps(t); }
+
+  std::logic_error unexpected(const char* request, RspStatus s) {
+    broken = true;
+    broken_by = "response status " + std::to_string(s) + " to " + request;
+    return std::logic_error("RtlCqWriter: the RTL answered " + broken_by);
+  }
 
   static void check_cq(uint32_t cq) {
     if (cq >= kMaxCqs)
@@ -274,9 +297,12 @@ struct Block final : RtlCqWriter::Model {
     request = Request::completion;
     run();
     CqWriteOutcome out = written;
-    out.status = status == RSP_WRITTEN      ? CqWriteOutcome::written
-                 : status == RSP_OVERFLOWED ? CqWriteOutcome::overflowed
-                                            : CqWriteOutcome::no_cq;
+    switch (status) {
+      case RSP_WRITTEN: out.status = CqWriteOutcome::written; break;
+      case RSP_OVERFLOWED: out.status = CqWriteOutcome::overflowed; break;
+      case RSP_NO_CQ: out.status = CqWriteOutcome::no_cq; break;
+      default: throw unexpected("a completion", status);
+    }
     if (out.status != CqWriteOutcome::written) {
       out.slot = 0;
       out.main = out.ext = {};
@@ -289,10 +315,13 @@ struct Block final : RtlCqWriter::Model {
   CqArmOutcome arm(uint32_t cq) override {
     CqArmOutcome out;
     context_command(CTX_ARM, cq, {});
-    out.status = status == RSP_ARMED        ? CqArmOutcome::armed
-                 : status == RSP_STALE      ? CqArmOutcome::stale
-                 : status == RSP_ARM_FAILED ? CqArmOutcome::failed
-                                            : CqArmOutcome::no_cq;
+    switch (status) {
+      case RSP_ARMED: out.status = CqArmOutcome::armed; break;
+      case RSP_STALE: out.status = CqArmOutcome::stale; break;
+      case RSP_ARM_FAILED: out.status = CqArmOutcome::failed; break;
+      case RSP_NO_CQ: out.status = CqArmOutcome::no_cq; break;
+      default: throw unexpected("an arm", status);
+    }
     if (out.status == CqArmOutcome::armed || out.status == CqArmOutcome::stale)
       out.solicited_only = written.solicited_only;
     if (out.status == CqArmOutcome::armed) {

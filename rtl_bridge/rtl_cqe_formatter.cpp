@@ -10,7 +10,6 @@
 #include "rtl_bridge/rtl_cqe_formatter.h"
 #include "rtl_bridge/verilated_block.h"
 
-#include <stdexcept>
 #include <string>
 
 namespace irdma_sim::rtl {

@@ -37,7 +37,6 @@ class VerilatedBlock {
 
   Top& top() { return top_; }
   VerilatedContext& context() { return context_; }
-  const Top& top() const { return top_; }
 
   // `edges` synchronous reset edges (a block that clears a store holds reset longer) with
   // the inputs `idle` drives (valids low), then rst_n high.
@@ -68,8 +67,8 @@ class VerilatedBlock {
   }
 
   // Dumps every following edge to a VCD at `path` (closed on destruction), in picoseconds,
-  // a clock period being `period_ps`. Once per block; throws std::runtime_error when the
-  // file cannot be written.
+  // a clock period being `period_ps`. Once per block (std::logic_error on a second call);
+  // throws std::runtime_error when the file cannot be written.
   void enable_vcd(const std::string& path, uint64_t period_ps) {
     if (vcd_) throw std::logic_error(name_ + ": VCD already enabled");
     context_.traceEverOn(true);

@@ -1,6 +1,8 @@
 #include "model/device/cq_engine.h"
 
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "model/device/regs.h"
 
@@ -64,6 +66,8 @@ bool CqEngine::arm(uint32_t cq_id) {
   auto it = cqs_.find(cq_id);
   if (it == cqs_.end()) return false;
   const CqArmOutcome arm = writer_->arm(cq_id);
+  if (arm.status == CqArmOutcome::no_cq)
+    throw std::logic_error("CQ engine: its writer has no CQ " + std::to_string(cq_id) + ", which the engine holds");
   if (arm.status != CqArmOutcome::armed && arm.status != CqArmOutcome::stale) return false;
   const unsigned kind = arm.solicited_only ? 1 : 0;
   if (arm.status == CqArmOutcome::stale) {
@@ -121,6 +125,8 @@ bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
   }
   CqContext& cq = it->second;
   const CqWriteOutcome out = writer_->write(cq_id, fields);
+  if (out.status == CqWriteOutcome::no_cq)
+    throw std::logic_error("CQ engine: its writer has no CQ " + std::to_string(cq_id) + ", which the engine holds");
   if (out.head_read) {
     counters_.head_reads++;
     trace_.coverage().hit(trace::Cover::cq_ring, {1});

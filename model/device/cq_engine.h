@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <unordered_map>
 
@@ -31,9 +30,6 @@ struct CqContext {
   uint32_t shadow_read_threshold = 0;
   uint32_t events_unacked = 0;  // its CEQEs awaiting CQACK (a promotion can make two)
 };
-
-// Builds the engine's CQ writer on the port the engine gives it.
-using CqWriterFactory = std::function<std::unique_ptr<CqWriter>(CqWriterPort&)>;
 
 struct CqEngineCounters {
   uint64_t cqes_written = 0;

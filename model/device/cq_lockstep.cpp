@@ -24,7 +24,8 @@ uint64_t CqCycleStats::dut_quantile(double fraction) const {
 }
 
 const char* CqCorrelation::name(Kind k) {
-  static constexpr const char* names[kKinds] = {"cqe", "extended_cqe", "cqe_head_read", "dropped", "arm", "context"};
+  static constexpr const char* names[kKinds] = {"cqe",   "extended_cqe", "cqe_head_read", "dropped",
+                                                "no_cq", "arm",          "context"};
   return names[k];
 }
 
@@ -71,7 +72,7 @@ class LockstepCqWriter::TwinPort final : public CqWriterPort {
     a.len = len;
     if (at >= dut_.accesses.size()) return false;
     const Access& d = dut_.accesses[at];
-    if (d.write || d.addr != addr || d.len != len) return false;  // check_accesses names it
+    if (d.write || d.addr != addr || d.len != len) return false;  // accesses_differ names it
     a.ok = d.ok;
     a.bytes = d.bytes;
     if (a.ok) std::memcpy(dst, d.bytes.data(), std::min<size_t>(len, d.bytes.size()));
@@ -89,18 +90,17 @@ class LockstepCqWriter::TwinPort final : public CqWriterPort {
     a.ok = at < dut_.accesses.size() ? dut_.accesses[at].ok : true;
     return a.ok;
   }
-  void cycles(uint32_t n) override { cycles_ += n; }
+  void cycles(uint32_t) override {}  // the twin's cycles are its last_cycles()
   uint64_t now_ps() const override { return engine_.now_ps(); }
 
   std::vector<Access> accesses;
-  uint64_t cycles_ = 0;
 
  private:
   const RecordingPort& dut_;
   CqWriterPort& engine_;
 };
 
-LockstepCqWriter::LockstepCqWriter(CqWriterPort& port, const Factory& make_dut, const StageCycles& cycles,
+LockstepCqWriter::LockstepCqWriter(CqWriterPort& port, const CqWriterFactory& make_dut, const StageCycles& cycles,
                                    std::string dut_name)
     : recording_(std::make_unique<RecordingPort>(port)),
       twin_port_(std::make_unique<TwinPort>(*recording_, port)),
@@ -236,7 +236,8 @@ CqWriteOutcome LockstepCqWriter::write(uint32_t cq, const CqeFields& fields) {
     disagree(cq_request("completion", cq) + " for QP " + std::to_string(fields.qp_id) + " wqe_idx " +
                  std::to_string(fields.wqe_idx),
              dut_view, twin_view);
-  count(dut.status != CqWriteOutcome::written ? CqCorrelation::dropped
+  count(dut.status == CqWriteOutcome::no_cq     ? CqCorrelation::no_cq
+        : dut.status != CqWriteOutcome::written ? CqCorrelation::dropped
         : dut.head_read                       ? CqCorrelation::cqe_head_read
         : fields.extended                     ? CqCorrelation::extended_cqe
                                               : CqCorrelation::cqe);

@@ -40,16 +40,16 @@ struct CqCycleStats {
 };
 
 struct CqCorrelation {
-  enum Kind : unsigned { cqe, extended_cqe, cqe_head_read, dropped, arm, context, kKinds };
+  // dropped: CHKOVERFLOW kept the completion out; no_cq: its CQ does not exist.
+  enum Kind : unsigned { cqe, extended_cqe, cqe_head_read, dropped, no_cq, arm, context, kKinds };
   static const char* name(Kind k);
   std::array<CqCycleStats, kKinds> kinds;
 };
 
 class LockstepCqWriter final : public CqWriter {
  public:
-  using Factory = std::function<std::unique_ptr<CqWriter>(CqWriterPort&)>;
   // `dut_name` names the writer under test in messages ("RTL").
-  LockstepCqWriter(CqWriterPort& port, const Factory& make_dut, const StageCycles& cycles,
+  LockstepCqWriter(CqWriterPort& port, const CqWriterFactory& make_dut, const StageCycles& cycles,
                    std::string dut_name);
   ~LockstepCqWriter() override;
 

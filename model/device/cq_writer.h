@@ -7,10 +7,11 @@
 //
 // Two implementations: TlmCqWriter here, and the Verilog one (rtl_bridge/rtl_cq_writer.h),
 // which the CQ engine runs in lock-step with a TlmCqWriter (cq_lockstep.h). No SystemC
-// here: the RTL bridge includes this before the Verilator headers may be.
+// here: this is irdma_cq_datapath, which the RTL bridge and its tests link bare.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 
@@ -80,6 +81,9 @@ class CqWriter {
   // Clock cycles the last request took by this writer's own measure.
   virtual uint64_t last_cycles() const = 0;
 };
+
+// Builds a CQ writer on the port it is given.
+using CqWriterFactory = std::function<std::unique_ptr<CqWriter>(CqWriterPort&)>;
 
 // The transaction-level writer: each request costs the stage cycles of the configuration,
 // charged where the hardware spends them, so that its reads and writes land after the

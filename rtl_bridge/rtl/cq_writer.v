@@ -94,14 +94,13 @@ module cq_writer #(
   localparam int CQS = 1 << CQ_ID_W;
 
   localparam logic [1:0] CTX_CREATE = 2'd0, CTX_RESIZE = 2'd1, CTX_DESTROY = 2'd2, CTX_ARM = 2'd3;
-  localparam logic [2:0] RSP_DONE = 3'd0,        // create, resize, destroy
+  localparam logic [2:0] RSP_DONE = 3'd0,        // create, resize, destroy done
                          RSP_WRITTEN = 3'd1,     // completion written
                          RSP_OVERFLOWED = 3'd2,  // completion dropped: the CQ is full or in error
-                         RSP_NO_CQ = 3'd3,       // completion or arm for a CQ that does not exist
+                         RSP_NO_CQ = 3'd3,       // completion, arm or resize for a CQ that does not exist
                          RSP_ARMED = 3'd4,       // arm taken
                          RSP_STALE = 3'd5,       // arm with the sequence number already taken
                          RSP_ARM_FAILED = 3'd6;  // the shadow area could not be read
-  localparam int ASSERT_OVERWRITE = 0, ASSERT_MAIN_FIRST = 1, ASSERT_EVENT_UNARMED = 2;
 
   typedef enum logic [3:0] {
     S_IDLE, S_CPL_CHECK, S_HEAD_AR, S_HEAD_R, S_CPL_DECIDE, S_FORMAT, S_BURST, S_B,
@@ -211,6 +210,7 @@ module cq_writer #(
   wire [CQ_ID_W-1:0] pick = ctx_fire ? ctx_cq : cpl_cq;
   wire resp_error = m_axi_rresp != 2'b00;
 
+  reg        head_first_beat;  // the head read's next beat is its first
   reg [63:0] arm_head;  // shadow qword0 as the arm's burst read it
   reg [2:0]  arm_beat;
   reg        arm_error;
@@ -307,6 +307,7 @@ module cq_writer #(
             m_axi_arvalid <= 1'b1;
             m_axi_araddr <= shadow;
             m_axi_arlen <= 8'd0;
+            head_first_beat <= 1'b1;
             state <= S_HEAD_AR;
           end else begin
             state <= S_CPL_DECIDE;
@@ -320,7 +321,10 @@ module cq_writer #(
 
         S_HEAD_R:
           if (m_axi_rvalid) begin
-            if (!resp_error && m_axi_rdata < {43'd0, size}) head <= m_axi_rdata[20:0];
+            // The head is a one-beat burst's only beat; any other burst reads no head.
+            if (!resp_error && m_axi_rlast && head_first_beat && m_axi_rdata < {43'd0, size})
+              head <= m_axi_rdata[20:0];
+            head_first_beat <= 1'b0;
             if (m_axi_rlast) state <= S_CPL_DECIDE;
           end
 
@@ -473,9 +477,11 @@ module cq_writer #(
 `ifdef SYNTHESIS
   assign assert_fired = 3'd0;
 `else
+  localparam int ASSERT_OVERWRITE = 0, ASSERT_MAIN_FIRST = 1, ASSERT_EVENT_UNARMED = 2;
   // ---- Invariant monitors --------------------------------------------------------------
-  // Each judges what the block does at its ports (the addresses it writes, the events it
-  // reports) against state of its own or the context, not the datapath's decisions.
+  // Each judges what the block does at its ports (the slot an address falls in, the events
+  // its responses report) against state of its own or the context; which half a burst
+  // carries is taken from the datapath's `half`, as AWUSER says too.
   reg [2:0] fired;
   reg       ext_written;  // this completion's extended half has had its write response
   reg       mon_armed [0:CQS-1];  // an arm that armed, not yet consumed by an event
@@ -496,7 +502,7 @@ module cq_writer #(
       if (state == S_B && m_axi_bvalid && half) ext_written <= 1'b1;
       // A checked CQ never has a slot written that holds a CQE the driver has not consumed,
       // nor its last free slot.
-      if (aw_fire && check && (aw_slot64 >= {43'd0, size} || aw_distance > size - 21'd2))
+      if (aw_fire && check && (aw_offset[4:0] != 5'd0 || aw_slot64 >= {43'd0, size} || aw_distance > size - 21'd2))
         fired[ASSERT_OVERWRITE] <= 1'b1;
       // A main half leaves only after its extended half was answered.
       if (aw_fire && !half && f_extended && !ext_written) fired[ASSERT_MAIN_FIRST] <= 1'b1;

@@ -100,7 +100,7 @@ struct FlatMemory final : irdma_sim::device::CqWriterPort {
   uint64_t now_ps() const override { return 0; }
 };
 
-// Completions (one in four extended) with an arm every 16, on a CHKOVERFLOW CQ whose head
+// Completions (one in two extended) with an arm every 16, on a CHKOVERFLOW CQ whose head
 // the driver moves up to the last CQE every 64: no completion is dropped.
 template <typename Writer>
 void drive_cq_writer(benchmark::State& state, Writer& writer, FlatMemory& memory, const RtlCqWriter& rtl) {
