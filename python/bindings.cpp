@@ -174,7 +174,7 @@ PYBIND11_MODULE(_irdma_sim, m) {
         },
         py::arg("run_dir"), py::arg("formatter") = "", py::arg("flip_cqe_bit") = -1, py::arg("cq_writer") = "",
         "Replays a run recorded with record=True into the device alone (once per process: SystemC "
-        "elaborates once); returns {identical, difference, mmio, reads, writes, msix}. `formatter` "
+        "elaborates once); returns {identical, difference, mmio, reads, writes, msix, cut_at_line}. `formatter` "
         "and `cq_writer` override the recorded run's; `flip_cqe_bit` (0-255) makes a deliberately "
         "changed device. "
         "Raises ScenarioError when the directory cannot be replayed.");

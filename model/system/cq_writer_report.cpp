@@ -62,6 +62,7 @@ void write_cq_writer(JsonWriter& j, const CqWriterFigures& f) {
   j.end_array();
   j.begin_object("rtl_coverage")
       .str("file", f.coverage_file)
+      .str("error", f.coverage_error)
       .num("line_hit", f.line_hit)
       .num("line_total", f.line_total)
       .num("toggle_hit", f.toggle_hit)

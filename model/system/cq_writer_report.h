@@ -5,7 +5,6 @@
 // rtl_coverage.dat). Absent for the TLM writer, whose runs' reports stay as they were.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>

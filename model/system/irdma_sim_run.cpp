@@ -115,6 +115,8 @@ int sc_main(int argc, char** argv) {
   }
   if (!replay_dir.empty()) {
     if (!scenario.empty() || !out.empty()) return usage_error("--replay takes a run's directory, no scenario or --out");
+    if (options.seed || options.backend != "sim" || !options.trace || options.record)
+      return usage_error("--seed, --backend, --no-trace and --record go with a run, not --replay");
     return replay(replay_dir, replay_options);
   }
   if (replay_options.formatter || replay_options.flip_cqe_bit >= 0)

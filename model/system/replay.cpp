@@ -104,7 +104,7 @@ class ReplayHost : public sc_core::sc_module {
       result.mmio++;
       // A register read or a refusal is the device's answer: held against the recorded one.
       const bool ok = t.is_response_ok();
-      if (ok != ev.ok || (!ev.write && ok && data != ev.data)) {
+      if (ev.answered && (ok != ev.ok || (!ev.write && ok && data != ev.data))) {
         StimulusEvent replayed = ev;
         replayed.ok = ok;
         if (!ev.write) replayed.data = ok ? data : std::vector<uint8_t>{};
@@ -218,8 +218,13 @@ ReplayResult replay_run(const std::string& run_dir, const ReplayOptions& options
                         "where its quantum fell); record it with sync.mode approximate");
   device::DeviceConfig& d = sc.config.device;
   if (options.formatter) d.formatter = *options.formatter;
-  d.rtl_vcd.clear();  // a replay writes no waveform
+  // A replay writes no waveform and no coverage.
+  d.rtl_vcd.clear();
+  d.rtl_toggle_coverage = false;
   override_cq_writer(d, options.cq_writer, options.cq_writer_timing, sc.file);
+  if (options.formatter && d.cq_writer == device::CqWriterKind::rtl)
+    throw ScenarioError("--formatter chooses the TLM writer's formatter; this replay runs the RTL CQ writer, which has "
+                        "its own (replay with --cq-writer tlm)");
   if (options.flip_cqe_bit > 255) throw ScenarioError("--flip-cqe-bit: a CQE half has bits 0 to 255");
 
   begin_elaboration("replay");

@@ -275,6 +275,7 @@ void choose_cq_writer(const std::string& choice, std::optional<device::CqWriterK
   if (choice != "tlm" && choice != "rtl" && choice != "rtl:model")
     throw std::invalid_argument("the CQ writer is tlm, rtl or rtl:model, not '" + choice + "'");
   kind = choice == "tlm" ? device::CqWriterKind::tlm : device::CqWriterKind::rtl;
+  timing.reset();
   if (choice != "tlm") timing = choice == "rtl" ? device::CqWriterTiming::rtl : device::CqWriterTiming::model;
 }
 
@@ -322,6 +323,9 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
     throw ScenarioError(sc.file + ": --record needs sync.mode approximate: a loosely timed device's order of work "
                         "depends on where its quantum falls against the host's accesses, which a replay cannot "
                         "reproduce");
+  if (options.record && options.cq_writer)
+    throw ScenarioError(sc.file + ": --record keeps the scenario as it is, not a --cq-writer choice; set "
+                        "device.cq_writer in the scenario, or replay with --cq-writer");
   if (options.record && !scenario_is_the_copy)  // what replay builds the device from, whatever becomes of the file
     std::filesystem::copy_file(scenario_path, out / "scenario.yaml", std::filesystem::copy_options::overwrite_existing);
   std::unique_ptr<ServerChild> server;

@@ -33,6 +33,7 @@ struct StimulusEvent {
   uint64_t t_ps = 0;  // the host's: when it issued it
   bool write = false;  // mmio: a write
   bool ok = true;      // mmio: the device took it; dma: host memory answered OK
+  bool answered = true;  // mmio: the device's answer was recorded (recordings before 2026-12-02 lack it)
   uint64_t addr = 0;
   uint32_t len = 0;
   uint32_t msi_data = 0;  // msix; force_msix: the vector

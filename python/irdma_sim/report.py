@@ -30,11 +30,14 @@ def cq_writer_lines(report):
     if not w:
         return []
     cov = w["rtl_coverage"]
-    toggles = (f", toggles {cov['toggle_hit']} of {cov['toggle_total']}" if cov["toggle_total"]
-               else " (toggles not counted: device.rtl_toggle_coverage)")
+    if not cov["file"]:
+        covered = f"no RTL coverage ({cov.get('error', '')})"
+    else:
+        toggles = (f", toggles {cov['toggle_hit']} of {cov['toggle_total']}" if cov["toggle_total"]
+                   else " (toggles not counted: device.rtl_toggle_coverage)")
+        covered = f"lines {cov['line_hit']} of {cov['line_total']}{toggles}"
     lines = [f"RTL        cq_writer in lock-step with the TLM one: {w['lockstep_requests']} requests agreed; "
-             f"time from {'its cycles' if w['timing'] == 'rtl' else 'the stage costs'}; lines {cov['line_hit']} "
-             f"of {cov['line_total']}{toggles}",
+             f"time from {'its cycles' if w['timing'] == 'rtl' else 'the stage costs'}; {covered}",
              "           request          count  RTL cycles mean  p50  p99  max  model cycles  RTL/model"]
     for row in w["correlation"]:
         model = row["model_cycles_mean"]

@@ -317,7 +317,10 @@ class QP:
         return self.pd.ctx._verbs.qp_state(self.qp_num)
 
     def modify(self, attr, attr_mask=0):
-        """Moves the QP to attr.qp_state: RESET -> INIT -> RTR -> RTS, any -> ERR (EINVAL otherwise)."""
+        """Moves the QP to attr.qp_state: RESET -> INIT -> RTR -> RTS, any -> ERR (EINVAL otherwise).
+        A Q_Key is EINVAL: it is for UD QPs, which are not offered."""
+        if attr.qkey:
+            raise VerbsError(22, "a Q_Key is for UD QPs, which are not offered here")
         self.pd.ctx._verbs.modify_qp(self.qp_num, attr.qp_state, attr.dest_qp_num, attr.qkey)
 
     def to_init(self, attr=None):

@@ -98,6 +98,10 @@ def test_bad_choices_are_one_clear_error(scenario, tmp_path):
 
 
 def test_a_served_device_runs_the_rtl_and_the_report_says_where_its_figures_are(scenario, tmp_path):
-    report = irdma_sim.run(small(scenario, tmp_path, "served", cq_writer="rtl"), tmp_path / "out", backend="vfio-user")
+    path = small(scenario, tmp_path, "served", cq_writer="rtl", rtl_vcd="served.vcd")
+    report = irdma_sim.run(path, tmp_path / "out", backend="vfio-user")
     assert report["passed"] and "cq_writer" not in report
+    # The server's process ran the RTL: its waveform is there, in simulated time.
+    vcd = (tmp_path / "out" / "served.vcd").read_text()
+    assert " m_axi_awaddr " in vcd and vcd.count("\n#") > 1000
     assert any("ran in the served device's process" in w for w in report["warnings"]), report["warnings"]

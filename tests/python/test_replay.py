@@ -86,11 +86,33 @@ def test_what_cannot_be_recorded_or_replayed_is_said(scenario, tmp_path):
     assert proc.returncode == 2 and "--record needs sync.mode approximate" in proc.stderr
     proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path / "v"), "--record", "--backend", "vfio-user")
     assert proc.returncode == 2 and "--record needs the sim backend" in proc.stderr
+    proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path / "c"), "--record", "--cq-writer", "rtl")
+    assert proc.returncode == 2 and "--record keeps the scenario as it is" in proc.stderr
     # A later run into the same directory without --record leaves no stale recording.
     out = tmp_path / "again"
     assert cli("run", scenario("smoke.yaml"), "--out", str(out), "--record", "--no-trace").returncode == 0
     assert cli("run", scenario("smoke.yaml"), "--out", str(out), "--no-trace").returncode == 0
     assert not (out / "stimulus.jsonl").exists() and not (out / "scenario.yaml").exists()
+
+
+def test_a_recording_from_before_answers_were_recorded_still_replays(golden, tmp_path):
+    # Recordings before 2026-12-02 carried no "ok" (nor a read's value) on host accesses.
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "scenario.yaml").write_bytes((golden / "scenario.yaml").read_bytes())
+    lines = []
+    for line in (golden / "stimulus.jsonl").read_text().splitlines():
+        ev = json.loads(line)
+        if ev["ev"] == "mmio":
+            ev.pop("ok")
+            if ev["cmd"] == "read":
+                ev.pop("data", None)
+        lines.append(json.dumps(ev, separators=(",", ":")))
+    (old / "stimulus.jsonl").write_text("\n".join(lines) + "\n")
+    r = replay(old)
+    assert r["identical"] and r["mmio"] > 100, r["difference"]
+    proc = cli("replay", str(golden), "--formatter", "tlm", "--cq-writer", "rtl")
+    assert proc.returncode == 2 and "--formatter chooses the TLM writer's formatter" in proc.stderr
 
 
 def test_a_register_that_reads_otherwise_is_a_difference(golden, tmp_path):

@@ -173,6 +173,9 @@ def test_qp_state_moves_follow_the_state_table():
             qp.to_rts()  # RESET -> RTS skips INIT and RTR
         qp.to_init()
         assert qp.qp_state == IBV_QPS_INIT
+        with pytest.raises(VerbsError) as e:
+            qp.modify(QPAttr(IBV_QPS_RTR, 5, qkey=0x11111111))  # a Q_Key is for UD QPs
+        assert e.value.errno == 22 and qp.qp_state == IBV_QPS_INIT
         qp.modify(QPAttr(IBV_QPS_ERR))
         assert qp.qp_state == IBV_QPS_ERR
         with pytest.raises(VerbsError) as e:
