@@ -14,7 +14,7 @@ inline constexpr char kHexDigits[] = "0123456789abcdef";
 // `v` in decimal, or in another base without prefix (what std::to_string and "%llx" print).
 template <typename T>
 void append_number(std::string& out, T v, int base = 10) {
-  char buf[24];
+  char buf[8 * sizeof(T) + 1];  // base 2 of the widest T, and its sign
   out.append(buf, size_t(std::to_chars(buf, buf + sizeof buf, v, base).ptr - buf));
 }
 
