@@ -300,6 +300,11 @@ int irdma_device::probe() {
   flush_wake_ = hw_.exec.make_event();
   flush_worker_running_ = true;
   hw_.exec.spawn("irdma-cleanup-wq", 0, [this] { flush_worker(); });
+  if (params_.eq_watchdog_us) {
+    watchdog_wake_ = hw_.exec.make_event();
+    watchdog_running_ = true;
+    hw_.exec.spawn("irdma-eq-watchdog", 0, [this] { eq_watchdog(); });
+  }
   return 0;
 }
 
@@ -316,6 +321,7 @@ int irdma_device::remove() {
       guard.lock();
     }
   }
+  stop_eq_watchdog();
   destroy_aeq();
   destroy_ceqs();
   hmc_teardown();

@@ -17,6 +17,7 @@ int irdma_device::create_ceqs() {
   for (uint32_t k = 0; k < caps_.num_ceqs; k++) {
     irdma_ceq ceq;
     ceq.ce_lock = hw_.exec.make_lock();
+    ceq.irq_lock = hw_.exec.make_lock();
     ceq.id = k;
     ceq.size = size;
     ceq.ring = hw_.dma.alloc_coherent(uint64_t(size) * 8, 256);
@@ -67,13 +68,21 @@ void irdma_device::destroy_ceqs() {
   ceqs_.clear();
 }
 
-// irdma_process_ceq, run straight from the interrupt (Linux defers it to a tasklet on the
-// same CPU): every CEQE is acknowledged, its CQ disarmed and its handler called; CEQEs of
-// no CQ (cleaned up, context 0) are skipped. Then the vector is enabled again. The ring is
-// read under ce_lock, the handler called with no lock held and the CQ referenced.
+// The CEQ's interrupt. Linux defers the work to a tasklet, which never runs twice at once;
+// here irq_lock keeps the watchdog's runs and the interrupt's apart.
 void irdma_device::irq_handler(uint32_t ceq_id) {
   irdma_ceq& ceq = ceqs_[ceq_id];
+  std::lock_guard<hal::Lock> guard(*ceq.irq_lock);
   bump(events_.interrupts);
+  ceq.watch.handler_runs++;
+  process_ceq(ceq_id);
+}
+
+// irdma_process_ceq: every CEQE is acknowledged, its CQ disarmed and its handler called;
+// CEQEs of no CQ (cleaned up, context 0) are skipped. Then the vector is enabled again.
+// The ring is read under ce_lock, the handler called with the CQ referenced.
+void irdma_device::process_ceq(uint32_t ceq_id) {
+  irdma_ceq& ceq = ceqs_[ceq_id];
   auto* ring = static_cast<uint64_t*>(ceq.ring.cpu);
   for (;;) {
     irdma_cq* cq;
@@ -132,6 +141,7 @@ void irdma_device::cleanup_ceqes(const irdma_cq* cq) {
 int irdma_device::create_aeq() {
   aeq_.size = uint32_t(std::clamp<uint64_t>(uint64_t(caps_.max_cq) + caps_.max_qp, 16, IRDMA_MAX_AEQ_SIZE));
   aeq_.vector = caps_.num_ceqs;
+  aeq_.irq_lock = hw_.exec.make_lock();
   aeq_.ring = hw_.dma.alloc_coherent(uint64_t(aeq_.size) * 16, 256);
   if (!aeq_.ring) return -ENOMEM;
   if (int ret = cqp_.exec(IRDMA_CQP_OP_CREATE_AEQ, [&](uint64_t* wqe) {
@@ -162,11 +172,17 @@ void irdma_device::destroy_aeq() {
   aeq_.ring = {};
 }
 
+void irdma_device::aeq_handler() {
+  std::lock_guard<hal::Lock> guard(*aeq_.irq_lock);
+  bump(events_.interrupts);
+  aeq_.watch.handler_runs++;
+  process_aeq();
+}
+
 // irdma_process_aeq, as far as CQs go: CQ_OPERATION_ERROR (the device's overflow) and a
 // CQ's catastrophic error become IB_EVENT_CQ_ERR on the CQ's event handler. Consumed
 // entries go back through AEQALLOC before the vector is enabled again.
-void irdma_device::aeq_handler() {
-  bump(events_.interrupts);
+void irdma_device::process_aeq() {
   auto* ring = static_cast<uint64_t*>(aeq_.ring.cpu);
   uint32_t consumed = 0;
   for (;;) {

@@ -41,6 +41,10 @@ struct irdma_device_caps {
 struct irdma_params {
   uint32_t ceq_itr_us = 0;     // interrupt moderation programmed per CEQ vector (dev->ceq_itr)
   uint32_t max_pbles = 65536;  // most page-list entries committed, whatever the device offers
+  // Missed-interrupt recovery (eq_watchdog.cpp): how often the event queues are looked at
+  // for entries an interrupt should have announced; 0 turns it off. It must exceed the
+  // moderation interval, or a held-back interrupt looks missed.
+  uint32_t eq_watchdog_us = 0;
 };
 
 // The HMC as the driver set it up (irdma_hmc_info): where each object sits in the
@@ -56,19 +60,30 @@ struct irdma_hmc {
   uint32_t first_sd = 0;
 };
 
+// What the missed-interrupt watchdog knows of an event queue, under its irq_lock.
+struct irdma_eq_watch {
+  uint64_t handler_runs = 0;
+  uint64_t runs_seen = 0;     // handler_runs at the watchdog's last look
+  bool pending_seen = false;  // an entry waited at the tail then
+};
+
 // A completion event queue: CEQ k is served by MSI-X vector k, its CEQEs name CQs by
 // context.
 struct irdma_ceq {
   std::unique_ptr<hal::Lock> ce_lock;  // the ring: its handler against a CQ's cleanup
+  std::unique_ptr<hal::Lock> irq_lock;  // one handler run at a time (interrupt or watchdog)
   hal::DmaBuffer ring;
   uint32_t id = 0;
   uint32_t size = 0;
   uint32_t tail = 0;
   uint8_t polarity = 1;
+  irdma_eq_watch watch;
 };
 
 // The asynchronous event queue, on the vector after the CEQs'.
 struct irdma_aeq {
+  std::unique_ptr<hal::Lock> irq_lock;
+  irdma_eq_watch watch;
   hal::DmaBuffer ring;
   uint32_t size = 0;
   uint32_t tail = 0;
@@ -85,6 +100,7 @@ struct irdma_event_counters {
   uint64_t cq_errors = 0;    // IB_EVENT_CQ_ERR raised
   uint64_t cqes_cleaned = 0; // unpolled CQEs of destroyed QPs, never reported (flushes aside)
   uint64_t ceqes_left = 0;   // unconsumed in a CEQ when it was destroyed
+  uint64_t missed_interrupts = 0;  // handler runs the watchdog made for an interrupt that never came
 };
 
 // Everything below `lock` is under it, but for what create_cq set once.
@@ -216,7 +232,7 @@ class irdma_device final : public ibcore::ib_device {
   // Counters several threads bump (handlers of different vectors, destroys).
   struct event_stats {
     std::atomic<uint64_t> interrupts{0}, ceqes{0}, stale_ceqes{0}, comp_events{0}, aeqes{0},
-        cq_errors{0}, cqes_cleaned{0}, ceqes_left{0};
+        cq_errors{0}, cqes_cleaned{0}, ceqes_left{0}, missed_interrupts{0};
   };
   static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
 
@@ -257,10 +273,17 @@ class irdma_device final : public ibcore::ib_device {
   // Completion events (events.cpp).
   int create_ceqs();
   void destroy_ceqs();
-  void irq_handler(uint32_t ceq_id);
+  void irq_handler(uint32_t ceq_id);  // takes the CEQ's irq_lock
+  void process_ceq(uint32_t ceq_id);  // irq_lock held
   int create_aeq();
   void destroy_aeq();
   void aeq_handler();
+  void process_aeq();
+  // Missed-interrupt recovery (eq_watchdog.cpp): the worker, one look at an event queue
+  // (true when its interrupt is overdue), and stopping the worker.
+  void eq_watchdog();
+  static bool eq_overdue(irdma_eq_watch& w, bool pending);
+  void stop_eq_watchdog();
   void cleanup_ceqes(const irdma_cq* cq);
   int dealloc_stag(uint32_t index, bool window);
   int post_reg_mr(irdma_qp* qp, const ibcore::ib_send_wr& wr);
@@ -288,7 +311,9 @@ class irdma_device final : public ibcore::ib_device {
   std::unique_ptr<hal::Event> flush_wake_;
   bool flush_worker_stop_ = false, flush_worker_running_ = false;
   std::vector<irdma_ceq> ceqs_;
-  irdma_aeq aeq_;  // one vector: its handler never runs twice at once
+  irdma_aeq aeq_;
+  std::unique_ptr<hal::Event> watchdog_wake_;
+  std::atomic<bool> watchdog_stop_{false}, watchdog_running_{false};
   std::unique_ptr<ibcore::ib_poll_workers> workers_;
   event_stats events_;
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 namespace irdma_sim::platform {
 
@@ -40,6 +41,11 @@ PcieLink::PcieLink(sc_core::sc_module_name name, const LinkConfig& cfg, bool def
   SC_METHOD(apply_due_writes);
   sensitive << posted_due_;
   dont_initialize();
+  if (cfg.faults.writes() && !defer_)
+    throw std::invalid_argument(
+        "link faults on posted writes (posted_delay_rate, split_rate) need posted writes that land when they "
+        "arrive: the approximate sync mode of the in-process simulation");
+  if (cfg.faults.any()) faults_.emplace(cfg.faults);
 }
 
 sc_time PcieLink::payload_time(uint32_t bytes) const {
@@ -75,6 +81,11 @@ void PcieLink::mmio_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay)
     std::memcpy(&value, trans.get_data_ptr(), std::min<uint32_t>(len, 8));
     trace_event(ps(sc_core::sc_time_stamp() + at_device), config ? "cfg_read" : "mmio_read", region, off, len, value);
     delay = at_device + payload_time(len) + mmio_latency_;
+    // A read completion does not pass the posted writes the device issued before it: a
+    // driver that reads a register the device set after writing memory finds it written.
+    const sc_time written = landed_by(sc_core::sc_time_stamp() + at_device);
+    if (written != sc_core::SC_ZERO_TIME)
+      delay = std::max(delay, written + sc_time::from_value(1) - sc_core::sc_time_stamp());
   }
   if (!trans.is_response_ok()) mmio_errors_++;
 }
@@ -92,30 +103,24 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
   if (trans.is_write()) {
     delay += payload_time(len);
     sc_time arrival = sc_core::sc_time_stamp() + delay + dma_latency_;
+    trans.set_response_status(tlm::TLM_OK_RESPONSE);
     if (addr >= kMsiBase && addr < kMsiBase + kMsiSize && len == 4) {
       uint32_t data;
       std::memcpy(&data, trans.get_data_ptr(), 4);
+      // An MSI is a posted write: it does not pass those issued before it.
+      const sc_time written = landed_by(sc_core::sc_time_stamp() + delay);
+      if (written != sc_core::SC_ZERO_TIME) arrival = std::max(arrival, written + sc_time::from_value(1));
       trace_.event(ps(arrival), "msix").addr("addr", addr).num("data", data);
-      if (on_msi) on_msi(data, arrival);
-      trans.set_response_status(tlm::TLM_OK_RESPONSE);
+      msi(data, arrival);
       return;
     }
     // Posted: the device is told OK; an unmapped target shows up as a dma_error event.
-    trans.set_response_status(tlm::TLM_OK_RESPONSE);
     if (defer_) {
       if (posted_.size() >= kPostedCredits && initiator_can_wait()) {
         wait_for_posted_credit(delay);
         arrival = sc_core::sc_time_stamp() + delay + dma_latency_;
       }
-      const uint8_t* p = trans.get_data_ptr();
-      std::vector<uint8_t> data;
-      if (!spare_.empty()) {
-        data = std::move(spare_.back());
-        spare_.pop_back();
-      }
-      data.assign(p, p + len);
-      posted_.push_back({arrival, addr, std::move(data)});
-      if (posted_.size() == 1) posted_due_.notify(arrival - sc_core::sc_time_stamp());
+      queue_write(sc_core::sc_time_stamp() + delay, arrival, addr, trans.get_data_ptr(), len);
     } else {
       apply_write(addr, trans.get_data_ptr(), len, ps(arrival));
       trans.set_dmi_allowed(write_.is_dmi_allowed());
@@ -128,6 +133,67 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
   sc_time mem_delay = read_at_host(delay);
   host_mem->b_transport(trans, mem_delay);
   read_done(addr, len, trans.is_response_ok(), delay);
+}
+
+void PcieLink::msi(uint32_t data, sc_time arrival) {
+  if (!on_msi) return;
+  if (!faults_) {
+    on_msi(data, arrival);
+    return;
+  }
+  const LinkFaults::Msix fate = faults_->msix_fate();
+  if (fate == LinkFaults::Msix::lose) {
+    trace_.event(ps(arrival), "msix_lost").num("data", data);
+    return;
+  }
+  if (const uint64_t late = faults_->msix_delay_ps()) {
+    arrival += sc_time::from_value(late);
+    trace_.event(ps(arrival), "msix_delayed").num("data", data).num("by_ps", late);
+  }
+  on_msi(data, arrival);
+  if (fate == LinkFaults::Msix::duplicate) {
+    arrival += dma_latency_;
+    trace_.event(ps(arrival), "msix_duplicated").num("data", data);
+    on_msi(data, arrival);
+  }
+}
+
+sc_time PcieLink::landed_by(sc_time issued) const {
+  sc_time last = sc_core::SC_ZERO_TIME;
+  for (const PostedWrite& w : posted_)
+    if (w.issued <= issued) last = std::max(last, w.arrival);
+  return last;
+}
+
+void PcieLink::queue_write(sc_time issued, sc_time arrival, uint64_t addr, const uint8_t* data, uint32_t len) {
+  const bool was_empty = posted_.empty();
+  const auto push = [&](sc_time at, uint64_t a, const uint8_t* p, uint32_t n) {
+    std::vector<uint8_t> bytes;
+    if (!spare_.empty()) {
+      bytes = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    bytes.assign(p, p + n);
+    posted_.push_back({issued, at, a, std::move(bytes)});
+  };
+  uint64_t gap_ps = 0;
+  if (faults_) {
+    // Held writes hold back what follows them: arrivals never go backwards.
+    if (!was_empty) arrival = std::max(arrival, posted_.back().arrival);
+    arrival += sc_time::from_value(faults_->posted_delay_ps());
+    gap_ps = faults_->split_gap_ps(len);
+  }
+  if (!gap_ps) {
+    push(arrival, addr, data, len);
+  } else {
+    const uint32_t pieces = (len + 7) / 8;
+    for (uint32_t i = 0; i < pieces; i++) {
+      const uint32_t piece = faults_->config().split_reversed ? pieces - 1 - i : i;
+      const uint32_t off = piece * 8;
+      push(arrival + sc_time::from_value(i * gap_ps), addr + off, data + off, std::min(8u, len - off));
+    }
+  }
+  if (was_empty) posted_due_.notify(posted_.front().arrival - sc_core::sc_time_stamp());
 }
 
 sc_time PcieLink::read_at_host(const sc_time& delay) const { return delay + read_request_ + dma_latency_; }
@@ -178,6 +244,12 @@ void PcieLink::apply_writes_overlapping(uint64_t addr, uint32_t len, sc_time& de
   if (last && delay != sc_core::SC_ZERO_TIME) {
     sc_core::wait(delay);
     delay = sc_core::SC_ZERO_TIME;
+    last = last_posted_overlapping(addr, len);  // some may have landed meanwhile
+  }
+  // A write the link holds back (a fault) holds the read of its bytes back with it.
+  if (last && faults_ && initiator_can_wait() && posted_[last - 1].arrival > sc_core::sc_time_stamp()) {
+    sc_core::wait(posted_[last - 1].arrival - sc_core::sc_time_stamp());
+    last = last_posted_overlapping(addr, len);
   }
   for (; last > 0; last--) {
     PostedWrite& w = posted_.front();

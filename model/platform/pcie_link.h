@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include <systemc>
@@ -18,6 +19,7 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include "model/device/dmi_terms.h"
+#include "model/platform/link_faults.h"
 #include "model/trace/trace_log.h"
 
 namespace irdma_sim::platform {
@@ -29,6 +31,7 @@ struct LinkConfig {
   uint32_t max_payload_bytes = 256;
   uint32_t max_read_request_bytes = 512;
   uint32_t tlp_overhead_bytes = 24; // header, sequence number, LCRC, framing
+  LinkFaultConfig faults;           // none by default
 };
 
 // x86 MSI window: writes here are interrupts, not memory.
@@ -47,7 +50,8 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms {
   tlm_utils::simple_initiator_socket<PcieLink> host_mem; // to host memory
 
   // `defer_posted_writes`: make a posted write visible in host memory when it arrives
-  // (timing-accurate) rather than when it is issued (loosely timed, faster).
+  // (timing-accurate) rather than when it is issued (loosely timed, faster). Faults on
+  // posted writes need it (std::invalid_argument otherwise).
   PcieLink(sc_core::sc_module_name name, const LinkConfig& cfg, bool defer_posted_writes,
            trace::TraceLog& trace);
 
@@ -59,6 +63,8 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms {
 
   uint64_t dma_errors() const { return dma_errors_; }
   uint64_t mmio_errors() const { return mmio_errors_; }
+  // What the link's faults did; null when it injects none.
+  const LinkFaultCounters* fault_counters() const { return faults_ ? &faults_->counters() : nullptr; }
 
  private:
   // serialisation() of a payload in max-payload TLPs, from a table for the usual sizes.
@@ -75,6 +81,13 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms {
   // Logs a read that reached host memory; `delay` becomes when its data is back.
   void read_done(uint64_t addr, uint32_t len, bool ok, sc_core::sc_time& delay);
   void log_dma(uint64_t t_ps, bool write, bool ok, uint64_t addr, uint32_t len);
+  void msi(uint32_t data, sc_core::sc_time arrival);
+  // Queues a posted write issued at `issued` (whole, or in the pieces a split fault makes)
+  // to land at `arrival`.
+  void queue_write(sc_core::sc_time issued, sc_core::sc_time arrival, uint64_t addr, const uint8_t* data,
+                   uint32_t len);
+  // When the last queued write issued by `issued` lands; zero when none is queued.
+  sc_core::sc_time landed_by(sc_core::sc_time issued) const;
   void apply_write(uint64_t addr, const uint8_t* data, uint32_t len, uint64_t t_ps);
   void apply_due_writes();
   // Out of posted-request credits: the initiator (at `delay` ahead of the kernel) waits
@@ -98,6 +111,7 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms {
   sc_core::sc_time read_request_;  // a read request TLP (no payload)
   std::array<sc_core::sc_time, 4097> payload_times_;
   struct PostedWrite {
+    sc_core::sc_time issued;  // at the device, serialised
     sc_core::sc_time arrival;
     uint64_t addr;
     std::vector<uint8_t> data;
@@ -112,6 +126,7 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms {
   device::DmiTerms* memory_terms_ = nullptr;  // host memory's, behind the link's
   uint64_t dma_errors_ = 0;
   uint64_t mmio_errors_ = 0;
+  std::optional<LinkFaults> faults_;
 };
 
 }  // namespace irdma_sim::platform

@@ -96,6 +96,10 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
             std::to_string(h.dma_bytes_mapped) + " bytes of DMA memory still mapped after teardown");
   sb.record("no_spurious_interrupts", h.spurious_interrupts == 0,
             std::to_string(h.spurious_interrupts) + " MSI-X message(s) for no handler");
+  if (h.link_faults.msix_lost)
+    sb.record("lost_interrupts_recovered", sys.events.missed_interrupts > 0,
+              std::to_string(h.link_faults.msix_lost) + " MSI-X message(s) lost, " +
+                  std::to_string(sys.events.missed_interrupts) + " handler run(s) the driver's watchdog made for them");
   if (!dev) return;
   // A flush CQE may stand for many completions (GEN_2), or for none (its WQEs were
   // reported already), and software flushes have none: flushes are left out.
@@ -196,6 +200,12 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
       .num("poller_missed_events", polls.missed)
       .num("poller_budget_spent", polls.budget_spent)
       .num("msix_delivered", h.msix_delivered)
+      .num("msix_lost", h.link_faults.msix_lost)
+      .num("msix_duplicated", h.link_faults.msix_duplicated)
+      .num("msix_delayed", h.link_faults.msix_delayed)
+      .num("missed_interrupts_recovered", ev.missed_interrupts)
+      .num("posted_writes_delayed", h.link_faults.writes_delayed)
+      .num("posted_writes_split", h.link_faults.writes_split)
       .num("trace_events", sys.trace_events)
       .num("idle_polls", wl.idle_polls)
       .num("pool_cqs", wl.pool_cqs)
@@ -294,6 +304,7 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   const StopSignals signals;
   Scenario sc = load_scenario(scenario_path);
   if (options.seed) sc.seed = *options.seed;
+  sc.config.link.faults.seed = sc.seed;
   override_cq_writer(sc.config.device, options.cq_writer, options.cq_writer_timing, sc.file);
   const std::filesystem::path out(out_dir);
   std::error_code ec;
@@ -323,6 +334,12 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
     throw ScenarioError(sc.file + ": --record needs sync.mode approximate: a loosely timed device's order of work "
                         "depends on where its quantum falls against the host's accesses, which a replay cannot "
                         "reproduce");
+  if (options.record && sc.config.link.faults.any())
+    throw ScenarioError(sc.file + ": --record with link.faults: a replay drives the device from the host's side, "
+                        "where what the faulty link lost, split or held back cannot be told from the device's doing");
+  if (sc.config.link.faults.any() && options.backend != "sim")
+    throw ScenarioError(sc.file + ": link.faults need the sim backend (the link between the host and the device "
+                        "is simulated only there)");
   if (options.record && options.cq_writer)
     throw ScenarioError(sc.file + ": --record keeps the scenario as it is, not a --cq-writer choice; set "
                         "device.cq_writer in the scenario, or replay with --cq-writer");

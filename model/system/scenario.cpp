@@ -192,21 +192,45 @@ void read_device(const YamlMap& m, device::DeviceConfig& d) {
   d.cycles.cq_context = c.u32("cq_context", d.cycles.cq_context, 0, kMax);
 }
 
+void read_link_faults(const YamlMap& m, platform::LinkFaultConfig& f) {
+  m.allow({"posted_delay_rate", "posted_delay_max_ns", "split_rate", "split_gap_ns", "split_reversed",
+           "msix_lost_rate", "msix_duplicated_rate", "msix_delayed_rate", "msix_delay_max_ns", "seed"});
+  f.posted_delay_rate = m.f64("posted_delay_rate", f.posted_delay_rate, 0, 1);
+  f.posted_delay_max_ns = m.f64("posted_delay_max_ns", f.posted_delay_max_ns, 1, 1e7);
+  f.split_rate = m.f64("split_rate", f.split_rate, 0, 1);
+  f.split_gap_ns = m.f64("split_gap_ns", f.split_gap_ns, 0, 1e6);
+  f.split_reversed = m.boolean("split_reversed", f.split_reversed);
+  f.msix_lost_rate = m.f64("msix_lost_rate", f.msix_lost_rate, 0, 1);
+  f.msix_duplicated_rate = m.f64("msix_duplicated_rate", f.msix_duplicated_rate, 0, 1);
+  f.msix_delayed_rate = m.f64("msix_delayed_rate", f.msix_delayed_rate, 0, 1);
+  f.msix_delay_max_ns = m.f64("msix_delay_max_ns", f.msix_delay_max_ns, 1, 1e7);
+  f.seed = m.u64("seed", f.seed, 0, UINT64_MAX);
+  if (f.split_reversed && f.split_rate == 0) m.fail("key 'split_reversed' needs a split_rate above 0");
+}
+
 void read_link(const YamlMap& m, platform::LinkConfig& l) {
   m.allow({"mmio_latency_ns", "dma_latency_ns", "bandwidth_gbytes", "max_payload_bytes",
-           "max_read_request_bytes", "tlp_overhead_bytes"});
+           "max_read_request_bytes", "tlp_overhead_bytes", "faults"});
   l.mmio_latency_ns = m.f64("mmio_latency_ns", l.mmio_latency_ns, 0, 1e6);
   l.dma_latency_ns = m.f64("dma_latency_ns", l.dma_latency_ns, 0, 1e6);
   l.bandwidth_gbytes = m.f64("bandwidth_gbytes", l.bandwidth_gbytes, 0.01, 1000);
   l.max_payload_bytes = m.u32("max_payload_bytes", l.max_payload_bytes, 128, 4096);
   l.max_read_request_bytes = m.u32("max_read_request_bytes", l.max_read_request_bytes, 128, 4096);
   l.tlp_overhead_bytes = m.u32("tlp_overhead_bytes", l.tlp_overhead_bytes, 0, 128);
+  read_link_faults(m.map("faults"), l.faults);
 }
 
 void read_config(const YamlMap& m, SimConfig& cfg) {
-  m.allow({"device", "link", "host", "sync"});
+  m.allow({"device", "driver", "link", "host", "sync"});
   read_device(m.map("device"), cfg.device);
   read_link(m.map("link"), cfg.link);
+  const YamlMap drv = m.map("driver");
+  drv.allow({"eq_watchdog_us"});
+  cfg.driver.eq_watchdog_us = drv.u32("eq_watchdog_us", cfg.driver.eq_watchdog_us, 0, 10'000'000);
+  if (cfg.driver.eq_watchdog_us && cfg.driver.eq_watchdog_us <= cfg.device.ceq_itr_us)
+    drv.fail_at("eq_watchdog_us", "key 'eq_watchdog_us': " + std::to_string(cfg.driver.eq_watchdog_us) +
+                                      " us is within device.ceq_itr_us = " + std::to_string(cfg.device.ceq_itr_us) +
+                                      ": an interrupt the moderation holds back would pass for a missed one");
   const YamlMap h = m.map("host");
   h.allow({"cpus", "relax_timeout_ns", "memory_mb"});
   cfg.host.cpus = h.u32("cpus", cfg.host.cpus, 1, 256);
@@ -216,6 +240,9 @@ void read_config(const YamlMap& m, SimConfig& cfg) {
   s.allow({"mode", "quantum_ns"});
   cfg.sync = SyncMode(s.choice("mode", size_t(cfg.sync), {"approximate", "loose"}));
   cfg.quantum_ns = s.f64("quantum_ns", cfg.quantum_ns, 1, 1e9);
+  if (cfg.link.faults.writes() && cfg.sync != SyncMode::approximate)
+    m.map("link").map("faults").fail("link faults on posted writes (posted_delay_rate, split_rate) need sync.mode "
+                                     "approximate: loosely timed, a posted write lands when it is issued");
 }
 
 }  // namespace
@@ -250,6 +277,9 @@ Scenario load_scenario(const std::string& path) {
   sc.description = top.str("description", "");
   sc.seed = top.u64("seed", sc.seed, 0, UINT64_MAX);
   read_config(top.map("config"), sc.config);
+  const YamlMap link_faults = top.map("config").map("link").map("faults");
+  if (link_faults.has("seed"))
+    link_faults.fail_at("seed", "key 'seed': a run draws its link faults from its own seed (the scenario's, or --seed)");
 
   const YamlMap pool = top.map("pool");
   pool.allow({"policy", "poll_ctx"});

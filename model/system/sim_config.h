@@ -18,8 +18,15 @@ enum class SyncMode {
   loose,
 };
 
+// What the driver is told rather than what it finds (its module parameters, beside
+// device.ceq_itr_us).
+struct DriverConfig {
+  uint32_t eq_watchdog_us = 0;  // missed-interrupt recovery's period; 0: off
+};
+
 struct SimConfig {
   device::DeviceConfig device;
+  DriverConfig driver;
   platform::LinkConfig link;
   platform::HostConfig host;
   SyncMode sync = SyncMode::approximate;

@@ -109,6 +109,7 @@ HostCounters Simulation::host_counters() const {
   c.dma_bytes_mapped = memory_->mapped_bytes();
   c.msix_delivered = irq_->delivered();
   c.spurious_interrupts = irq_->spurious();
+  if (const platform::LinkFaultCounters* f = link_->fault_counters()) c.link_faults = *f;
   return c;
 }
 

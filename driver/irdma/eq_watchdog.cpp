@@ -1,0 +1,52 @@
+// Missed-interrupt recovery. A vector masks itself when it fires until its handler enables
+// it again, so an MSI-X the host never delivers leaves the queue's entries unread and every
+// later event on that vector held: its CQs wait for good. Linux's irdma has no remedy; like
+// mlx5's EQ recovery, this worker looks at every event queue each eq_watchdog_us and runs
+// the handler of one whose tail entry has waited a whole period with no handler run.
+#include "driver/irdma/irdma_device.h"
+
+namespace irdma {
+
+bool irdma_device::eq_overdue(irdma_eq_watch& w, bool pending) {
+  const bool overdue = pending && w.pending_seen && w.handler_runs == w.runs_seen;
+  w.pending_seen = pending;
+  w.runs_seen = w.handler_runs;
+  return overdue;
+}
+
+void irdma_device::eq_watchdog() {
+  const uint64_t period_ns = uint64_t(params_.eq_watchdog_us) * 1000;
+  for (;;) {
+    watchdog_wake_->wait_for(period_ns);
+    if (watchdog_stop_.load()) break;
+    for (uint32_t k = 0; k < ceqs_.size(); k++) {
+      irdma_ceq& ceq = ceqs_[k];
+      std::lock_guard<hal::Lock> irq(*ceq.irq_lock);
+      bool pending;
+      {
+        std::lock_guard<hal::Lock> ring(*ceq.ce_lock);
+        const uint64_t ceqe = READ_ONCE(static_cast<const uint64_t*>(ceq.ring.cpu)[ceq.tail]);
+        pending = FIELD_GET(IRDMA_CEQE_VALID, ceqe) == ceq.polarity;
+      }
+      if (!eq_overdue(ceq.watch, pending)) continue;
+      bump(events_.missed_interrupts);
+      process_ceq(k);
+    }
+    std::lock_guard<hal::Lock> irq(*aeq_.irq_lock);
+    const uint64_t info = READ_ONCE(static_cast<const uint64_t*>(aeq_.ring.cpu)[2ull * aeq_.tail + 1]);
+    if (eq_overdue(aeq_.watch, FIELD_GET(IRDMA_AEQE_VALID, info) == aeq_.polarity)) {
+      bump(events_.missed_interrupts);
+      process_aeq();
+    }
+  }
+  watchdog_running_.store(false);
+}
+
+void irdma_device::stop_eq_watchdog() {
+  if (!watchdog_running_.load()) return;
+  watchdog_stop_.store(true);
+  watchdog_wake_->signal();
+  while (watchdog_running_.load()) hw_.exec.delay_ns(1000);
+}
+
+}  // namespace irdma

@@ -1,0 +1,44 @@
+#include "model/platform/link_faults.h"
+
+namespace irdma_sim::platform {
+
+// Uniform in [0, 1) from the top 53 bits: the same on every standard library, unlike
+// std::uniform_real_distribution.
+bool LinkFaults::draw(double rate) { return rate > 0 && double(rng_() >> 11) * 0x1.0p-53 < rate; }
+
+uint64_t LinkFaults::up_to_ps(double max_ns) {
+  const auto max_ps = uint64_t(max_ns * 1000);
+  return 1 + (max_ps ? rng_() % max_ps : 0);
+}
+
+uint64_t LinkFaults::posted_delay_ps() {
+  if (!draw(cfg_.posted_delay_rate)) return 0;
+  counters_.writes_delayed++;
+  return up_to_ps(cfg_.posted_delay_max_ns);
+}
+
+uint64_t LinkFaults::split_gap_ps(uint32_t len) {
+  if (len <= 8 || !draw(cfg_.split_rate)) return 0;
+  counters_.writes_split++;
+  return uint64_t(cfg_.split_gap_ns * 1000) + 1;
+}
+
+LinkFaults::Msix LinkFaults::msix_fate() {
+  if (draw(cfg_.msix_lost_rate)) {
+    counters_.msix_lost++;
+    return Msix::lose;
+  }
+  if (draw(cfg_.msix_duplicated_rate)) {
+    counters_.msix_duplicated++;
+    return Msix::duplicate;
+  }
+  return Msix::deliver;
+}
+
+uint64_t LinkFaults::msix_delay_ps() {
+  if (!draw(cfg_.msix_delayed_rate)) return 0;
+  counters_.msix_delayed++;
+  return up_to_ps(cfg_.msix_delay_max_ns);
+}
+
+}  // namespace irdma_sim::platform

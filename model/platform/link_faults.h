@@ -1,0 +1,65 @@
+// Misbehaviour the PCIe link and the host's interrupt path may show, drawn per TLP from a
+// seeded generator (the same scenario and seed draw the same faults):
+//  - a posted write held in the link; every later posted write and MSI waits behind it,
+//    as PCIe ordering requires (posted requests do not pass posted requests);
+//  - a write of more than 8 bytes split into 8-byte TLPs that land apart, in address order
+//    (or, `split_reversed`, in the other order: a contract violation the checks must catch);
+//  - an MSI-X message the host loses, delivers twice, or delivers late.
+#pragma once
+
+#include <cstdint>
+#include <random>
+
+namespace irdma_sim::platform {
+
+struct LinkFaultConfig {
+  double posted_delay_rate = 0;     // of posted writes
+  double posted_delay_max_ns = 2000;
+  double split_rate = 0;            // of posted writes over 8 bytes
+  double split_gap_ns = 500;        // between one piece's arrival and the next
+  bool split_reversed = false;      // the last qword first: breaks the ordering rules
+  double msix_lost_rate = 0;        // of MSI-X messages
+  double msix_duplicated_rate = 0;
+  double msix_delayed_rate = 0;
+  double msix_delay_max_ns = 20000;
+  uint64_t seed = 1;
+
+  bool writes() const { return posted_delay_rate > 0 || split_rate > 0; }
+  bool interrupts() const { return msix_lost_rate > 0 || msix_duplicated_rate > 0 || msix_delayed_rate > 0; }
+  bool any() const { return writes() || interrupts(); }
+};
+
+struct LinkFaultCounters {
+  uint64_t writes_delayed = 0;
+  uint64_t writes_split = 0;
+  uint64_t msix_lost = 0;
+  uint64_t msix_duplicated = 0;
+  uint64_t msix_delayed = 0;
+};
+
+class LinkFaults {
+ public:
+  explicit LinkFaults(const LinkFaultConfig& cfg) : cfg_(cfg), rng_(cfg.seed ^ kStream) {}
+
+  const LinkFaultConfig& config() const { return cfg_; }
+  const LinkFaultCounters& counters() const { return counters_; }
+
+  // Each returns what to do with one TLP; a kind whose rate is 0 draws nothing, so adding
+  // one kind leaves the draws of the others as they were.
+  uint64_t posted_delay_ps();          // 0: not held
+  uint64_t split_gap_ps(uint32_t len);  // 0: lands whole
+  enum class Msix { deliver, lose, duplicate };
+  Msix msix_fate();
+  uint64_t msix_delay_ps();            // 0: on time
+
+ private:
+  static constexpr uint64_t kStream = 0x6c696e6b'6661756cull;  // "linkfaul": not the workload's draws
+  bool draw(double rate);
+  uint64_t up_to_ps(double max_ns);
+
+  LinkFaultConfig cfg_;
+  std::mt19937_64 rng_;
+  LinkFaultCounters counters_;
+};
+
+}  // namespace irdma_sim::platform
