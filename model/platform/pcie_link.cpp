@@ -81,11 +81,10 @@ void PcieLink::mmio_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay)
     std::memcpy(&value, trans.get_data_ptr(), std::min<uint32_t>(len, 8));
     trace_event(ps(sc_core::sc_time_stamp() + at_device), config ? "cfg_read" : "mmio_read", region, off, len, value);
     delay = at_device + payload_time(len) + mmio_latency_;
-    // A read completion does not pass the posted writes the device issued before it: a
-    // driver that reads a register the device set after writing memory finds it written.
-    const sc_time written = landed_by(sc_core::sc_time_stamp() + at_device);
-    if (written != sc_core::SC_ZERO_TIME)
-      delay = std::max(delay, written + sc_time::from_value(1) - sc_core::sc_time_stamp());
+    // A read completion does not pass the device's posted writes: a driver that reads a
+    // register the device set after writing memory finds the memory written.
+    if (!posted_.empty())
+      delay = std::max(delay, posted_.back().arrival + sc_time::from_value(1) - sc_core::sc_time_stamp());
   }
   if (!trans.is_response_ok()) mmio_errors_++;
 }
@@ -107,9 +106,8 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
     if (addr >= kMsiBase && addr < kMsiBase + kMsiSize && len == 4) {
       uint32_t data;
       std::memcpy(&data, trans.get_data_ptr(), 4);
-      // An MSI is a posted write: it does not pass those issued before it.
-      const sc_time written = landed_by(sc_core::sc_time_stamp() + delay);
-      if (written != sc_core::SC_ZERO_TIME) arrival = std::max(arrival, written + sc_time::from_value(1));
+      // An MSI is a posted write: it does not pass those the device queued before it.
+      if (!posted_.empty()) arrival = std::max(arrival, posted_.back().arrival + sc_time::from_value(1));
       trace_.event(ps(arrival), "msix").addr("addr", addr).num("data", data);
       msi(data, arrival);
       return;
@@ -120,7 +118,7 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
         wait_for_posted_credit(delay);
         arrival = sc_core::sc_time_stamp() + delay + dma_latency_;
       }
-      queue_write(sc_core::sc_time_stamp() + delay, arrival, addr, trans.get_data_ptr(), len);
+      queue_write(arrival, addr, trans.get_data_ptr(), len);
     } else {
       apply_write(addr, trans.get_data_ptr(), len, ps(arrival));
       trans.set_dmi_allowed(write_.is_dmi_allowed());
@@ -158,14 +156,7 @@ void PcieLink::msi(uint32_t data, sc_time arrival) {
   }
 }
 
-sc_time PcieLink::landed_by(sc_time issued) const {
-  sc_time last = sc_core::SC_ZERO_TIME;
-  for (const PostedWrite& w : posted_)
-    if (w.issued <= issued) last = std::max(last, w.arrival);
-  return last;
-}
-
-void PcieLink::queue_write(sc_time issued, sc_time arrival, uint64_t addr, const uint8_t* data, uint32_t len) {
+void PcieLink::queue_write(sc_time arrival, uint64_t addr, const uint8_t* data, uint32_t len) {
   const bool was_empty = posted_.empty();
   const auto push = [&](sc_time at, uint64_t a, const uint8_t* p, uint32_t n) {
     std::vector<uint8_t> bytes;
@@ -174,7 +165,7 @@ void PcieLink::queue_write(sc_time issued, sc_time arrival, uint64_t addr, const
       spare_.pop_back();
     }
     bytes.assign(p, p + n);
-    posted_.push_back({issued, at, a, std::move(bytes)});
+    posted_.push_back({at, a, std::move(bytes)});
   };
   uint64_t gap_ps = 0;
   if (faults_) {

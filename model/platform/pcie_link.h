@@ -82,12 +82,8 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms {
   void read_done(uint64_t addr, uint32_t len, bool ok, sc_core::sc_time& delay);
   void log_dma(uint64_t t_ps, bool write, bool ok, uint64_t addr, uint32_t len);
   void msi(uint32_t data, sc_core::sc_time arrival);
-  // Queues a posted write issued at `issued` (whole, or in the pieces a split fault makes)
-  // to land at `arrival`.
-  void queue_write(sc_core::sc_time issued, sc_core::sc_time arrival, uint64_t addr, const uint8_t* data,
-                   uint32_t len);
-  // When the last queued write issued by `issued` lands; zero when none is queued.
-  sc_core::sc_time landed_by(sc_core::sc_time issued) const;
+  // Queues a posted write (whole, or in the pieces a split fault makes) to land at `arrival`.
+  void queue_write(sc_core::sc_time arrival, uint64_t addr, const uint8_t* data, uint32_t len);
   void apply_write(uint64_t addr, const uint8_t* data, uint32_t len, uint64_t t_ps);
   void apply_due_writes();
   // Out of posted-request credits: the initiator (at `delay` ahead of the kernel) waits
@@ -111,7 +107,6 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms {
   sc_core::sc_time read_request_;  // a read request TLP (no payload)
   std::array<sc_core::sc_time, 4097> payload_times_;
   struct PostedWrite {
-    sc_core::sc_time issued;  // at the device, serialised
     sc_core::sc_time arrival;
     uint64_t addr;
     std::vector<uint8_t> data;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -133,6 +134,23 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
                 std::to_string(ev.interrupts) + " interrupts handled");
   sb.record("no_control_command_errors", dev->cqp_errors == 0,
             std::to_string(dev->cqp_commands) + " CQP commands, " + std::to_string(dev->cqp_errors) + " failed");
+}
+
+// A link fault kind the scenario asks for that never struck tested nothing: said, as a
+// request fault's rate that drew no request is.
+void warn_of_idle_link_faults(const platform::LinkFaultConfig& f, const platform::LinkFaultCounters& c,
+                              std::vector<std::string>& warnings) {
+  const std::pair<double, uint64_t> kinds[] = {{f.posted_delay_rate, c.writes_delayed}, {f.split_rate, c.writes_split},
+                                               {f.msix_lost_rate, c.msix_lost}, {f.msix_duplicated_rate, c.msix_duplicated},
+                                               {f.msix_delayed_rate, c.msix_delayed}};
+  const char* const names[] = {"posted_delay_rate", "split_rate", "msix_lost_rate", "msix_duplicated_rate",
+                               "msix_delayed_rate"};
+  for (size_t k = 0; k < std::size(kinds); k++)
+    if (kinds[k].first > 0 && kinds[k].second == 0) {
+      char rate[32];
+      std::snprintf(rate, sizeof rate, "%g", kinds[k].first);
+      warnings.push_back(std::string("config.link.faults.") + names[k] + " = " + rate + " struck nothing in this run");
+    }
 }
 
 std::string report_json(const Scenario& sc, const SystemCounters& sys, const WorkloadCounters& wl,
@@ -390,6 +408,7 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   const SystemCounters sys = counters_of(host, server.get());
   cover_driver_paths(coverage, sys, counts);
   system_checks(sys, counts, sb);
+  warn_of_idle_link_faults(sc.config.link.faults, sys.host.link_faults, warnings);
   if (sys.late_trace_events)
     sb.record("trace_in_time_order", false,
               std::to_string(sys.late_trace_events) + " event(s) were logged after later ones were written");

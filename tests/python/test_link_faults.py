@@ -1,0 +1,102 @@
+"""Link and interrupt faults (config.link.faults), as a validation engineer uses them: the
+shipped scenario holds over seeds 1-20, the checks catch what the driver cannot survive, and
+bad settings are scenario errors."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import irdma_sim
+
+RUNNER = os.path.join(os.environ["IRDMA_SIM_BIN"], "..", "model", "system", "irdma-sim-run")
+
+
+def failed_checks(report):
+    return {c["name"]: c["detail"] for c in report["checks"] if not c["passed"]}
+
+
+def variant(scenario, tmp_path, old, new):
+    """link_faults.yaml with one line changed."""
+    text = open(scenario("link_faults.yaml")).read()
+    assert old in text
+    path = tmp_path / "variant.yaml"
+    path.write_text(text.replace(old, new))
+    return str(path)
+
+
+def test_every_fault_kind_strikes_and_nothing_is_lost_over_seeds_1_to_20(scenario, tmp_path):
+    totals = {}
+    for seed in range(1, 21):
+        report = irdma_sim.run(scenario("link_faults.yaml"), tmp_path / str(seed), seed=seed, trace=False)
+        assert report["passed"], (seed, failed_checks(report))
+        for key, n in report["counts"].items():
+            if isinstance(n, int):
+                totals[key] = totals.get(key, 0) + n
+        assert "lost_interrupts_recovered" in {c["name"] for c in report["checks"]} or report["counts"]["msix_lost"] == 0
+    for kind in ("msix_lost", "msix_duplicated", "msix_delayed", "posted_writes_delayed", "posted_writes_split"):
+        assert totals[kind] > 100, (kind, totals[kind])
+    assert totals["missed_interrupts_recovered"] >= totals["msix_lost"] // 2
+    assert totals["extended_cqes"] > 0  # halves split and held apart too
+
+
+def test_the_same_seed_draws_the_same_faults(scenario, tmp_path):
+    a = irdma_sim.run(scenario("link_faults.yaml"), tmp_path / "a", seed=4)
+    b = irdma_sim.run(scenario("link_faults.yaml"), tmp_path / "b", seed=4)
+    assert a["counts"] == b["counts"]
+    for name in ("trace.jsonl", "completions.jsonl"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    trace = (tmp_path / "a" / "trace.jsonl").read_text()
+    for kind in ("msix_lost", "msix_duplicated", "msix_delayed"):
+        assert f'"ev":"{kind}"' in trace, kind
+
+
+def test_without_the_watchdog_a_lost_interrupt_stalls_its_completions(scenario, tmp_path):
+    path = variant(scenario, tmp_path, "eq_watchdog_us: 50", "eq_watchdog_us: 0")
+    report = irdma_sim.run(path, tmp_path / "out", seed=1, trace=False)
+    failed = failed_checks(report)
+    assert "no_stall" in failed and "lost_interrupts_recovered" in failed, failed
+
+
+def test_a_cqe_torn_against_the_ordering_rules_is_caught(scenario, tmp_path):
+    # split_reversed lands a CQE's valid qword before the rest: the poll path takes stale
+    # words, and the scoreboard must see it.
+    path = variant(scenario, tmp_path, "split_rate: 0.1", "split_rate: 0.01\n      split_reversed: true")
+    report = irdma_sim.run(path, tmp_path / "out", seed=1, trace=False)
+    failed = failed_checks(report)
+    assert {"every_signaled_wr_completed_once", "every_message_received_once_in_order"} <= set(failed), failed
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ("msix_lost_rate: 0.05", "msix_lost_rate: 1.5", "config.link.faults.msix_lost_rate"),
+    ("split_rate: 0.1", "split_rate: 0\n      split_reversed: true", "needs a split_rate above 0"),
+    ("msix_delay_max_ns: 20000", "msix_delay_max_ns: 20000\n      seed: 3", "its own seed"),
+    ("eq_watchdog_us: 50", "eq_watchdog_us: 50\n  sync: {mode: loose}", "need sync.mode approximate"),
+    ("max_cqe: 512", "max_cqe: 512\n    ceq_itr_us: 60", "within device.ceq_itr_us"),
+    ("posted_delay_rate: 0.02", "posted_delay_rat: 0.02", "unknown key"),
+])
+def test_bad_fault_settings_are_scenario_errors(scenario, tmp_path, old, new, message):
+    path = variant(scenario, tmp_path, old, new)
+    proc = subprocess.run([RUNNER, path, "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr and "variant.yaml" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--record"], "--record with link.faults"),
+    (["--backend", "vfio-user"], "link.faults need the sim backend"),
+])
+def test_runs_that_cannot_carry_link_faults_refuse_them(scenario, tmp_path, args, message):
+    proc = subprocess.run([RUNNER, scenario("link_faults.yaml"), "--out", str(tmp_path / "out"), *args],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert message in proc.stderr, proc.stderr
+    assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_a_fault_kind_that_never_struck_is_a_warning(scenario, tmp_path):
+    path = variant(scenario, tmp_path, "msix_delayed_rate: 0.05", "msix_delayed_rate: 0.0000001")
+    report = irdma_sim.run(path, tmp_path / "out", seed=1, trace=False)
+    assert report["passed"]
+    assert report["warnings"] == ["config.link.faults.msix_delayed_rate = 1e-07 struck nothing in this run"]
