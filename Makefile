@@ -53,6 +53,7 @@ bench: build
 	for pairs in 8 512 4096; do $(BUILD)/tests/bench/irdma-sim-bench scale approximate $$pairs; done
 	$(BUILD)/tests/bench/irdma-sim-bench e2e vfio-user
 	$(BUILD)/tests/bench/irdma-sim-bench doorbell-msix
+	$(BUILD)/tests/bench/irdma-sim-soak | tail -1
 	$(BUILD)/tests/bench/vfio_user_bench
 
 build: deps

@@ -133,7 +133,7 @@ bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
   }
   if (out.status == CqWriteOutcome::overflowed) {
     overflowed(cq, fields, out.overflow_began);
-    return true;
+    return false;
   }
   if (fields.extended) counters_.extended_cqes++;
   counters_.cqes_written++;

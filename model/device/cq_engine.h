@@ -60,8 +60,8 @@ class CqEngine {
   void ack(uint32_t cq_id);
   const CqContext* find(uint32_t cq_id) const;
 
-  // Writes one completion to CQ `cq_id`; false when there is no such CQ. An armed CQ
-  // then raises its completion event and is disarmed.
+  // Writes one completion to CQ `cq_id`; false when nothing was written (no such CQ, or no
+  // room: the CQ overflowed). An armed CQ then raises its completion event and is disarmed.
   bool post(uint32_t cq_id, const CqeFields& fields);
   // The CQARM doorbell: reads the arm the driver left in shadow qword4 (spec C.7, D.5). An
   // arm whose sequence number was taken already is stale: ignored. False: no such CQ, or

@@ -52,8 +52,8 @@ void QpEngine::post_flush_cqe(const QpContext& qp, bool sq, uint16_t wqe_idx, ui
   f.error = true;
   f.major_err = FLUSH_MAJOR;
   f.minor_err = minor;
-  cqs_.post(sq ? qp.send_cq : qp.recv_cq, f);
-  counters_.flush_cqes++;
+  // One its CQ had no room for (overflowed, or in error) was never written.
+  if (cqs_.post(sq ? qp.send_cq : qp.recv_cq, f)) counters_.flush_cqes++;
 }
 
 // GEN_2 writes one flush CQE for a queue with work in it and leaves the driver to report

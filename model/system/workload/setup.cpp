@@ -62,6 +62,10 @@ bool Workload::setup() {
       q->ops = &sc_.ops_of(size_t(&pair - sc_.pairs.data()));
       q->sends_total = sc_.traffic.sends_per_qp;
       q->nr_cqe = pair.cq_entries ? pair.cq_entries : pair.sq_depth + pair.rq_depth;
+      // A CQ sized for less than its QP's work may overflow: the QP's side stops answering
+      // its peer, which may then report what a faulted QP's peer does, before the CQ error
+      // reaches the workload and the pair is torn down.
+      if (q->nr_cqe < pair.sq_depth + pair.rq_depth) sb_.expect_peer_fault(q->index ^ 1);
       const ib_poll_context ctx = sc_.poll_ctx_of(size_t(&pair - sc_.pairs.data()));
       q->own_cq = pair.own_cqs;
       const size_t pool_cqs = q->own_cq ? 0 : pool_size();
