@@ -156,6 +156,22 @@ void PcieLink::msi(uint32_t data, sc_time arrival) {
   }
 }
 
+bool PcieLink::msi_by_vector(unsigned vector, const std::function<bool(unsigned)>& send) {
+  if (!faults_) return send(vector);
+  const uint64_t now = ps(sc_core::sc_time_stamp());
+  const LinkFaults::Msix fate = faults_->msix_fate();
+  if (fate == LinkFaults::Msix::lose) {
+    trace_.event(now, "msix_lost").num("data", vector);
+    return true;
+  }
+  const bool sent = send(vector);
+  if (sent && fate == LinkFaults::Msix::duplicate) {
+    trace_.event(now, "msix_duplicated").num("data", vector);
+    send(vector);
+  }
+  return sent;
+}
+
 void PcieLink::queue_write(sc_time arrival, uint64_t addr, const uint8_t* data, uint32_t len) {
   const bool was_empty = posted_.empty();
   const auto push = [&](sc_time at, uint64_t a, const uint8_t* p, uint32_t n) {

@@ -58,6 +58,11 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms {
   // Where MSI writes go: (data, arrival time).
   std::function<void(uint32_t data, sc_core::sc_time at)> on_msi;
 
+  // For a host that takes interrupts by vector rather than as writes (a served model's
+  // vfio-user server): sends MSI-X `vector` through `send` as the link's faults have it,
+  // lost (reported sent) or twice; what `send` returns. Late delivery needs the writes.
+  bool msi_by_vector(unsigned vector, const std::function<bool(unsigned)>& send);
+
   // Link time of moving `bytes` of payload in TLPs of at most `max_tlp` bytes.
   sc_core::sc_time serialisation(uint32_t bytes, uint32_t max_tlp) const;
 

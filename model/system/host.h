@@ -24,7 +24,6 @@ struct HostCounters {
   uint64_t dma_bytes_mapped = 0;  // DMA memory handed out and not freed
   uint64_t msix_delivered = 0;
   uint64_t spurious_interrupts = 0;  // MSI-X for a vector with no handler
-  platform::LinkFaultCounters link_faults;  // what a simulated link's faults did
 };
 
 // What a configuration tells the driver rather than the device: its module parameters.

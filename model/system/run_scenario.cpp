@@ -97,11 +97,11 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
             std::to_string(h.dma_bytes_mapped) + " bytes of DMA memory still mapped after teardown");
   sb.record("no_spurious_interrupts", h.spurious_interrupts == 0,
             std::to_string(h.spurious_interrupts) + " MSI-X message(s) for no handler");
-  if (h.link_faults.msix_lost)
-    sb.record("lost_interrupts_recovered", sys.events.missed_interrupts > 0,
-              std::to_string(h.link_faults.msix_lost) + " MSI-X message(s) lost, " +
-                  std::to_string(sys.events.missed_interrupts) + " handler run(s) the driver's watchdog made for them");
   if (!dev) return;
+  if (dev->msix_lost)
+    sb.record("lost_interrupts_recovered", sys.events.missed_interrupts > 0,
+              std::to_string(dev->msix_lost) + " MSI-X message(s) lost, " +
+                  std::to_string(sys.events.missed_interrupts) + " handler run(s) the driver's watchdog made for them");
   // A flush CQE may stand for many completions (GEN_2), or for none (its WQEs were
   // reported already), and software flushes have none: flushes are left out.
   // CQEs a destroyed QP left unpolled are never reported either: those destroy cleaned out
@@ -138,9 +138,10 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
 
 // A link fault kind the scenario asks for that never struck tested nothing: said, as a
 // request fault's rate that drew no request is.
-void warn_of_idle_link_faults(const platform::LinkFaultConfig& f, const platform::LinkFaultCounters& c,
+void warn_of_idle_link_faults(const platform::LinkFaultConfig& f, const backends::DeviceCounters& c,
                               std::vector<std::string>& warnings) {
-  const std::pair<double, uint64_t> kinds[] = {{f.posted_delay_rate, c.writes_delayed}, {f.split_rate, c.writes_split},
+  const std::pair<double, uint64_t> kinds[] = {{f.posted_delay_rate, c.posted_writes_delayed},
+                                               {f.split_rate, c.posted_writes_split},
                                                {f.msix_lost_rate, c.msix_lost}, {f.msix_duplicated_rate, c.msix_duplicated},
                                                {f.msix_delayed_rate, c.msix_delayed}};
   const char* const names[] = {"posted_delay_rate", "split_rate", "msix_lost_rate", "msix_duplicated_rate",
@@ -218,12 +219,12 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
       .num("poller_missed_events", polls.missed)
       .num("poller_budget_spent", polls.budget_spent)
       .num("msix_delivered", h.msix_delivered)
-      .num("msix_lost", h.link_faults.msix_lost)
-      .num("msix_duplicated", h.link_faults.msix_duplicated)
-      .num("msix_delayed", h.link_faults.msix_delayed)
+      .num("msix_lost", dev.msix_lost)
+      .num("msix_duplicated", dev.msix_duplicated)
+      .num("msix_delayed", dev.msix_delayed)
       .num("missed_interrupts_recovered", ev.missed_interrupts)
-      .num("posted_writes_delayed", h.link_faults.writes_delayed)
-      .num("posted_writes_split", h.link_faults.writes_split)
+      .num("posted_writes_delayed", dev.posted_writes_delayed)
+      .num("posted_writes_split", dev.posted_writes_split)
       .num("trace_events", sys.trace_events)
       .num("idle_polls", wl.idle_polls)
       .num("pool_cqs", wl.pool_cqs)
@@ -355,9 +356,15 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   if (options.record && sc.config.link.faults.any())
     throw ScenarioError(sc.file + ": --record with link.faults: a replay drives the device from the host's side, "
                         "where what the faulty link lost, split or held back cannot be told from the device's doing");
-  if (sc.config.link.faults.any() && options.backend != "sim")
-    throw ScenarioError(sc.file + ": link.faults need the sim backend (the link between the host and the device "
-                        "is simulated only there)");
+  // A served model's link is this run's only with a server of its own; its posted writes
+  // land as they are issued.
+  if (sc.config.link.faults.any() && options.backend != "sim" && options.backend != "vfio-user")
+    throw ScenarioError(sc.file + ": link.faults need the sim or vfio-user backend (a model this run simulates or "
+                        "serves: backend " + options.backend + " has a link of its own)");
+  if ((sc.config.link.faults.writes() || sc.config.link.faults.msix_delayed_rate > 0) && options.backend != "sim")
+    throw ScenarioError(sc.file + ": link.faults on posted writes (posted_delay_rate, split_rate) and late MSI-X "
+                        "(msix_delayed_rate) need the sim backend: a served model's writes land, and its "
+                        "interrupts go, as they are issued");
   if (options.record && options.cq_writer)
     throw ScenarioError(sc.file + ": --record keeps the scenario as it is, not a --cq-writer choice; set "
                         "device.cq_writer in the scenario, or replay with --cq-writer");
@@ -408,7 +415,7 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   const SystemCounters sys = counters_of(host, server.get());
   cover_driver_paths(coverage, sys, counts);
   system_checks(sys, counts, sb);
-  warn_of_idle_link_faults(sc.config.link.faults, sys.host.link_faults, warnings);
+  if (sys.device) warn_of_idle_link_faults(sc.config.link.faults, *sys.device, warnings);
   if (sys.late_trace_events)
     sb.record("trace_in_time_order", false,
               std::to_string(sys.late_trace_events) + " event(s) were logged after later ones were written");

@@ -51,8 +51,10 @@ ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path,
   device_->dma.bind(link_->dev_dma);
   link_->host_mem.bind(memory_->socket);
   // A vector the client gave no eventfd is one its host left masked.
-  device_->msix_out = [this](unsigned vector) { return server_->trigger_irq(vfio::kMsixIrqIndex, vector); };
-  backdoor_ = std::make_unique<SimBackdoor>(*device_);
+  device_->msix_out = [this](unsigned vector) {
+    return link_->msi_by_vector(vector, [this](unsigned v) { return server_->trigger_irq(vfio::kMsixIrqIndex, v); });
+  };
+  backdoor_ = std::make_unique<SimBackdoor>(*device_, *link_);
 }
 
 // A log of a device no client ever came to is no log: it goes.

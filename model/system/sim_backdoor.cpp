@@ -43,6 +43,13 @@ backends::DeviceCounters SimBackdoor::counters() {
   c.msix_sent = d.msix_sent;
   c.msix_masked = d.msix_masked;
   c.dma_errors = dev_.dma_errors();
+  if (const platform::LinkFaultCounters* f = link_.fault_counters()) {
+    c.msix_lost = f->msix_lost;
+    c.msix_duplicated = f->msix_duplicated;
+    c.msix_delayed = f->msix_delayed;
+    c.posted_writes_delayed = f->writes_delayed;
+    c.posted_writes_split = f->writes_split;
+  }
   return c;
 }
 

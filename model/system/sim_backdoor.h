@@ -3,14 +3,17 @@
 
 #include "driver/backends/device_backdoor.h"
 #include "model/device/irdma_device.h"
+#include "model/platform/pcie_link.h"
 #include "model/system/stimulus.h"
 
 namespace irdma_sim::system {
 
 class SimBackdoor final : public backends::DeviceBackdoor {
  public:
-  // `recorder`: where a recorded run notes the hooks it used, for its replay; may be null.
-  explicit SimBackdoor(device::IrdmaDevice& dev, StimulusRecorder* recorder = nullptr) : dev_(dev), recorder_(recorder) {}
+  // `link`: the model's link to its host, whose fault counts are read too. `recorder`: where
+  // a recorded run notes the hooks it used, for its replay; may be null.
+  SimBackdoor(device::IrdmaDevice& dev, const platform::PcieLink& link, StimulusRecorder* recorder = nullptr)
+      : dev_(dev), link_(link), recorder_(recorder) {}
   backends::DeviceCounters counters() override;
   bool inject_fault(uint32_t qp, uint64_t nth_request, uint16_t flush_minor) override {
     if (recorder_) recorder_->fault(qp, nth_request, flush_minor);
@@ -23,6 +26,7 @@ class SimBackdoor final : public backends::DeviceBackdoor {
 
  private:
   device::IrdmaDevice& dev_;
+  const platform::PcieLink& link_;
   StimulusRecorder* recorder_;
 };
 

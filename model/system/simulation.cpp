@@ -85,7 +85,7 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path, cons
     if (recorder_) recorder_->msix(data);
     irq_->deliver(data, at);
   };
-  backdoor_ = std::make_unique<SimBackdoor>(*device_, recorder_.get());
+  backdoor_ = std::make_unique<SimBackdoor>(*device_, *link_, recorder_.get());
 
   hal_ = std::make_unique<hal::Platform>(hal::Platform{*pci_config_, *bar0_, *dma_, *irq_, *exec_});
   driver_ = std::make_unique<irdma::irdma_device>(*hal_, driver_params(cfg));
@@ -109,7 +109,6 @@ HostCounters Simulation::host_counters() const {
   c.dma_bytes_mapped = memory_->mapped_bytes();
   c.msix_delivered = irq_->delivered();
   c.spurious_interrupts = irq_->spurious();
-  if (const platform::LinkFaultCounters* f = link_->fault_counters()) c.link_faults = *f;
   return c;
 }
 

@@ -85,7 +85,8 @@ def test_bad_fault_settings_are_scenario_errors(scenario, tmp_path, old, new, me
 
 @pytest.mark.parametrize("args,message", [
     (["--record"], "--record with link.faults"),
-    (["--backend", "vfio-user"], "link.faults need the sim backend"),
+    (["--backend", "vfio-user"], "need the sim backend: a served model's writes land"),
+    (["--backend", "vfio-user:/tmp/none.sock"], "need the sim or vfio-user backend"),
 ])
 def test_runs_that_cannot_carry_link_faults_refuse_them(scenario, tmp_path, args, message):
     proc = subprocess.run([RUNNER, scenario("link_faults.yaml"), "--out", str(tmp_path / "out"), *args],
@@ -100,3 +101,12 @@ def test_a_fault_kind_that_never_struck_is_a_warning(scenario, tmp_path):
     report = irdma_sim.run(path, tmp_path / "out", seed=1, trace=False)
     assert report["passed"]
     assert report["warnings"] == ["config.link.faults.msix_delayed_rate = 1e-07 struck nothing in this run"]
+
+
+def test_a_served_model_loses_and_duplicates_interrupts_too(scenario, tmp_path):
+    # The driver on this process's OS threads, its watchdog against real interrupt threads.
+    report = irdma_sim.run(scenario("interrupt_faults.yaml"), tmp_path / "out", backend="vfio-user", trace=False)
+    assert report["passed"], failed_checks(report)
+    counts = report["counts"]
+    assert counts["msix_lost"] > 0 and counts["msix_duplicated"] > 0, counts
+    assert counts["missed_interrupts_recovered"] > 0
