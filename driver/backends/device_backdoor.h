@@ -44,7 +44,7 @@ struct DeviceCounters {
   uint64_t interrupts_moderated = 0;
   uint64_t events_while_masked = 0;
   uint64_t msix_sent = 0;
-  uint64_t msix_masked = 0;       // not sent: the vector masked, or no host to take it
+  uint64_t msix_masked = 0;       // not sent when raised: the vector masked (held), or no host to take it
   uint64_t dma_errors = 0;  // DMA the device could not do (refused, or bus mastering off)
   // What the faults of the link between the model and its host did (config.link.faults):
   // the link a simulation or a served model has; silicon has none.
@@ -53,6 +53,7 @@ struct DeviceCounters {
   uint64_t msix_delayed = 0;
   uint64_t posted_writes_delayed = 0;
   uint64_t posted_writes_split = 0;
+  uint64_t msix_sent_on_unmask = 0;  // held while masked, sent once unmasked (the PBA)
 };
 
 class DeviceBackdoor {

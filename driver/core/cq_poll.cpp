@@ -137,6 +137,9 @@ bool ib_poll_workers::poll(ib_cq* cq) {
   const int completed = ib_process_cq(cq, budget, cq->wc.data(), IB_POLL_BATCH);
   const bool spent = completed >= budget;
   const bool missed = !spent && ib_req_notify_cq(cq, IB_POLL_FLAGS) > 0;
+  // A valid CQE at the head that polled as nothing is still landing (an extended one whose
+  // other half has not): as the kernel's re-polls do, spend a moment before the next look.
+  if (missed && completed == 0) exec_.cpu_relax();
   lock_->lock();
   counters_.runs++;
   counters_.completions += uint64_t(completed);

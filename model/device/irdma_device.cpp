@@ -105,7 +105,9 @@ bool IrdmaDevice::config_access(tlm::tlm_generic_payload& trans, uint64_t off) {
   uint32_t v = 0;
   if (trans.is_write()) {
     std::memcpy(&v, trans.get_data_ptr(), std::min(len, 4u));
-    return config_.write(uint32_t(off), len, v);
+    if (!config_.write(uint32_t(off), len, v)) return false;
+    send_unmasked_pending();  // the function mask may be off now
+    return true;
   }
   if (!config_.read(uint32_t(off), len, v)) return false;
   std::memcpy(trans.get_data_ptr(), &v, len);
@@ -113,13 +115,18 @@ bool IrdmaDevice::config_access(tlm::tlm_generic_payload& trans, uint64_t off) {
 }
 
 // The MSI-X table: 16-byte entries of address, data and vector control, 4-byte accesses.
-// The PBA reads as zero: a message for a masked entry is counted and dropped, not held.
+// A message raised while its entry or the function is masked is held, its PBA bit set, and
+// sent when both are unmasked (PCIe's MSI-X rules); the PBA is read-only.
 bool IrdmaDevice::msix_access(tlm::tlm_generic_payload& trans, uint64_t off) {
   if (trans.get_data_length() != 4 || off % 4) return false;
   uint32_t v = 0;
   if (off >= MSIX_PBA_OFFSET && off < MSIX_PBA_OFFSET + (msix_.size() + 63) / 64 * 8) {
-    if (!trans.is_write()) std::memcpy(trans.get_data_ptr(), &v, 4);
-    return !trans.is_write();
+    if (trans.is_write()) return false;
+    const size_t first = (off - MSIX_PBA_OFFSET) * 8;
+    for (size_t bit = 0; bit < 32 && first + bit < msix_.size(); bit++)
+      v |= uint32_t(msix_[first + bit].pending) << bit;
+    std::memcpy(trans.get_data_ptr(), &v, 4);
+    return true;
   }
   if (off >= MSIX_TABLE_OFFSET + msix_.size() * kMsixEntryBytes) return false;
   MsixEntry& e = msix_[(off - MSIX_TABLE_OFFSET) / kMsixEntryBytes];
@@ -130,7 +137,10 @@ bool IrdmaDevice::msix_access(tlm::tlm_generic_payload& trans, uint64_t off) {
       case 0: e.addr = (e.addr & ~0xFFFFFFFFull) | v; break;
       case 4: e.addr = (e.addr & 0xFFFFFFFFull) | uint64_t(v) << 32; break;
       case 8: e.data = v; break;
-      case 12: e.ctrl = v & 1; break;
+      case 12:
+        e.ctrl = v & 1;
+        send_unmasked_pending();
+        break;
     }
     return true;
   }
@@ -230,10 +240,24 @@ void IrdmaDevice::send_due_msix() {
   if (!msix_due_.empty()) msix_timer_.notify(sc_core::sc_time::from_value(msix_due_.top().first - now));
 }
 
+void IrdmaDevice::send_unmasked_pending() {
+  if (msix_out || !config_.msix_enabled() || config_.msix_function_masked()) return;
+  for (unsigned vector = 0; vector < msix_.size(); vector++) {
+    MsixEntry& e = msix_[vector];
+    if (!e.pending || (e.ctrl & 1)) continue;
+    e.pending = false;
+    counters_.msix_sent_on_unmask++;
+    schedule_msix(vector);  // from the engine's side, not inside this register access
+  }
+}
+
 void IrdmaDevice::raise_msix(unsigned vector, bool from_engine) {
   if (vector >= msix_.size() || !config_.msix_enabled() || config_.msix_function_masked() ||
       (!msix_out && ((msix_[vector].ctrl & 1) || msix_[vector].addr == 0))) {
     counters_.msix_masked++;
+    // Masked, it waits in the PBA; with MSI-X off or the entry never programmed, it is lost.
+    if (vector < msix_.size() && !msix_out && config_.msix_enabled() && msix_[vector].addr)
+      msix_[vector].pending = true;
     return;
   }
   if (msix_out) {

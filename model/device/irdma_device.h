@@ -44,7 +44,8 @@ struct DeviceCounters {
   uint64_t cq_arms = 0;
   uint64_t cq_acks = 0;        // CQACK writes, whether or not their CQ still exists
   uint64_t msix_sent = 0;
-  uint64_t msix_masked = 0;
+  uint64_t msix_masked = 0;          // not sent when raised: masked (then held pending) or no host
+  uint64_t msix_sent_on_unmask = 0;  // of the held ones, sent when their entry or the function was unmasked
   uint64_t bad_doorbells = 0;  // CQARM for a CQ that does not exist
 };
 
@@ -106,6 +107,7 @@ class IrdmaDevice : public sc_core::sc_module {
     uint64_t addr = 0;
     uint32_t data = 0;
     uint32_t ctrl = 1;  // masked until programmed
+    bool pending = false;  // its PBA bit: raised while masked
   };
 
   void pci_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
@@ -128,6 +130,8 @@ class IrdmaDevice : public sc_core::sc_module {
   void msix_at(unsigned vector, uint64_t due_ps);
   void send_due_msix();
   void raise_msix(unsigned vector, bool from_engine);
+  // Sends the messages held for entries no longer masked (PCIe's MSI-X pending bits).
+  void send_unmasked_pending();
 
   DeviceConfig cfg_;
   trace::TraceLog& trace_;

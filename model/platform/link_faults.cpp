@@ -35,6 +35,12 @@ LinkFaults::Msix LinkFaults::msix_fate() {
   return Msix::deliver;
 }
 
+uint64_t LinkFaults::msix_mask_ps() {
+  if (!draw(cfg_.msix_mask_rate)) return 0;
+  counters_.msix_masked++;
+  return up_to_ps(cfg_.msix_mask_max_ns);
+}
+
 uint64_t LinkFaults::msix_delay_ps() {
   if (!draw(cfg_.msix_delayed_rate)) return 0;
   counters_.msix_delayed++;

@@ -4,7 +4,9 @@
 //    as PCIe ordering requires (posted requests do not pass posted requests);
 //  - a write of more than 8 bytes split into 8-byte TLPs that land apart, in address order
 //    (or, `split_reversed`, in the other order: a contract violation the checks must catch);
-//  - an MSI-X message the host loses, delivers twice, or delivers late.
+//  - an MSI-X message the host loses, delivers twice, or delivers late;
+//  - a vector the host masks in the MSI-X table as its interrupt comes in, for a while (as
+//    an OS moving an interrupt does): what the device raises meanwhile must wait in the PBA.
 #pragma once
 
 #include <cstdint>
@@ -22,10 +24,14 @@ struct LinkFaultConfig {
   double msix_duplicated_rate = 0;
   double msix_delayed_rate = 0;
   double msix_delay_max_ns = 20000;
+  double msix_mask_rate = 0;        // of MSI-X messages delivered
+  double msix_mask_max_ns = 20000;
   uint64_t seed = 1;
 
   bool writes() const { return posted_delay_rate > 0 || split_rate > 0; }
-  bool interrupts() const { return msix_lost_rate > 0 || msix_duplicated_rate > 0 || msix_delayed_rate > 0; }
+  bool interrupts() const {
+    return msix_lost_rate > 0 || msix_duplicated_rate > 0 || msix_delayed_rate > 0 || msix_mask_rate > 0;
+  }
   bool any() const { return writes() || interrupts(); }
 };
 
@@ -35,11 +41,15 @@ struct LinkFaultCounters {
   uint64_t msix_lost = 0;
   uint64_t msix_duplicated = 0;
   uint64_t msix_delayed = 0;
+  uint64_t msix_masked = 0;  // vectors the host masked for a while
 };
 
 class LinkFaults {
  public:
-  explicit LinkFaults(const LinkFaultConfig& cfg) : cfg_(cfg), rng_(cfg.seed ^ kStream) {}
+  // Where the faults are drawn: each place its own stream, so one's draws leave another's be.
+  static constexpr uint64_t kLinkStream = 0x6c696e6b'6661756cull;  // "linkfaul"
+  static constexpr uint64_t kHostStream = 0x686f7374'6d61736bull;  // "hostmask"
+  explicit LinkFaults(const LinkFaultConfig& cfg, uint64_t stream = kLinkStream) : cfg_(cfg), rng_(cfg.seed ^ stream) {}
 
   const LinkFaultConfig& config() const { return cfg_; }
   const LinkFaultCounters& counters() const { return counters_; }
@@ -51,9 +61,9 @@ class LinkFaults {
   enum class Msix { deliver, lose, duplicate };
   Msix msix_fate();
   uint64_t msix_delay_ps();            // 0: on time
+  uint64_t msix_mask_ps();             // 0: left unmasked
 
  private:
-  static constexpr uint64_t kStream = 0x6c696e6b'6661756cull;  // "linkfaul": not the workload's draws
   bool draw(double rate);
   uint64_t up_to_ps(double max_ns);
 

@@ -9,10 +9,32 @@ namespace irdma_sim::platform {
 
 using namespace hal;
 
-SimInterrupts::SimInterrupts(sc_core::sc_module_name name, PciConfig& config, std::array<Bar*, 6> bars)
+SimInterrupts::SimInterrupts(sc_core::sc_module_name name, PciConfig& config, std::array<Bar*, 6> bars,
+                             const LinkFaultConfig& faults)
     : sc_module(name), config_(config), bars_(bars) {
   SC_THREAD(dispatch_thread);
   set_stack_size(1 << 20);  // handlers run driver code
+  if (faults.msix_mask_rate > 0) {
+    faults_.emplace(faults, LinkFaults::kHostStream);
+    SC_THREAD(unmask_thread);
+  }
+}
+
+void SimInterrupts::write_vector_ctrl(unsigned vector, uint32_t ctrl) {
+  table_bar_->write32(table_ + uint64_t(vector) * PCI_MSIX_ENTRY_SIZE + PCI_MSIX_ENTRY_VECTOR_CTRL, ctrl);
+}
+
+void SimInterrupts::unmask_thread() {
+  for (;;) {
+    while (unmask_.empty()) sc_core::wait(unmask_due_);
+    const auto [at, vector] = unmask_.top();
+    if (at > sc_core::sc_time_stamp()) {
+      sc_core::wait(at - sc_core::sc_time_stamp(), unmask_due_);
+      continue;
+    }
+    unmask_.pop();
+    if (vector < handlers_.size() && handlers_[vector]) write_vector_ctrl(vector, 0);  // a freed one stays masked
+  }
 }
 
 int SimInterrupts::alloc_irq_vectors(unsigned min, unsigned max) {
@@ -45,8 +67,7 @@ int SimInterrupts::request_irq(unsigned vector, Handler handler) {
 
 void SimInterrupts::free_irq(unsigned vector) {
   if (vector >= handlers_.size() || !handlers_[vector]) return;
-  table_bar_->write32(table_ + uint64_t(vector) * PCI_MSIX_ENTRY_SIZE + PCI_MSIX_ENTRY_VECTOR_CTRL,
-                      PCI_MSIX_ENTRY_CTRL_MASKBIT);
+  write_vector_ctrl(vector, PCI_MSIX_ENTRY_CTRL_MASKBIT);
   handlers_[vector] = nullptr;
 }
 
@@ -66,6 +87,11 @@ void SimInterrupts::dispatch_thread() {
     pending_.pop();
     if (vector < handlers_.size() && handlers_[vector]) {
       delivered_++;
+      if (const uint64_t masked = faults_ ? faults_->msix_mask_ps() : 0) {
+        write_vector_ctrl(vector, PCI_MSIX_ENTRY_CTRL_MASKBIT);
+        unmask_.emplace(sc_core::sc_time_stamp() + sc_core::sc_time::from_value(masked), vector);
+        unmask_due_.notify(sc_core::SC_ZERO_TIME);
+      }
       handlers_[vector](vector);
     } else {
       spurious_++;

@@ -2,11 +2,14 @@
 // alloc_irq_vectors finds the function's MSI-X capability and enables it, request_irq
 // programs the vector's table entry in the BAR the capability names; MSI writes the link
 // delivers are dispatched, in order of arrival time, to the handler in the interrupt thread.
+// With config.link.faults.msix_mask_rate, the host masks a vector's entry as its interrupt
+// comes in, for a while, as an OS moving an interrupt between CPUs does.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <tuple>
 #include <vector>
@@ -18,6 +21,7 @@
 #include "driver/hal/bar.h"
 #include "driver/hal/irq.h"
 #include "driver/hal/pci_config.h"
+#include "model/platform/link_faults.h"
 
 namespace irdma_sim::platform {
 
@@ -25,7 +29,8 @@ class SimInterrupts final : public sc_core::sc_module, public hal::Interrupts {
  public:
   IRDMA_SC_HAS_PROCESS(SimInterrupts);
   // `bars`: the function's memory BARs as the host maps them (null where there is none).
-  SimInterrupts(sc_core::sc_module_name name, hal::PciConfig& config, std::array<hal::Bar*, 6> bars);
+  SimInterrupts(sc_core::sc_module_name name, hal::PciConfig& config, std::array<hal::Bar*, 6> bars,
+                const LinkFaultConfig& faults = {});
 
   int alloc_irq_vectors(unsigned min, unsigned max) override;
   unsigned num_vectors() const override { return unsigned(handlers_.size()); }
@@ -36,9 +41,12 @@ class SimInterrupts final : public sc_core::sc_module, public hal::Interrupts {
   void deliver(uint32_t data, sc_core::sc_time at);
   uint64_t delivered() const { return delivered_; }
   uint64_t spurious() const { return spurious_; }
+  uint64_t masked_by_fault() const { return faults_ ? faults_->counters().msix_masked : 0; }
 
  private:
   void dispatch_thread();
+  void unmask_thread();
+  void write_vector_ctrl(unsigned vector, uint32_t ctrl);
 
   hal::PciConfig& config_;
   std::array<hal::Bar*, 6> bars_;
@@ -54,6 +62,12 @@ class SimInterrupts final : public sc_core::sc_module, public hal::Interrupts {
   sc_core::sc_event arrived_;
   uint64_t delivered_ = 0;
   uint64_t spurious_ = 0;
+  std::optional<LinkFaults> faults_;
+  // (when, vector): entries a fault masked, to be unmasked then.
+  std::priority_queue<std::pair<sc_core::sc_time, unsigned>, std::vector<std::pair<sc_core::sc_time, unsigned>>,
+                      std::greater<>>
+      unmask_;
+  sc_core::sc_event unmask_due_;
 };
 
 }  // namespace irdma_sim::platform

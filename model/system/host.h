@@ -24,6 +24,7 @@ struct HostCounters {
   uint64_t dma_bytes_mapped = 0;  // DMA memory handed out and not freed
   uint64_t msix_delivered = 0;
   uint64_t spurious_interrupts = 0;  // MSI-X for a vector with no handler
+  uint64_t msix_masked_by_host = 0;  // vectors the host masked for a while (link.faults.msix_mask_rate)
 };
 
 // What a configuration tells the driver rather than the device: its module parameters.

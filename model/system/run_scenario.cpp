@@ -139,13 +139,14 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
 // A link fault kind the scenario asks for that never struck tested nothing: said, as a
 // request fault's rate that drew no request is.
 void warn_of_idle_link_faults(const platform::LinkFaultConfig& f, const backends::DeviceCounters& c,
-                              std::vector<std::string>& warnings) {
+                              const HostCounters& h, std::vector<std::string>& warnings) {
   const std::pair<double, uint64_t> kinds[] = {{f.posted_delay_rate, c.posted_writes_delayed},
                                                {f.split_rate, c.posted_writes_split},
                                                {f.msix_lost_rate, c.msix_lost}, {f.msix_duplicated_rate, c.msix_duplicated},
-                                               {f.msix_delayed_rate, c.msix_delayed}};
+                                               {f.msix_delayed_rate, c.msix_delayed},
+                                               {f.msix_mask_rate, h.msix_masked_by_host}};
   const char* const names[] = {"posted_delay_rate", "split_rate", "msix_lost_rate", "msix_duplicated_rate",
-                               "msix_delayed_rate"};
+                               "msix_delayed_rate", "msix_mask_rate"};
   for (size_t k = 0; k < std::size(kinds); k++)
     if (kinds[k].first > 0 && kinds[k].second == 0) {
       char rate[32];
@@ -225,6 +226,8 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
       .num("missed_interrupts_recovered", ev.missed_interrupts)
       .num("posted_writes_delayed", dev.posted_writes_delayed)
       .num("posted_writes_split", dev.posted_writes_split)
+      .num("msix_masked_by_host", h.msix_masked_by_host)
+      .num("msix_sent_on_unmask", dev.msix_sent_on_unmask)
       .num("trace_events", sys.trace_events)
       .num("idle_polls", wl.idle_polls)
       .num("pool_cqs", wl.pool_cqs)
@@ -361,10 +364,12 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   if (sc.config.link.faults.any() && options.backend != "sim" && options.backend != "vfio-user")
     throw ScenarioError(sc.file + ": link.faults need the sim or vfio-user backend (a model this run simulates or "
                         "serves: backend " + options.backend + " has a link of its own)");
-  if ((sc.config.link.faults.writes() || sc.config.link.faults.msix_delayed_rate > 0) && options.backend != "sim")
-    throw ScenarioError(sc.file + ": link.faults on posted writes (posted_delay_rate, split_rate) and late MSI-X "
-                        "(msix_delayed_rate) need the sim backend: a served model's writes land, and its "
-                        "interrupts go, as they are issued");
+  const platform::LinkFaultConfig& lf = sc.config.link.faults;
+  if ((lf.writes() || lf.msix_delayed_rate > 0 || lf.msix_mask_rate > 0) && options.backend != "sim")
+    throw ScenarioError(sc.file + ": link.faults on posted writes (posted_delay_rate, split_rate), late MSI-X "
+                        "(msix_delayed_rate) and vectors masked by the host (msix_mask_rate) need the sim backend: a "
+                        "served model's writes land, and its interrupts go, as they are issued, to a host this "
+                        "model does not simulate");
   if (options.record && options.cq_writer)
     throw ScenarioError(sc.file + ": --record keeps the scenario as it is, not a --cq-writer choice; set "
                         "device.cq_writer in the scenario, or replay with --cq-writer");
@@ -415,7 +420,7 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   const SystemCounters sys = counters_of(host, server.get());
   cover_driver_paths(coverage, sys, counts);
   system_checks(sys, counts, sb);
-  if (sys.device) warn_of_idle_link_faults(sc.config.link.faults, *sys.device, warnings);
+  if (sys.device) warn_of_idle_link_faults(sc.config.link.faults, *sys.device, sys.host, warnings);
   if (sys.late_trace_events)
     sb.record("trace_in_time_order", false,
               std::to_string(sys.late_trace_events) + " event(s) were logged after later ones were written");

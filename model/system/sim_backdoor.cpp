@@ -42,6 +42,7 @@ backends::DeviceCounters SimBackdoor::counters() {
   c.events_while_masked = vec.events_while_masked;
   c.msix_sent = d.msix_sent;
   c.msix_masked = d.msix_masked;
+  c.msix_sent_on_unmask = d.msix_sent_on_unmask;
   c.dma_errors = dev_.dma_errors();
   if (const platform::LinkFaultCounters* f = link_.fault_counters()) {
     c.msix_lost = f->msix_lost;

@@ -66,7 +66,7 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path, cons
   std::array<hal::Bar*, 6> bars{};
   bars[0] = bar0_.get();
   bars[device::regs::MSIX_BAR] = msix_bar_.get();
-  irq_ = std::make_unique<platform::SimInterrupts>("host_irq", *pci_config_, bars);
+  irq_ = std::make_unique<platform::SimInterrupts>("host_irq", *pci_config_, bars, cfg.link.faults);
   job_ = std::make_unique<HostJob>("host_cpu0", cfg.host.thread_stack);
 
   if (!stimulus_path.empty()) {
@@ -109,6 +109,7 @@ HostCounters Simulation::host_counters() const {
   c.dma_bytes_mapped = memory_->mapped_bytes();
   c.msix_delivered = irq_->delivered();
   c.spurious_interrupts = irq_->spurious();
+  c.msix_masked_by_host = irq_->masked_by_fault();
   return c;
 }
 

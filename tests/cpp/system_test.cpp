@@ -251,6 +251,30 @@ TEST(System, MsixReachesOnlyTheVectorsTheDriverAllocated) {
   EXPECT_EQ(sim.interrupts().spurious(), 0u);
 }
 
+// PCIe's MSI-X rules: a message raised while its entry is masked waits, its PBA bit set, and
+// goes when the entry is unmasked. Here the host masks vector 0 as each of its interrupts
+// comes in (link.faults.msix_mask_rate 1) and unmasks it up to 100 us later.
+TEST(System, AMessageRaisedWhileItsVectorIsMaskedWaitsAndGoesOnUnmask) {
+  SimConfig cfg;
+  cfg.link.faults.msix_mask_rate = 1;
+  cfg.link.faults.msix_mask_max_ns = 100000;
+  Simulation sim(cfg);
+  auto& dev = sim.device();
+  const uint64_t handled = sim.driver().event_counters().interrupts;
+  const auto wait_ns = [&](uint64_t ns) { sim.run_on_host([&] { sim.driver().hw().exec.delay_ns(ns); }); };
+  dev.schedule_msix(0);
+  wait_ns(5000);
+  ASSERT_EQ(sim.driver().event_counters().interrupts, handled + 1);
+  ASSERT_EQ(sim.interrupts().masked_by_fault(), 1u) << "the host masked vector 0 as it came in";
+  dev.schedule_msix(0);  // raised while masked
+  wait_ns(1000);
+  EXPECT_EQ(sim.driver().event_counters().interrupts, handled + 1) << "sent through a masked entry";
+  EXPECT_EQ(dev.counters().msix_masked, 1u);
+  wait_ns(200000);  // past the unmask
+  EXPECT_EQ(sim.driver().event_counters().interrupts, handled + 2) << "lost, not held in the PBA";
+  EXPECT_EQ(dev.counters().msix_sent_on_unmask, 1u);
+}
+
 // The execution services a backend gives the driver (hal::Exec), on simulated time.
 TEST(System, WorkersEventsAndLocksRunOnSimulatedTime) {
   Simulation sim(SimConfig{});
