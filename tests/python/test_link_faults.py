@@ -86,7 +86,7 @@ def test_bad_fault_settings_are_scenario_errors(scenario, tmp_path, old, new, me
 @pytest.mark.parametrize("args,message", [
     (["--record"], "--record with link.faults"),
     (["--backend", "vfio-user"], "need the sim backend: a served model's writes land"),
-    (["--backend", "vfio-user:/tmp/none.sock"], "need the sim or vfio-user backend"),
+    (["--backend", "vfio:0000:00:00.0"], "is silicon"),
 ])
 def test_runs_that_cannot_carry_link_faults_refuse_them(scenario, tmp_path, args, message):
     proc = subprocess.run([RUNNER, scenario("link_faults.yaml"), "--out", str(tmp_path / "out"), *args],
