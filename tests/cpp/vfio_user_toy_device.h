@@ -45,6 +45,7 @@ constexpr uint64_t kCounter = 0x34;    // each write adds its value
 constexpr uint64_t kHook = 0x38;       // write: calls ToyDevice::on_hook (die, hang)
 constexpr uint64_t kDmaStatus = 0x3C;  // errno of the last device DMA, 0 = fine
 }  // namespace reg
+constexpr uint32_t kMaxDmaLength = 1u << 20;  // the device's DMA buffer
 
 constexpr uint32_t kToyId = 0x1234ABCD;
 constexpr uint32_t kMsixVectors = 12;
@@ -182,7 +183,16 @@ class ToyDevice final : public VfioUserEndpoint {
     return v;
   }
 
+  // A transfer longer than the device's buffer is refused (EINVAL in DMA_STATUS), as a
+  // device refuses what it cannot hold; the DMA itself is the server's to bound.
+  bool dma_length_fits() {
+    if (get32(reg::kDmaLength) <= kMaxDmaLength) return true;
+    set32(reg::kDmaStatus, EINVAL);
+    return false;
+  }
+
   void ring_doorbell(uint32_t seed) {
+    if (!dma_length_fits()) return;
     std::vector<uint8_t> pattern(get32(reg::kDmaLength));
     for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint8_t>(seed + i);
     try {
@@ -196,6 +206,7 @@ class ToyDevice final : public VfioUserEndpoint {
   }
 
   void checksum() {
+    if (!dma_length_fits()) return;
     std::vector<uint8_t> buffer(get32(reg::kDmaLength));
     try {
       server_->dma_read(dma_address(), buffer.data(), buffer.size());
