@@ -25,27 +25,27 @@ bool DmaPort::direct(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t l
   return true;
 }
 
-bool DmaPort::transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len,
-                       sc_core::sc_time& delay) {
+bool DmaPort::transact(tlm::tlm_generic_payload& trans, tlm::tlm_command cmd, uint64_t addr, void* data,
+                       uint32_t len, sc_core::sc_time& delay) {
   if (!config_.bus_master()) {
     errors_++;
     return false;
   }
   if (direct(cmd, addr, data, len, delay)) return true;
-  trans_.set_command(cmd);
-  trans_.set_address(addr);
-  trans_.set_data_ptr(static_cast<unsigned char*>(data));
-  trans_.set_data_length(len);
-  trans_.set_streaming_width(len);
-  trans_.set_byte_enable_ptr(nullptr);
-  trans_.set_dmi_allowed(false);
-  trans_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-  socket_->b_transport(trans_, delay);
-  if (!trans_.is_response_ok()) {
+  trans.set_command(cmd);
+  trans.set_address(addr);
+  trans.set_data_ptr(static_cast<unsigned char*>(data));
+  trans.set_data_length(len);
+  trans.set_streaming_width(len);
+  trans.set_byte_enable_ptr(nullptr);
+  trans.set_dmi_allowed(false);
+  trans.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  socket_->b_transport(trans, delay);
+  if (!trans.is_response_ok()) {
     errors_++;
     return false;
   }
-  if (trans_.is_dmi_allowed()) request_dmi(cmd, addr);
+  if (trans.is_dmi_allowed()) request_dmi(cmd, addr);
   return true;
 }
 
@@ -71,21 +71,21 @@ void DmaPort::invalidate_dmi(uint64_t start, uint64_t end) {
 bool DmaPort::read(uint64_t addr, void* dst, uint32_t len) {
   time_.catch_up();
   sc_core::sc_time delay = time_.local();
-  const bool ok = transact(tlm::TLM_READ_COMMAND, addr, dst, len, delay);
+  const bool ok = transact(trans_, tlm::TLM_READ_COMMAND, addr, dst, len, delay);
   time_.set_local(delay);
   return ok;
 }
 
 bool DmaPort::write(uint64_t addr, const void* src, uint32_t len) {
   sc_core::sc_time delay = time_.local();
-  const bool ok = transact(tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(src), len, delay);
+  const bool ok = transact(trans_, tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(src), len, delay);
   time_.set_local(delay);
   return ok;
 }
 
 bool DmaPort::write_now(uint64_t addr, const void* src, uint32_t len) {
   sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-  return transact(tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(src), len, delay);
+  return transact(now_trans_, tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(src), len, delay);
 }
 
 }  // namespace irdma_sim::device

@@ -45,7 +45,8 @@ class DmaPort {
   // thousands of entries, and a miss costs only a transported access and a DMI request.
   static constexpr unsigned kGrantBits = 12;
 
-  bool transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len, sc_core::sc_time& delay);
+  bool transact(tlm::tlm_generic_payload& trans, tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len,
+                sc_core::sc_time& delay);
   bool direct(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len, sc_core::sc_time& delay);
   void request_dmi(tlm::tlm_command cmd, uint64_t addr);
   Grant& grant_for(uint64_t addr) { return grants_[(addr >> 12) & ((1u << kGrantBits) - 1)]; }
@@ -53,7 +54,10 @@ class DmaPort {
   tlm::tlm_initiator_socket<>& socket_;
   EngineTime& time_;
   const PciConfigSpace& config_;
+  // The engine's accesses, and write_now's: an engine may be suspended inside the link (out
+  // of posted credits) with its access half done when a process of another block posts.
   tlm::tlm_generic_payload trans_;
+  tlm::tlm_generic_payload now_trans_;
   tlm::tlm_generic_payload dmi_request_;  // owns its DmiTermsExtension
   std::vector<Grant> grants_;
   uint64_t errors_ = 0;

@@ -263,6 +263,61 @@ void expect_direct_equals_transported(bool defer, sc_time quantum, size_t min_di
   EXPECT_EQ(direct_trace, transported_trace);
 }
 
+// A device whose engine thread is suspended inside the link, out of posted credits, while
+// another of its blocks posts from a method (as the MSI-X block does when an entry is
+// unmasked): each write must land with its own bytes. The DMA port once shared one payload
+// between them, and the engine's write took the method's data.
+struct TwoPosters : sc_core::sc_module {
+  SC_HAS_PROCESS(TwoPosters);
+  tlm_utils::simple_initiator_socket<TwoPosters> dma{"dma"};
+  device::EngineTime time{1000, sc_core::SC_ZERO_TIME};
+  device::PciConfigSpace config{DmaSystem::Engine::make_config()};
+  device::DmaPort port{dma, time, config};
+  uint64_t engine_base, method_base;
+  int method_writes = 0;
+  sc_core::sc_event tick;
+  TwoPosters(sc_core::sc_module_name name, uint64_t engine_base, uint64_t method_base)
+      : sc_module(name), engine_base(engine_base), method_base(method_base) {
+    config.write(device::pci::COMMAND, 2, device::pci::COMMAND_MEMORY | device::pci::COMMAND_MASTER);
+    SC_THREAD(engine);
+    SC_METHOD(poster);
+    sensitive << tick;
+    dont_initialize();
+  }
+  void engine() {
+    tick.notify(sc_core::SC_ZERO_TIME);
+    for (int i = 0; i < kWrites; ++i) {
+      uint8_t data[32];
+      std::memset(data, uint8_t(i % 255 + 1), sizeof data);
+      port.write(engine_base + 32 * uint64_t(i), data, sizeof data);
+    }
+    time.sync();
+  }
+  void poster() {
+    const uint32_t value = 0xA5A5A500u | uint32_t(method_writes % 256);
+    port.write_now(method_base + 4 * uint64_t(method_writes % 1024), &value, 4);
+    if (++method_writes < 4000) tick.notify(5, sc_core::SC_NS);
+  }
+};
+
+TEST(PcieLink, AMethodPostingWhileTheEngineWaitsForCreditsTakesNothingOfTheEngines) {
+  trace::TraceLog no_trace;
+  platform::HostMemory mem("host_memory", 1 << 20);
+  const platform::HostMemory::Region ring = mem.alloc(32 * kWrites, 64);
+  const platform::HostMemory::Region other = mem.alloc(4096, 64);
+  platform::PcieLink link("pcie_link", platform::LinkConfig{}, /*defer_posted_writes=*/true, no_trace);
+  TwoPosters device("device", ring.iova, other.iova);
+  NoMmio mmio("mmio");
+  device.dma.bind(link.dev_dma);
+  link.host_mem.bind(mem.socket);
+  link.dev_bar.bind(mmio.socket);
+  mmio.cpu.bind(link.host_mmio);
+  sc_core::sc_start();
+  for (int i = 0; i < kWrites; ++i)
+    for (int b = 0; b < 32; ++b) ASSERT_EQ(ring.cpu[32 * i + b], uint8_t(i % 255 + 1)) << "engine write " << i;
+  EXPECT_GT(device.method_writes, 1000);
+}
+
 TEST(PcieLink, DirectAccessesLooselyTimedCostAndLogWhatTransportedOnesDo) {
   // Every access inside a live region but the first to each of its pages.
   expect_direct_equals_transported(false, sc_time(10, sc_core::SC_US), 26);
