@@ -4,9 +4,9 @@
 // COMPLETIONS (default 10^7) over PAIRS loopback RC pairs (default 500), each QP with a CQ
 // of its own (1000 CQs) on four vectors, consumed through interrupts. Faults: the link's
 // (posted writes held and split, MSI-X lost, duplicated and late: the driver's watchdog
-// recovers), failed requests on a tenth of the pairs (a code each, drawn at a rate that
-// strikes mid-run) and a CQ too small for its traffic on a few more (overflow, CQ error,
-// the pair torn down). OUT (default /tmp/irdma-sim-soak) gets soak.yaml, report.json and
+// recovers; vectors masked by the host: the device holds their messages), failed requests
+// on a tenth of the pairs (a code each, drawn at a rate that strikes mid-run) and a CQ too
+// small for its traffic on a few more (overflow, CQ error, the pair torn down). OUT (default /tmp/irdma-sim-soak) gets soak.yaml, report.json and
 // completions.jsonl. Prints the resident set at every progress report and its growth from a
 // quarter of the run to the end; exits 0 when every check held and it grew under 10 %.
 #include <sys/resource.h>
@@ -59,7 +59,8 @@ std::string soak_scenario(uint64_t completions, uint64_t pairs) {
                   "  driver: {eq_watchdog_us: 50}\n"
                   "  host: {cpus: 4, memory_mb: " + std::to_string(std::max<uint64_t>(1024, pairs * 4)) + "}\n"
                   "  link:\n    faults: {posted_delay_rate: 0.001, posted_delay_max_ns: 3000, split_rate: 0.01,\n"
-                  "             msix_lost_rate: 0.002, msix_duplicated_rate: 0.002, msix_delayed_rate: 0.002}\n"
+                  "             msix_lost_rate: 0.002, msix_duplicated_rate: 0.002, msix_delayed_rate: 0.002,\n"
+                  "             msix_mask_rate: 0.002}\n"
                   "qp_pairs:\n"
                   "  - {name: p, count: " + std::to_string(pairs) + ", cq: own, cq_vector: -1, sq_depth: 16, rq_depth: 16}\n"
                   "  - {name: small, count: " + std::to_string(kSmallPairs) + ", cq: own, cq_entries: 8, sq_depth: 16, rq_depth: 16}\n"
