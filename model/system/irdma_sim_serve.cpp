@@ -49,6 +49,7 @@ int sc_main(int argc, char** argv) {
   try {
     const irdma_sim::system::SimConfig cfg =
         config.empty() ? irdma_sim::system::SimConfig{} : irdma_sim::system::load_config_file(config);
+    irdma_sim::system::check_servable(cfg);
     std::cerr << "irdma-sim-serve: serving at " << socket << "\n";
     irdma_sim::system::serve_device(cfg, socket, options);
     return 0;

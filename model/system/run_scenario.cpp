@@ -21,6 +21,7 @@
 #include "model/system/pcie_system.h"
 #include "model/system/scenario.h"
 #include "model/system/scoreboard.h"
+#include "model/system/served_device.h"
 #include "model/system/server_child.h"
 #include "model/system/stop_signals.h"
 #include "model/system/simulation.h"
@@ -364,12 +365,13 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   if (sc.config.link.faults.any() && options.backend.rfind("vfio:", 0) == 0)
     throw ScenarioError(sc.file + ": link.faults need a simulated link: backend " + options.backend +
                         " is silicon");
-  const platform::LinkFaultConfig& lf = sc.config.link.faults;
-  if ((lf.writes() || lf.msix_delayed_rate > 0 || lf.msix_mask_rate > 0) && options.backend != "sim")
-    throw ScenarioError(sc.file + ": link.faults on posted writes (posted_delay_rate, split_rate), late MSI-X "
-                        "(msix_delayed_rate) and vectors masked by the host (msix_mask_rate) need the sim backend: a "
-                        "served model's writes land, and its interrupts go, as they are issued, to a host this "
-                        "model does not simulate");
+  if (options.backend != "sim") {
+    try {
+      check_servable(sc.config);
+    } catch (const ScenarioError& e) {
+      throw ScenarioError(sc.file + ": " + e.what());
+    }
+  }
   if (options.record && options.cq_writer)
     throw ScenarioError(sc.file + ": --record keeps the scenario as it is, not a --cq-writer choice; set "
                         "device.cq_writer in the scenario, or replay with --cq-writer");

@@ -208,7 +208,16 @@ void read_link_faults(const YamlMap& m, platform::LinkFaultConfig& f) {
   f.msix_mask_rate = m.f64("msix_mask_rate", f.msix_mask_rate, 0, 1);
   f.msix_mask_max_ns = m.f64("msix_mask_max_ns", f.msix_mask_max_ns, 1, 1e7);
   f.seed = m.u64("seed", f.seed, 0, UINT64_MAX);
-  if (f.split_reversed && f.split_rate == 0) m.fail("key 'split_reversed' needs a split_rate above 0");
+  // A kind's shape without its rate would be read and do nothing.
+  const std::pair<const char*, std::pair<const char*, double>> shapes[] = {
+      {"posted_delay_max_ns", {"posted_delay_rate", f.posted_delay_rate}},
+      {"split_gap_ns", {"split_rate", f.split_rate}},
+      {"split_reversed", {"split_rate", f.split_rate}},
+      {"msix_delay_max_ns", {"msix_delayed_rate", f.msix_delayed_rate}},
+      {"msix_mask_max_ns", {"msix_mask_rate", f.msix_mask_rate}}};
+  for (const auto& [key, rate] : shapes)
+    if (m.has(key) && rate.second == 0)
+      m.fail_at(key, std::string("key '") + key + "' needs a " + rate.first + " above 0");
 }
 
 void read_link(const YamlMap& m, platform::LinkConfig& l) {

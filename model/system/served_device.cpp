@@ -15,6 +15,7 @@
 #include "model/system/elaboration.h"
 #include "model/system/server_child.h"
 #include "model/system/stop_signals.h"
+#include "model/system/yaml_reader.h"
 
 namespace irdma_sim::system {
 
@@ -29,8 +30,23 @@ const sc_core::sc_time kSettle(10, sc_core::SC_US);
 
 }  // namespace
 
+void check_servable(const SimConfig& config) {
+  const platform::LinkFaultConfig& f = config.link.faults;
+  const std::pair<double, const char*> host_side[] = {{f.posted_delay_rate, "posted_delay_rate"},
+                                                      {f.split_rate, "split_rate"},
+                                                      {f.msix_delayed_rate, "msix_delayed_rate"},
+                                                      {f.msix_mask_rate, "msix_mask_rate"}};
+  std::string keys;
+  for (const auto& [rate, key] : host_side)
+    if (rate > 0) keys += std::string(keys.empty() ? "" : ", ") + "config.link.faults." + key;
+  if (!keys.empty())
+    throw ScenarioError(keys + ": a served model cannot carry these (its writes land, and its interrupts go, as "
+                               "they are issued, to a host it does not simulate); they need the sim backend");
+}
+
 ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path, const ServeOptions& options)
     : cfg_(cfg), offer_backdoor_(options.backdoor), trace_path_(options.trace_path) {
+  check_servable(cfg);
   begin_elaboration("ServedDevice");
   platform::VfioUserServerOptions server_options;
   server_options.serve_next_client = false;  // the next one gets a device fresh from power-on

@@ -35,7 +35,8 @@ class ServedDevice final : public platform::VfioUserEndpoint {
  public:
   // Elaborates the model (SystemC allows it once per process) and listens at
   // `socket_path` for one client (options.serve_next_client is serve_device's). Throws
-  // pcie::PciTransportError when the socket cannot be had.
+  // pcie::PciTransportError when the socket cannot be had, ScenarioError when `cfg` is not
+  // servable (check_servable).
   ServedDevice(const SimConfig& cfg, const std::string& socket_path, const ServeOptions& options = {});
   ~ServedDevice() override;
   ServedDevice(const ServedDevice&) = delete;
@@ -77,6 +78,12 @@ class ServedDevice final : public platform::VfioUserEndpoint {
   std::unique_ptr<SimBackdoor> backdoor_;
   std::atomic<bool> stop_{false};
 };
+
+// Throws ScenarioError when `config` asks for link faults a served model cannot carry: its
+// writes land, and its interrupts go, as they are issued, to a host it does not simulate,
+// so held and split writes, late MSI-X and vectors masked by the host are the in-process
+// simulation's alone.
+void check_servable(const SimConfig& config);
 
 // `irdma-sim serve`: serves the device `config` describes at `socket_path` until SIGINT or
 // SIGTERM (or the client leaves, without serve_next_client). Returns the signal, or 0;

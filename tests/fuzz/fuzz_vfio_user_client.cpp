@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -67,7 +68,12 @@ void serve(int listener, const std::vector<Chunk>& chunks) {
   }
 }
 
-std::string listen_path() { return "/tmp/irdma-sim-fuzz-client-" + std::to_string(::getpid()) + ".sock"; }
+// One socket per process, gone when it ends.
+std::string listen_path() {
+  static std::string path = "/tmp/irdma-sim-fuzz-client-" + std::to_string(::getpid()) + ".sock";
+  std::atexit([] { ::unlink(path.c_str()); });
+  return path;
+}
 
 }  // namespace
 

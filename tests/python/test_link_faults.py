@@ -70,7 +70,10 @@ def test_a_cqe_torn_against_the_ordering_rules_is_caught(scenario, tmp_path):
 
 @pytest.mark.parametrize("old,new,message", [
     ("msix_lost_rate: 0.05", "msix_lost_rate: 1.5", "config.link.faults.msix_lost_rate"),
-    ("split_rate: 0.1", "split_rate: 0\n      split_reversed: true", "needs a split_rate above 0"),
+    ("split_rate: 0.1\n      split_gap_ns: 700", "split_rate: 0\n      split_reversed: true",
+     "'split_reversed' needs a split_rate above 0"),
+    ("msix_delayed_rate: 0.05", "msix_delayed_rate: 0", "'msix_delay_max_ns' needs a msix_delayed_rate above 0"),
+    ("split_rate: 0.1", "split_rate: 0", "'split_gap_ns' needs a split_rate above 0"),
     ("msix_delay_max_ns: 20000", "msix_delay_max_ns: 20000\n      seed: 3", "its own seed"),
     ("eq_watchdog_us: 50", "eq_watchdog_us: 50\n  sync: {mode: loose}", "need sync.mode approximate"),
     ("max_cqe: 512", "max_cqe: 512\n    ceq_itr_us: 60", "within device.ceq_itr_us"),
@@ -85,7 +88,9 @@ def test_bad_fault_settings_are_scenario_errors(scenario, tmp_path, old, new, me
 
 @pytest.mark.parametrize("args,message", [
     (["--record"], "--record with link.faults"),
-    (["--backend", "vfio-user"], "need the sim backend: a served model's writes land"),
+    (["--backend", "vfio-user"], "config.link.faults.posted_delay_rate, config.link.faults.split_rate, "
+                                 "config.link.faults.msix_delayed_rate, config.link.faults.msix_mask_rate: a served "
+                                 "model cannot carry these"),
     (["--backend", "vfio:0000:00:00.0"], "is silicon"),
 ])
 def test_runs_that_cannot_carry_link_faults_refuse_them(scenario, tmp_path, args, message):
@@ -110,3 +115,15 @@ def test_a_served_model_loses_and_duplicates_interrupts_too(scenario, tmp_path):
     counts = report["counts"]
     assert counts["msix_lost"] > 0 and counts["msix_duplicated"] > 0, counts
     assert counts["missed_interrupts_recovered"] > 0
+
+
+def test_a_served_model_refuses_the_faults_it_cannot_carry(tmp_path):
+    # Served alone, as `irdma-sim serve` does: a fault it would not inject is an error, not a no-op.
+    config = tmp_path / "config.yaml"
+    config.write_text("link:\n  faults: {msix_lost_rate: 0.1, msix_mask_rate: 0.1}\n")
+    serve = os.path.join(os.environ["IRDMA_SIM_BIN"], "..", "model", "system", "irdma-sim-serve")
+    proc = subprocess.run([serve, "--socket", str(tmp_path / "s.sock"), "--config", str(config), "--once"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "config.link.faults.msix_mask_rate: a served model cannot carry" in proc.stderr, proc.stderr
+    assert "serving at" not in proc.stderr
