@@ -20,7 +20,7 @@ uint64_t LinkFaults::posted_delay_ps() {
 uint64_t LinkFaults::split_gap_ps(uint32_t len) {
   if (len <= 8 || !draw(cfg_.split_rate)) return 0;
   counters_.writes_split++;
-  return uint64_t(cfg_.split_gap_ns * 1000) + 1;
+  return uint64_t(cfg_.split_gap_ns * 1000) + 1;  // a gap of 0 still splits: pieces a picosecond apart
 }
 
 LinkFaults::Msix LinkFaults::msix_fate() {

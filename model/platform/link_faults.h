@@ -29,10 +29,9 @@ struct LinkFaultConfig {
   uint64_t seed = 1;
 
   bool writes() const { return posted_delay_rate > 0 || split_rate > 0; }
-  bool interrupts() const {
-    return msix_lost_rate > 0 || msix_duplicated_rate > 0 || msix_delayed_rate > 0 || msix_mask_rate > 0;
+  bool any() const {
+    return writes() || msix_lost_rate > 0 || msix_duplicated_rate > 0 || msix_delayed_rate > 0 || msix_mask_rate > 0;
   }
-  bool any() const { return writes() || interrupts(); }
 };
 
 struct LinkFaultCounters {

@@ -1,6 +1,6 @@
 // The soak: many completions over many CQs while every kind of fault strikes at random, the
 // whole run checked as any scenario run is, the process's memory watched as it goes.
-//   irdma-sim-soak [COMPLETIONS] [PAIRS] [OUT] [SEED]
+//   irdma-sim-soak [COMPLETIONS] [PAIRS] [OUT] [SEED]   (bad arguments: usage, exit 2)
 // COMPLETIONS (default 10^7) over PAIRS loopback RC pairs (default 500), each QP with a CQ
 // of its own (1000 CQs) on four vectors, consumed through interrupts. Faults: the link's
 // (posted writes held and split, MSI-X lost, duplicated and late: the driver's watchdog
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -68,29 +69,48 @@ std::string soak_scenario(uint64_t completions, uint64_t pairs) {
                   ", min_bytes: 1, max_bytes: 64, batch: 4, imm_every: 3, solicited_every: 4}\nfaults:\n";
   for (uint64_t i = 0; i < faulted; i++)
     s += "  - {pair: p" + std::to_string(i * (pairs / faulted)) + ", side: " + (i % 2 ? "b" : "a") + ", rate: " +
-         std::to_string(2.0 / double(sends)) + ", code: " + codes[i % std::size(codes)] + "}\n";
+         std::to_string(std::min(1.0, 2.0 / double(sends))) + ", code: " + codes[i % std::size(codes)] + "}\n";
   return s;
 }
 
 }  // namespace
 
 int sc_main(int argc, char** argv) {
-  const auto arg = [&](int i, uint64_t def) { return argc > i ? std::strtoull(argv[i], nullptr, 0) : def; };
-  const uint64_t completions = arg(1, 10'000'000), pairs = std::max<uint64_t>(10, arg(2, 500));
+  const char* const usage_text = "usage: irdma-sim-soak [COMPLETIONS >= 1000] [PAIRS >= 10] [OUT] [SEED]\n";
+  bool bad = argc > 5;
+  const auto arg = [&](int i, uint64_t def, uint64_t min) {
+    if (argc <= i) return def;
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(argv[i], &end, 0);
+    if (errno || end == argv[i] || *end || argv[i][0] == '-' || v < min) bad = true;
+    return uint64_t(v);
+  };
+  const uint64_t completions = arg(1, 10'000'000, 1000), pairs = arg(2, 500, 10);
   const std::string out = argc > 3 ? argv[3] : "/tmp/irdma-sim-soak";
+  RunOptions options;
+  if (argc > 4) options.seed = arg(4, 1, 0);
+  if (bad) {
+    std::fputs(usage_text, stderr);
+    return 2;
+  }
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
-  std::filesystem::create_directories(out);
   const std::string path = out + "/soak.yaml";
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
   std::ofstream(path) << soak_scenario(completions, pairs);
+  if (ec || !std::ifstream(path)) {
+    std::fprintf(stderr, "irdma-sim-soak: cannot write %s%s%s\n", path.c_str(), ec ? ": " : "",
+                 ec ? ec.message().c_str() : "");
+    return 2;
+  }
 
   struct Sample {
     uint64_t completions;
     long rss_kb;
   };
   std::vector<Sample> samples;
-  RunOptions options;
   options.trace = false;
-  if (argc > 4) options.seed = arg(4, 1);
   options.progress = [&](const RunProgress& p) {
     samples.push_back({p.completions, resident_kb()});
     std::printf("%s rss_mb=%.0f\n", p.line().c_str(), double(samples.back().rss_kb) / 1024);
