@@ -35,7 +35,8 @@ def test_every_fault_kind_strikes_and_nothing_is_lost_over_seeds_1_to_20(scenari
             if isinstance(n, int):
                 totals[key] = totals.get(key, 0) + n
         assert "lost_interrupts_recovered" in {c["name"] for c in report["checks"]} or report["counts"]["msix_lost"] == 0
-    for kind in ("msix_lost", "msix_duplicated", "msix_delayed", "posted_writes_delayed", "posted_writes_split"):
+    for kind in ("msix_lost", "msix_duplicated", "msix_delayed", "posted_writes_delayed", "posted_writes_split",
+                 "msix_masked_by_host", "msix_sent_on_unmask"):
         assert totals[kind] > 100, (kind, totals[kind])
     assert totals["missed_interrupts_recovered"] >= totals["msix_lost"] // 2
     assert totals["extended_cqes"] > 0  # halves split and held apart too
