@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -97,8 +98,9 @@ class ToyDevice final : public VfioUserEndpoint {
 
   int region_read(uint32_t index, uint64_t offset, void* data, size_t size) override {
     if (index == 2) {
-      std::memcpy(data, offset < kPage ? bar2_trapped_ + offset : reinterpret_cast<uint8_t*>(shared_) + offset - kPage,
-                  size);
+      bar2_copy(offset, size, [&](uint8_t* bar, size_t done, size_t n) {
+        std::memcpy(static_cast<uint8_t*>(data) + done, bar, n);
+      });
       return 0;
     }
     if ((size != 4 && size != 8) || offset % 4) return EINVAL;
@@ -108,8 +110,9 @@ class ToyDevice final : public VfioUserEndpoint {
 
   int region_write(uint32_t index, uint64_t offset, const void* data, size_t size) override {
     if (index == 2) {
-      std::memcpy(offset < kPage ? bar2_trapped_ + offset : reinterpret_cast<uint8_t*>(shared_) + offset - kPage, data,
-                  size);
+      bar2_copy(offset, size, [&](uint8_t* bar, size_t done, size_t n) {
+        std::memcpy(bar, static_cast<const uint8_t*>(data) + done, n);
+      });
       return 0;
     }
     if ((size != 4 && size != 8) || offset % 4) return EINVAL;
@@ -171,6 +174,16 @@ class ToyDevice final : public VfioUserEndpoint {
   std::atomic<int> unmaps_seen{0};
 
  private:
+  // An access to BAR2 in its pieces: the trapped first page, then the shared second one (an
+  // access may straddle them). `copy(where in BAR2, bytes done so far, bytes now)`.
+  template <class Copy>
+  void bar2_copy(uint64_t offset, size_t size, Copy copy) {
+    const size_t trapped = offset < kPage ? std::min<size_t>(size, kPage - offset) : 0;
+    if (trapped) copy(bar2_trapped_ + offset, 0, trapped);
+    if (size > trapped)
+      copy(reinterpret_cast<uint8_t*>(shared_) + (offset + trapped - kPage), trapped, size - trapped);
+  }
+
   uint32_t get32(uint64_t offset) const {
     uint32_t v;
     std::memcpy(&v, regs_ + offset, 4);
