@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace backends {
 
@@ -31,6 +32,7 @@ struct DeviceCounters {
   uint64_t flush_cqes = 0;
   uint64_t wqe_errors = 0;
   uint64_t bad_sq_doorbells = 0;  // for QPs that do not exist
+  uint64_t wqe_fetch_errors = 0;  // SQ WQE fetches the host refused: each QP put in error
   // Control QP
   uint64_t cqp_commands = 0;
   uint64_t cqp_errors = 0;
@@ -45,7 +47,7 @@ struct DeviceCounters {
   uint64_t events_while_masked = 0;
   uint64_t msix_sent = 0;
   uint64_t msix_masked = 0;       // not sent when raised: the vector masked (held), or no host to take it
-  uint64_t dma_errors = 0;  // DMA the device could not do (refused, or bus mastering off)
+  uint64_t dma_errors = 0;  // DMA the device could not do (refused, or bus mastering off), the link's faults aside
   // What the faults of the link between the model and its host did (config.link.faults):
   // the link a simulation or a served model has; silicon has none.
   uint64_t msix_lost = 0;
@@ -54,6 +56,9 @@ struct DeviceCounters {
   uint64_t posted_writes_delayed = 0;
   uint64_t posted_writes_split = 0;
   uint64_t msix_sent_on_unmask = 0;  // held while masked, sent once unmasked (the PBA)
+  uint64_t wqe_reads_failed = 0;     // SQ WQE fetches the link's faults refused
+  uint64_t shadow_reads_failed = 0;  // CQ arms' shadow area reads the link's faults refused
+  uint64_t cq_catastrophic = 0;      // CQs put in error for good by an unreadable shadow area
 };
 
 class DeviceBackdoor {
@@ -65,6 +70,10 @@ class DeviceBackdoor {
   virtual bool inject_fault(uint32_t qp, uint64_t nth_request, uint16_t flush_minor) = 0;
   // Sends MSI-X `vector` now, as its table entry says: a masked entry counts, sends nothing.
   virtual void force_msix(unsigned vector) = 0;
+  // Calls `listener` as each SQ WQE fetch the link's faults refuse is refused (QP, and its
+  // request at the SQ's head, NOPs not counted), from the device's thread; the bench must
+  // expect that QP's error. Only a device whose link is in this process can.
+  virtual void on_wqe_fetch_fault(std::function<void(uint32_t qp, uint64_t request)> listener) {}
 };
 
 }  // namespace backends

@@ -16,6 +16,7 @@ namespace irdma_sim::device {
 
 // AE codes and sources this device raises.
 inline constexpr uint16_t AE_CQ_OPERATION_ERROR = 0x0203;
+inline constexpr uint16_t AE_LCE_CQ_CATASTROPHIC = 0x0702;
 inline constexpr uint8_t AE_SOURCE_CQ = 0x2;
 
 struct AsyncEvent {

@@ -65,9 +65,16 @@ void CqEngine::ack(uint32_t cq_id) {
 bool CqEngine::arm(uint32_t cq_id) {
   auto it = cqs_.find(cq_id);
   if (it == cqs_.end()) return false;
+  if (it->second.catastrophic) return true;  // taken; nothing comes of it
+  if (cq_id != 0) port_.purpose = {DmaPurpose::cq_arm, cq_id};
   const CqArmOutcome arm = writer_->arm(cq_id);
+  port_.purpose = {};
   if (arm.status == CqArmOutcome::no_cq)
     throw std::logic_error("CQ engine: its writer has no CQ " + std::to_string(cq_id) + ", which the engine holds");
+  if (arm.status == CqArmOutcome::failed && cq_id != 0) {
+    catastrophe(it->second);
+    return true;
+  }
   if (arm.status != CqArmOutcome::armed && arm.status != CqArmOutcome::stale) return false;
   const unsigned kind = arm.solicited_only ? 1 : 0;
   if (arm.status == CqArmOutcome::stale) {
@@ -116,6 +123,15 @@ void CqEngine::overflowed(const CqContext& cq, const CqeFields& fields, bool beg
   aeq_.post({cq.ctx, cq.id, AE_CQ_OPERATION_ERROR, AE_SOURCE_CQ});
 }
 
+// The arm's shadow area read failed: the device cannot know what the driver consumed or
+// asked for, so the CQ is in error for good and the driver is told by AEQE.
+void CqEngine::catastrophe(CqContext& cq) {
+  cq.catastrophic = true;
+  counters_.catastrophic++;
+  trace_.event(time_.now_ps(), "cq_catastrophic").num("cq", cq.id);
+  aeq_.post({cq.ctx, cq.id, AE_LCE_CQ_CATASTROPHIC, AE_SOURCE_CQ});
+}
+
 bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
   auto it = cqs_.find(cq_id);
   if (it == cqs_.end()) {
@@ -124,6 +140,11 @@ bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
     return false;
   }
   CqContext& cq = it->second;
+  if (cq.catastrophic) {
+    counters_.cqes_overflowed++;
+    trace_.event(time_.now_ps(), "cqe_dropped").num("cq", cq_id).num("qp", fields.qp_id);
+    return false;
+  }
   const CqWriteOutcome out = writer_->write(cq_id, fields);
   if (out.status == CqWriteOutcome::no_cq)
     throw std::logic_error("CQ engine: its writer has no CQ " + std::to_string(cq_id) + ", which the engine holds");

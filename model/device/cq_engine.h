@@ -29,6 +29,7 @@ struct CqContext {
   bool cqe_64byte = false;
   uint32_t shadow_read_threshold = 0;
   uint32_t events_unacked = 0;  // its CEQEs awaiting CQACK (a promotion can make two)
+  bool catastrophic = false;    // its shadow area could not be read: in error for good
 };
 
 struct CqEngineCounters {
@@ -41,6 +42,7 @@ struct CqEngineCounters {
   uint64_t events = 0;         // completions that raised an event
   uint64_t cqes_overflowed = 0;  // completions not written: their CQ was full or in error
   uint64_t overflows = 0;        // CQs that overflowed (each raised CQ_OPERATION_ERROR)
+  uint64_t catastrophic = 0;     // CQs whose shadow area could not be read (each raised LCE_CQ_CATASTROPHIC)
   uint64_t head_reads = 0;       // shadow qword0 reads for overflow checking
   uint64_t resizes = 0;
 };
@@ -75,10 +77,12 @@ class CqEngine {
   class EnginePort final : public CqWriterPort {
    public:
     EnginePort(DmaPort& dma, EngineTime& time) : dma_(dma), time_(time) {}
-    bool read(uint64_t addr, void* dst, uint32_t len) override { return dma_.read(addr, dst, len); }
+    bool read(uint64_t addr, void* dst, uint32_t len) override { return dma_.read(addr, dst, len, purpose); }
     bool write(uint64_t addr, const void* src, uint32_t len) override { return dma_.write(addr, src, len); }
     void cycles(uint32_t n) override { time_.cycles(n); }
     uint64_t now_ps() const override { return time_.now_ps(); }
+
+    DmaPurpose purpose;  // of the writer's reads, for the request in hand
 
    private:
     DmaPort& dma_;
@@ -90,6 +94,8 @@ class CqEngine {
   // The CQ's completion event, the writer having disarmed it: a CEQE if `ceqe`.
   void raise_event(CqContext& cq, bool ceqe);
   void overflowed(const CqContext& cq, const CqeFields& fields, bool began);
+  // The CQ is lost (LCE_CQ_CATASTROPHIC): it writes nothing more.
+  void catastrophe(CqContext& cq);
 
   EngineTime& time_;
   CeqEngine& ceqs_;

@@ -7,6 +7,8 @@ namespace irdma_sim::device {
 DmaPort::DmaPort(tlm::tlm_initiator_socket<>& socket, EngineTime& time, const PciConfigSpace& config)
     : socket_(socket), time_(time), config_(config), grants_(size_t(1) << kGrantBits) {
   dmi_request_.set_extension(new DmiTermsExtension);
+  purpose_ = new DmaPurposeExtension;
+  trans_.set_extension(purpose_);
 }
 
 bool DmaPort::direct(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len, sc_core::sc_time& delay) {
@@ -43,6 +45,7 @@ bool DmaPort::transact(tlm::tlm_generic_payload& trans, tlm::tlm_command cmd, ui
   socket_->b_transport(trans, delay);
   if (!trans.is_response_ok()) {
     errors_++;
+    aborted_ += trans.get_response_status() == tlm::TLM_GENERIC_ERROR_RESPONSE;
     return false;
   }
   if (trans.is_dmi_allowed()) request_dmi(cmd, addr);
@@ -68,10 +71,12 @@ void DmaPort::invalidate_dmi(uint64_t start, uint64_t end) {
     if (g.start <= end && start <= g.end) g = Grant{};
 }
 
-bool DmaPort::read(uint64_t addr, void* dst, uint32_t len) {
+bool DmaPort::read(uint64_t addr, void* dst, uint32_t len, const DmaPurpose& purpose) {
   time_.catch_up();
   sc_core::sc_time delay = time_.local();
+  purpose_->purpose = purpose;
   const bool ok = transact(trans_, tlm::TLM_READ_COMMAND, addr, dst, len, delay);
+  purpose_->purpose = {};
   time_.set_local(delay);
   return ok;
 }

@@ -12,6 +12,7 @@
 
 #include <tlm>
 
+#include "model/device/dma_purpose.h"
 #include "model/device/dmi_terms.h"
 #include "model/device/engine_time.h"
 #include "model/device/pci_config.h"
@@ -23,12 +24,13 @@ class DmaPort {
   DmaPort(tlm::tlm_initiator_socket<>& socket, EngineTime& time, const PciConfigSpace& config);
 
   // False when the host answered with an error (nothing read).
-  bool read(uint64_t addr, void* dst, uint32_t len);
+  bool read(uint64_t addr, void* dst, uint32_t len, const DmaPurpose& purpose = {});
   // Posted: false only when the link refused it outright.
   bool write(uint64_t addr, const void* src, uint32_t len);
   // Posted at the kernel's time, not the engine's: for a block with a process of its own.
   bool write_now(uint64_t addr, const void* src, uint32_t len);
   uint64_t errors() const { return errors_; }  // refused by the host, or not sent
+  uint64_t aborted_reads() const { return aborted_; }  // of errors: completed with Completer Abort
   uint64_t direct_accesses() const { return direct_; }  // through DMI
 
   // The target took back direct access to [start, end] (the memory was unmapped).
@@ -60,7 +62,9 @@ class DmaPort {
   tlm::tlm_generic_payload now_trans_;
   tlm::tlm_generic_payload dmi_request_;  // owns its DmiTermsExtension
   std::vector<Grant> grants_;
+  DmaPurposeExtension* purpose_;  // trans_'s
   uint64_t errors_ = 0;
+  uint64_t aborted_ = 0;
   uint64_t direct_ = 0;
 };
 

@@ -88,6 +88,7 @@ class IrdmaDevice : public sc_core::sc_module {
   const QpEngine& qp_engine() const { return qp_; }
   const CqpEngine& cqp_engine() const { return cqp_; }
   uint64_t dma_errors() const { return dma_port_.errors(); }
+  uint64_t dma_reads_aborted() const { return dma_port_.aborted_reads(); }  // of dma_errors
 
  private:
   // Register writes that touch device state the engine owns run on it, in arrival order.

@@ -118,7 +118,10 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
     switch (fetch_sq_wqe(qp, window, wqe)) {
       case Fetch::ready: break;
       case Fetch::empty: return Result::done;
-      case Fetch::unreadable: counters_.wqe_errors++; return Result::done;
+      case Fetch::unreadable:  // the host refused the read: the QP is lost, as on a catastrophic error
+        counters_.wqe_fetch_errors++;
+        enter_error(qp, FLUSH_FATAL_ERR);
+        return Result::done;
     }
     const uint8_t op = wqe.op;
     Result r = Result::done;

@@ -53,6 +53,7 @@ struct QpEngineCounters {
   uint64_t flush_cqes = 0;
   uint64_t bad_doorbells = 0;
   uint64_t wqe_errors = 0;
+  uint64_t wqe_fetch_errors = 0;  // SQ WQE fetches the host refused (each put its QP in error)
 };
 
 class QpEngine {

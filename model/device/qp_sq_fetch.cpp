@@ -33,7 +33,8 @@ QpEngine::Fetch QpEngine::fetch_sq_wqe(const QpContext& qp, SqWindow& window, Sq
 bool QpEngine::load_window(const QpContext& qp, SqWindow& window, uint32_t from) {
   window.first = from;
   window.count = std::min(kFetchQuanta, qp.sq_quanta - from);
-  return dma_.read(qp.sq_base + uint64_t(from) * kQuantum, window.qwords, window.count * kQuantum);
+  return dma_.read(qp.sq_base + uint64_t(from) * kQuantum, window.qwords, window.count * kQuantum,
+                   {DmaPurpose::wqe_fetch, qp.id, qp.requests});
 }
 
 // The first quantum holds the header and fragment slot 0, each further one two more slots.

@@ -156,6 +156,7 @@ inline constexpr uint16_t FLUSH_REM_ACCESS_ERR = 3;
 inline constexpr uint16_t FLUSH_LOC_QP_OP_ERR = 4;
 inline constexpr uint16_t FLUSH_REM_OP_ERR = 5;
 inline constexpr uint16_t FLUSH_LOC_LEN_ERR = 6;
+inline constexpr uint16_t FLUSH_FATAL_ERR = 7;
 inline constexpr uint16_t FLUSH_MW_BIND_ERR = 9;
 inline constexpr uint16_t FLUSH_REM_INV_REQ_ERR = 10;
 

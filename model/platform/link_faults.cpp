@@ -47,4 +47,19 @@ uint64_t LinkFaults::msix_delay_ps() {
   return up_to_ps(cfg_.msix_delay_max_ns);
 }
 
+bool LinkFaults::read_fails(const device::DmaPurpose& purpose) {
+  switch (purpose.kind) {
+    case device::DmaPurpose::wqe_fetch:
+      if (!draw(cfg_.wqe_read_error_rate)) return false;
+      counters_.wqe_reads_failed++;
+      return true;
+    case device::DmaPurpose::cq_arm:
+      if (!draw(cfg_.shadow_read_error_rate)) return false;
+      counters_.shadow_reads_failed++;
+      return true;
+    case device::DmaPurpose::other: break;
+  }
+  return false;
+}
+
 }  // namespace irdma_sim::platform

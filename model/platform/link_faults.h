@@ -6,11 +6,16 @@
 //    (or, `split_reversed`, in the other order: a contract violation the checks must catch);
 //  - an MSI-X message the host loses, delivers twice, or delivers late;
 //  - a vector the host masks in the MSI-X table as its interrupt comes in, for a while (as
-//    an OS moving an interrupt does): what the device raises meanwhile must wait in the PBA.
+//    an OS moving an interrupt does): what the device raises meanwhile must wait in the PBA;
+//  - a device read the host completes with Completer Abort (the IOMMU or the memory
+//    refused it), for the reads of one purpose (device/dma_purpose.h): an SQ WQE fetch, or
+//    a CQ's shadow area read for its arm.
 #pragma once
 
 #include <cstdint>
 #include <random>
+
+#include "model/device/dma_purpose.h"
 
 namespace irdma_sim::platform {
 
@@ -26,11 +31,15 @@ struct LinkFaultConfig {
   double msix_delay_max_ns = 20000;
   double msix_mask_rate = 0;        // of MSI-X messages delivered
   double msix_mask_max_ns = 20000;
+  double wqe_read_error_rate = 0;     // of SQ WQE fetches
+  double shadow_read_error_rate = 0;  // of CQ arms' shadow area reads
   uint64_t seed = 1;
 
   bool writes() const { return posted_delay_rate > 0 || split_rate > 0; }
+  bool reads() const { return wqe_read_error_rate > 0 || shadow_read_error_rate > 0; }
   bool any() const {
-    return writes() || msix_lost_rate > 0 || msix_duplicated_rate > 0 || msix_delayed_rate > 0 || msix_mask_rate > 0;
+    return writes() || reads() || msix_lost_rate > 0 || msix_duplicated_rate > 0 || msix_delayed_rate > 0 ||
+           msix_mask_rate > 0;
   }
 };
 
@@ -41,6 +50,8 @@ struct LinkFaultCounters {
   uint64_t msix_duplicated = 0;
   uint64_t msix_delayed = 0;
   uint64_t msix_masked = 0;  // vectors the host masked for a while
+  uint64_t wqe_reads_failed = 0;
+  uint64_t shadow_reads_failed = 0;
 };
 
 class LinkFaults {
@@ -61,6 +72,7 @@ class LinkFaults {
   Msix msix_fate();
   uint64_t msix_delay_ps();            // 0: on time
   uint64_t msix_mask_ps();             // 0: left unmasked
+  bool read_fails(const device::DmaPurpose& purpose);  // completed with Completer Abort
 
  private:
   bool draw(double rate);

@@ -128,6 +128,7 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
   // Non-posted read: request out, completions back in max-payload TLPs. It may not pass
   // the device's earlier posted writes to the same bytes.
   apply_writes_overlapping(addr, len, delay);
+  if (faults_ && aborted_read(trans, delay)) return;
   sc_time mem_delay = read_at_host(delay);
   host_mem->b_transport(trans, mem_delay);
   read_done(addr, len, trans.is_response_ok(), delay);
@@ -201,6 +202,24 @@ void PcieLink::queue_write(sc_time arrival, uint64_t addr, const uint8_t* data, 
     }
   }
   if (was_empty) posted_due_.notify(posted_.front().arrival - sc_core::sc_time_stamp());
+}
+
+// A read the faults refuse never reaches memory: its Completer Abort comes back as a
+// completion without data would.
+bool PcieLink::aborted_read(tlm::tlm_generic_payload& trans, sc_time& delay) {
+  const auto* ext = trans.get_extension<device::DmaPurposeExtension>();
+  if (!ext || !faults_->read_fails(ext->purpose)) return false;
+  const device::DmaPurpose& p = ext->purpose;
+  const sc_time at_host = read_at_host(delay);
+  trace_.event(ps(sc_core::sc_time_stamp() + at_host), "dma_read_fault")
+      .str("purpose", p.kind == device::DmaPurpose::wqe_fetch ? "wqe_fetch" : "cq_arm")
+      .num(p.kind == device::DmaPurpose::wqe_fetch ? "qp" : "cq", p.object)
+      .addr("addr", trans.get_address())
+      .num("len", trans.get_data_length());
+  delay = at_host + payload_time(0) + dma_latency_;
+  trans.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+  if (on_read_fault) on_read_fault(p);
+  return true;
 }
 
 sc_time PcieLink::read_at_host(const sc_time& delay) const { return delay + read_request_ + dma_latency_; }
@@ -302,7 +321,10 @@ bool PcieLink::dma_get_dmi(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi) {
 }
 
 bool PcieLink::read(uint64_t addr, uint32_t len, sc_time& delay) {
-  if (overlaps_posted(addr, len) || !memory_terms_->read(addr, len, delay)) return false;
+  // A read that may be refused is transported, where its purpose is seen.
+  if ((faults_ && faults_->config().reads()) || overlaps_posted(addr, len) ||
+      !memory_terms_->read(addr, len, delay))
+    return false;
   read_done(addr, len, true, delay);
   return true;
 }

@@ -377,7 +377,11 @@ std::map<std::string, uint64_t> HostSession::counters() const {
               {"flush_cqes", d.flush_cqes},
               {"cqp_commands", d.cqp_commands},
               {"mmio_writes", d.mmio_writes},
-              {"mmio_reads", d.mmio_reads}});
+              {"mmio_reads", d.mmio_reads},
+              {"wqe_reads_failed", d.wqe_reads_failed},
+              {"shadow_reads_failed", d.shadow_reads_failed},
+              {"wqe_fetch_errors", d.wqe_fetch_errors},
+              {"cqs_catastrophic", d.cq_catastrophic}});
   out["dma_errors"] += d.dma_errors;
   return out;
 }

@@ -114,10 +114,19 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
             std::to_string(data_cqes) + " CQEs written, " + std::to_string(delivered) +
                 " completions delivered (flushes and " + std::to_string(cleaned) +
                 " CQEs of destroyed QPs aside)");
+  const uint64_t cqs_in_error = dev->cq_overflows + dev->cq_catastrophic;
   sb.record("every_cq_error_recovered",
-            wl.cq_errors == dev->cq_overflows && wl.pairs_torn_down >= (dev->cq_overflows ? 1u : 0u),
-            std::to_string(dev->cq_overflows) + " CQ(s) overflowed, " + std::to_string(wl.cq_errors) +
-                " IB_EVENT_CQ_ERR, " + std::to_string(wl.pairs_torn_down) + " pair(s) torn down");
+            wl.cq_errors == cqs_in_error && wl.pairs_torn_down >= (cqs_in_error ? 1u : 0u),
+            std::to_string(dev->cq_overflows) + " CQ(s) overflowed, " + std::to_string(dev->cq_catastrophic) +
+                " lost to an unreadable shadow area, " + std::to_string(wl.cq_errors) + " IB_EVENT_CQ_ERR, " +
+                std::to_string(wl.pairs_torn_down) + " pair(s) torn down");
+  if (dev->wqe_reads_failed || dev->shadow_reads_failed)
+    sb.record("every_refused_read_reported",
+              dev->wqe_fetch_errors == dev->wqe_reads_failed && dev->cq_catastrophic == dev->shadow_reads_failed,
+              std::to_string(dev->wqe_reads_failed) + " WQE fetch(es) refused, " + std::to_string(dev->wqe_fetch_errors) +
+                  " QP(s) put in error for them; " + std::to_string(dev->shadow_reads_failed) +
+                  " shadow area read(s) refused, " + std::to_string(dev->cq_catastrophic) +
+                  " CQ(s) lost to them with LCE_CQ_CATASTROPHIC");
   sb.record("no_device_wqe_errors", dev->wqe_errors == 0 && dev->bad_sq_doorbells == 0,
             std::to_string(dev->wqe_errors) + " WQE error(s), " + std::to_string(dev->bad_sq_doorbells) +
                 " doorbell(s) for unknown QPs");
@@ -145,9 +154,12 @@ void warn_of_idle_link_faults(const platform::LinkFaultConfig& f, const backends
                                                {f.split_rate, c.posted_writes_split},
                                                {f.msix_lost_rate, c.msix_lost}, {f.msix_duplicated_rate, c.msix_duplicated},
                                                {f.msix_delayed_rate, c.msix_delayed},
-                                               {f.msix_mask_rate, h.msix_masked_by_host}};
-  const char* const names[] = {"posted_delay_rate", "split_rate", "msix_lost_rate", "msix_duplicated_rate",
-                               "msix_delayed_rate", "msix_mask_rate"};
+                                               {f.msix_mask_rate, h.msix_masked_by_host},
+                                               {f.wqe_read_error_rate, c.wqe_reads_failed},
+                                               {f.shadow_read_error_rate, c.shadow_reads_failed}};
+  const char* const names[] = {"posted_delay_rate",      "split_rate",          "msix_lost_rate",
+                               "msix_duplicated_rate",   "msix_delayed_rate",   "msix_mask_rate",
+                               "wqe_read_error_rate",    "shadow_read_error_rate"};
   for (size_t k = 0; k < std::size(kinds); k++)
     if (kinds[k].first > 0 && kinds[k].second == 0) {
       char rate[32];
@@ -229,6 +241,10 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
       .num("posted_writes_split", dev.posted_writes_split)
       .num("msix_masked_by_host", h.msix_masked_by_host)
       .num("msix_sent_on_unmask", dev.msix_sent_on_unmask)
+      .num("wqe_reads_failed", dev.wqe_reads_failed)
+      .num("shadow_reads_failed", dev.shadow_reads_failed)
+      .num("wqe_fetch_errors", dev.wqe_fetch_errors)
+      .num("cqs_catastrophic", dev.cq_catastrophic)
       .num("trace_events", sys.trace_events)
       .num("idle_polls", wl.idle_polls)
       .num("pool_cqs", wl.pool_cqs)

@@ -60,6 +60,14 @@ class Scoreboard {
   // yet retired, the first reports that code and the rest a general flush, and no
   // signaled send lies between that one and the request. Its receives flush too.
   void expect_fault(unsigned qp, uint64_t request, uint16_t minor);
+  // The device could not fetch QP `qp`'s SQ at request `request` and put the QP in error
+  // with `minor` (FLUSH_FATAL_ERR). As expect_fault, but its SQ may have held nothing then:
+  // what is posted after is flushed in software, a general flush first; and with nothing
+  // outstanding, nothing need be reported.
+  void expect_fetch_fault(unsigned qp, uint64_t request, uint16_t minor) {
+    expect_fault(qp, request, minor);
+    state_[qp].fetch_fault = true;
+  }
   // QP `qp`'s peer is faulted: its queues may flush (retries exceeded, or moved to error
   // by the workload).
   void expect_peer_fault(unsigned qp) { state_[qp].peer_faulted = true; }
@@ -96,6 +104,7 @@ class Scoreboard {
     bool faulted = false;
     uint64_t fault_request = 0;
     uint16_t fault_minor = 0;
+    bool fetch_fault = false;
     bool peer_faulted = false;
     bool sq_error = false;  // the SQ reported its first error
     bool rq_error = false;

@@ -42,6 +42,12 @@ void check_servable(const SimConfig& config) {
   if (!keys.empty())
     throw ScenarioError(keys + ": a served model cannot carry these (its writes land, and its interrupts go, as "
                                "they are issued, to a host it does not simulate); they need the sim backend");
+  for (const auto& [rate, key] : {std::pair{f.wqe_read_error_rate, "wqe_read_error_rate"},
+                                  std::pair{f.shadow_read_error_rate, "shadow_read_error_rate"}})
+    if (rate > 0)
+      throw ScenarioError(std::string("config.link.faults.") + key +
+                          ": a served model cannot tell a test bench in another process which queue a refused "
+                          "read struck; it needs the sim backend");
 }
 
 ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path, const ServeOptions& options)

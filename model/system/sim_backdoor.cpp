@@ -30,6 +30,8 @@ backends::DeviceCounters SimBackdoor::counters() {
   c.flush_cqes = qp.flush_cqes;
   c.wqe_errors = qp.wqe_errors;
   c.bad_sq_doorbells = qp.bad_doorbells;
+  c.wqe_fetch_errors = qp.wqe_fetch_errors;
+  c.cq_catastrophic = cq.catastrophic;
   c.cqp_commands = cqp.commands;
   c.cqp_errors = cqp.errors;
   c.mmio_writes = d.mmio_writes;
@@ -43,15 +45,27 @@ backends::DeviceCounters SimBackdoor::counters() {
   c.msix_sent = d.msix_sent;
   c.msix_masked = d.msix_masked;
   c.msix_sent_on_unmask = d.msix_sent_on_unmask;
-  c.dma_errors = dev_.dma_errors();
+  c.dma_errors = dev_.dma_errors() - dev_.dma_reads_aborted();  // only the link's faults abort
   if (const platform::LinkFaultCounters* f = link_.fault_counters()) {
     c.msix_lost = f->msix_lost;
     c.msix_duplicated = f->msix_duplicated;
     c.msix_delayed = f->msix_delayed;
     c.posted_writes_delayed = f->writes_delayed;
     c.posted_writes_split = f->writes_split;
+    c.wqe_reads_failed = f->wqe_reads_failed;
+    c.shadow_reads_failed = f->shadow_reads_failed;
   }
   return c;
+}
+
+void SimBackdoor::on_wqe_fetch_fault(std::function<void(uint32_t, uint64_t)> listener) {
+  if (!listener) {
+    link_.on_read_fault = nullptr;
+    return;
+  }
+  link_.on_read_fault = [listener = std::move(listener)](const device::DmaPurpose& p) {
+    if (p.kind == device::DmaPurpose::wqe_fetch) listener(p.object, p.request);
+  };
 }
 
 }  // namespace irdma_sim::system

@@ -12,7 +12,7 @@ class SimBackdoor final : public backends::DeviceBackdoor {
  public:
   // `link`: the model's link to its host, whose fault counts are read too. `recorder`: where
   // a recorded run notes the hooks it used, for its replay; may be null.
-  SimBackdoor(device::IrdmaDevice& dev, const platform::PcieLink& link, StimulusRecorder* recorder = nullptr)
+  SimBackdoor(device::IrdmaDevice& dev, platform::PcieLink& link, StimulusRecorder* recorder = nullptr)
       : dev_(dev), link_(link), recorder_(recorder) {}
   backends::DeviceCounters counters() override;
   bool inject_fault(uint32_t qp, uint64_t nth_request, uint16_t flush_minor) override {
@@ -23,10 +23,11 @@ class SimBackdoor final : public backends::DeviceBackdoor {
     if (recorder_) recorder_->force_msix(vector);
     dev_.schedule_msix(vector);
   }
+  void on_wqe_fetch_fault(std::function<void(uint32_t qp, uint64_t request)> listener) override;
 
  private:
   device::IrdmaDevice& dev_;
-  const platform::PcieLink& link_;
+  platform::PcieLink& link_;
   StimulusRecorder* recorder_;
 };
 

@@ -29,6 +29,7 @@ void Workload::run() {
   const std::lock_guard<hal::Lock> held(*lock_);
   if (ready) traffic();
   teardown();
+  if (host_.backdoor()) host_.backdoor()->on_wqe_fetch_fault(nullptr);
   sb_.record("no_driver_warnings", warnings == 0,
              warnings ? std::to_string(warnings) + " warning(s); first: " + first_warning
                       : "ib-core raised no warnings");

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <queue>
 #include <string>
 #include <utility>
@@ -102,6 +103,11 @@ class Workload {
   // while setup did `what`: notes the limit error and returns true.
   bool out_of(int err, const char* key, uint64_t limit, const std::string& what);
   void inject_faults();
+  // The SQ WQE fetches the link's faults refuse, which put their QPs in error with
+  // FLUSH_FATAL_ERR: reported from the device's thread into struck_, and expected of the
+  // scoreboard (expect_struck) before the next completion is checked.
+  void listen_for_fetch_faults();
+  void expect_struck();
   // memory_keys.cpp
   bool make_keys(Qp& q);
   static void forget_region(Qp& q);
@@ -192,6 +198,9 @@ class Workload {
   WorkloadCounters counters_;
   trace::Coverage coverage_;
   std::vector<bool> delivered_on_;  // by CQ number
+  // Never held across a wait: the device's thread takes it while host threads may hold lock_.
+  std::mutex struck_lock_;
+  std::vector<std::pair<uint32_t, uint64_t>> struck_;  // (QP number, request)
 };
 
 }  // namespace irdma_sim::system

@@ -1,7 +1,7 @@
 // PcieLink's faults (config.link.faults) and the ordering they must keep: a split write's
 // pieces land apart in address order (reversed only when asked to break the rules); a held
 // write holds back the writes and the MSI issued after it, and the completion of a register
-// read; an MSI is lost, duplicated or late as drawn.
+// read; an MSI is lost, duplicated or late as drawn; a read of the purpose struck is refused.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -54,14 +54,24 @@ struct LinkBench : sc_core::sc_module {
     transact(tlm::TLM_WRITE_COMMAND, ring.iova + off, bytes.data(), len, delay);
   }
   void msi(sc_time& delay, uint32_t data) { transact(tlm::TLM_WRITE_COMMAND, platform::kMsiBase, &data, 4, delay); }
-  void transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len, sc_time& delay) {
+  // A read of `len` bytes at `off` for `purpose`; whether it completed successfully.
+  bool read(sc_time& delay, uint32_t off, uint32_t len, const device::DmaPurpose& purpose, void* into) {
+    device::DmaPurposeExtension ext;
+    ext.purpose = purpose;
+    return transact(tlm::TLM_READ_COMMAND, ring.iova + off, into, len, delay, &ext);
+  }
+  bool transact(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len, sc_time& delay,
+                device::DmaPurposeExtension* purpose = nullptr) {
     tlm::tlm_generic_payload t;
     t.set_command(cmd);
     t.set_address(addr);
     t.set_data_ptr(static_cast<uint8_t*>(data));
     t.set_data_length(len);
     t.set_streaming_width(len);
+    if (purpose) t.set_extension(purpose);
     dma->b_transport(t, delay);
+    if (purpose) t.clear_extension(purpose);
+    return t.is_response_ok();
   }
   void device() {
     sc_time delay = sc_core::SC_ZERO_TIME;
@@ -208,6 +218,35 @@ TEST(LinkFaults, ALateMsiArrivesAfterItsTime) {
   EXPECT_EQ(c.msix_delayed, 2u);
 }
 
+// A refused read comes back as Completer Abort without touching memory, and the bench is
+// told which queue it struck; reads of other purposes, and of none, are left alone.
+TEST(LinkFaults, ARefusedReadReachesNoMemoryAndSaysWhoseItWas) {
+  platform::LinkFaultConfig f;
+  f.wqe_read_error_rate = 1;
+  LinkBench b("bench", f);
+  std::vector<device::DmaPurpose> struck;
+  b.link.on_read_fault = [&](const device::DmaPurpose& p) { struck.push_back(p); };
+  std::vector<bool> ok;
+  uint64_t refused = 0x77, read_back = 0, arm_read = 0;
+  b.script = [&](LinkBench& b, sc_time& d) {
+    b.write(d, 0, 8, 0x11);
+    ok.push_back(b.read(d, 0, 8, {device::DmaPurpose::wqe_fetch, 5, 9}, &refused));
+    ok.push_back(b.read(d, 0, 8, {}, &read_back));
+    ok.push_back(b.read(d, 0, 8, {device::DmaPurpose::cq_arm, 3}, &arm_read));
+  };
+  sc_core::sc_start();
+  EXPECT_EQ(ok, (std::vector<bool>{false, true, true}));
+  EXPECT_EQ(refused, 0x77u) << "a refused read returned data";
+  EXPECT_EQ(read_back, 0x1111111111111111u);
+  EXPECT_EQ(arm_read, 0x1111111111111111u);
+  ASSERT_EQ(struck.size(), 1u);
+  EXPECT_EQ(struck[0].kind, device::DmaPurpose::wqe_fetch);
+  EXPECT_EQ(struck[0].object, 5u);
+  EXPECT_EQ(struck[0].request, 9u);
+  EXPECT_EQ(b.link.fault_counters()->wqe_reads_failed, 1u);
+  EXPECT_EQ(b.link.dma_errors(), 0u) << "an injected fault is no access to unmapped memory";
+}
+
 TEST(LinkFaults, FaultsOnPostedWritesNeedWritesThatLandWhenTheyArrive) {
   trace::TraceLog no_trace;
   platform::LinkConfig c;
@@ -221,11 +260,13 @@ TEST(LinkFaults, TheSameSeedDrawsTheSameFaults) {
   f.split_rate = 0.3;
   f.msix_lost_rate = 0.3;
   f.seed = 7;
+  f.shadow_read_error_rate = 0.3;
   platform::LinkFaults a(f), b(f);
   for (int i = 0; i < 1000; i++) {
     ASSERT_EQ(a.posted_delay_ps(), b.posted_delay_ps());
     ASSERT_EQ(a.split_gap_ps(32), b.split_gap_ps(32));
     ASSERT_EQ(a.msix_fate(), b.msix_fate());
+    ASSERT_EQ(a.read_fails({device::DmaPurpose::cq_arm, 1}), b.read_fails({device::DmaPurpose::cq_arm, 1}));
   }
   EXPECT_GT(a.counters().msix_lost, 200u);
   EXPECT_LT(a.counters().msix_lost, 400u);

@@ -189,6 +189,62 @@ TEST(System, DmaToUnmappedMemoryIsReportedNotFatal) {
   EXPECT_EQ(sim.device().qp_engine().counters().qps_in_error, 1u);
 }
 
+// Every SQ WQE fetch refused (Completer Abort): the device cannot know the request, and the
+// QP is lost as on a catastrophic error. Both queues flush, the first of each with
+// FLUSH_FATAL_ERR; nothing stalls, and no DMA error is counted for a fault injected.
+TEST(System, ARefusedWqeFetchPutsItsQpInErrorWithAFatalFlush) {
+  using namespace ibcore;
+  SimConfig cfg;
+  cfg.link.faults.wqe_read_error_rate = 1;
+  HostSession s{cfg};
+  const uint32_t cq = s.pool_get(64, -1, IB_POLL_SOFTIRQ);
+  const auto [a, b] = s.create_qp_pair(cq, cq, 8, 8, 64);
+  const uint64_t recv = s.post_recv(a);
+  s.post_recv(b);
+  const uint64_t send = s.post_send(a, "0123", std::nullopt, true, false);
+  const uint64_t next = s.post_send(a, "4567", std::nullopt, true, false);
+  std::map<uint64_t, ib_wc> wcs;
+  for (int i = 0; i < 100 && wcs.size() < 3; i++) {
+    s.run_for_ns(1000);
+    for (const auto& c : s.poll(cq, 16)) wcs[c.wr_id] = c.wc;
+  }
+  ASSERT_EQ(wcs.count(send) + wcs.count(next) + wcs.count(recv), 3u);
+  EXPECT_EQ(wcs[send].status, IB_WC_FATAL_ERR);
+  EXPECT_EQ(wcs[send].vendor_err, 0x00010007u);
+  EXPECT_EQ(wcs[next].status, IB_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(wcs[recv].status, IB_WC_FATAL_ERR);
+  const auto c = s.counters();
+  EXPECT_EQ(c.at("wqe_fetch_errors"), 1u);
+  EXPECT_EQ(c.at("wqe_reads_failed"), 1u);
+  EXPECT_EQ(c.at("wqe_errors"), 0u);
+  EXPECT_EQ(c.at("dma_errors"), 0u);
+  EXPECT_EQ(c.at("messages"), 0u) << "nothing of the refused fetch was carried out";
+  s.shutdown();
+}
+
+// An arm whose shadow area read is refused: the device cannot know what the driver asked
+// for, so the CQ is lost (LCE_CQ_CATASTROPHIC), the driver reports IB_EVENT_CQ_ERR, and the
+// CQ takes no more CQEs. The CCQ's arms are never struck: the control path still works.
+TEST(System, ARefusedShadowReadLosesTheCqAndTheDriverReportsIt) {
+  using namespace ibcore;
+  SimConfig cfg;
+  cfg.link.faults.shadow_read_error_rate = 1;
+  HostSession s{cfg};
+  const uint32_t cq = s.alloc_cq(16, 0);
+  const auto [a, b] = s.create_qp_pair(cq, cq, 4, 4, 64);  // CQP commands after the fault work
+  s.post_recv(b);
+  ASSERT_EQ(s.req_notify_cq(cq, IB_CQ_NEXT_COMP), 0);
+  s.run_for_ns(5000);
+  EXPECT_EQ(s.cq_events(cq).at("cq_errors"), 1u);
+  EXPECT_EQ(s.counters().at("cqs_catastrophic"), 1u);
+  s.post_send(a, "lost", std::nullopt, true, false);
+  s.run_for_ns(5000);
+  EXPECT_TRUE(s.poll(cq, 4).empty()) << "a CQ in error takes no CQE";
+  EXPECT_EQ(s.counters().at("messages"), 1u);
+  EXPECT_EQ(s.counters().at("cqes_written"), 0u);
+  s.shutdown();
+}
+
 // A SEND larger than the receive waiting for it: the responder's receive fails with a
 // length error and the requester's send with a remote invalid request; both QPs move to
 // error (IB semantics for RC).

@@ -15,6 +15,7 @@ namespace irdma_sim::system {
 using namespace ibcore;
 
 bool Workload::completed(const WrCtx& ctx, ib_wc& wc) {
+  expect_struck();
   wc.wr_id = ctx.wr_id;
   counters_.completions++;
   if (wc.status < counters_.by_status.size()) counters_.by_status[wc.status]++;

@@ -29,9 +29,13 @@ void Workload::cq_error(const ib_event& ev) {
 // The recovery a ULP makes of a CQ error: both QPs of the pair destroyed (their unpolled
 // CQEs with them), their own CQs freed, what was still expected of them given up.
 int Workload::tear_down_pair(Qp& q) {
+  // Both given up before either goes: the peer of the first destroyed fails its work
+  // meanwhile (retries exceeded), which is no error of its own.
   for (Qp* x : {&q, q.peer}) {
     x->torn_down = true;
     sb_.abandon(x->index);
+  }
+  for (Qp* x : {&q, q.peer}) {
     if (!destroy_qp(*x)) sb_.record("tear_down_pair", false, "destroying a QP failed");
     x->sends_done = x->sends_posted = x->sends_total;
     x->recvs_done = x->recvs_posted = x->recvs_total;

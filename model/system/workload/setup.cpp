@@ -124,6 +124,7 @@ bool Workload::setup() {
   for (auto& q : qps_)
     if (!make_keys(*q)) return false;
   inject_faults();
+  listen_for_fetch_faults();
   counters_.pool_cqs = 0;
   for (const auto& pool : dev_.cq_pools) counters_.pool_cqs += pool.size();
   for (auto& q : qps_) {
@@ -193,6 +194,29 @@ void Workload::inject_faults() {
     sb_.expect_fault(q.index, request, f.flush_code);
     sb_.expect_peer_fault(q.peer->index);
   }
+}
+
+void Workload::listen_for_fetch_faults() {
+  if (!sc_.config.link.faults.wqe_read_error_rate || !host_.backdoor()) return;
+  host_.backdoor()->on_wqe_fetch_fault([this](uint32_t qp, uint64_t request) {
+    const std::lock_guard<std::mutex> held(struck_lock_);
+    struck_.emplace_back(qp, request);
+  });
+}
+
+void Workload::expect_struck() {
+  std::vector<std::pair<uint32_t, uint64_t>> struck;
+  {
+    const std::lock_guard<std::mutex> held(struck_lock_);
+    if (struck_.empty()) return;
+    struck.swap(struck_);
+  }
+  for (const auto& [qp_num, request] : struck)
+    for (auto& q : qps_)
+      if (q->bq && q->bq->qp_num() == qp_num) {
+        sb_.expect_fetch_fault(q->index, request, irdma::FLUSH_FATAL_ERR);
+        sb_.expect_peer_fault(q->peer->index);
+      }
 }
 
 }  // namespace irdma_sim::system
