@@ -120,16 +120,23 @@ void Scoreboard::check_error(unsigned qp, bool sq, const ExpectedCompletion& e, 
   bool& in_error = sq ? st.sq_error : st.rq_error;
   const std::string id = std::string(sq ? "send " : "receive ") + wr(e.wr_id) + " on QP index " +
                          std::to_string(qp);
+  const uint16_t minor = uint16_t(wc.vendor_err & 0xFFFF);
   std::vector<uint16_t> allowed;  // flush codes this completion may carry
   if (in_error) {
     allowed = {kGeneralFlush};
   } else {
     in_error = true;
     if (!sq) messages_[qp].clear();  // what had not arrived never will
+    if (st.peer_faulted) allowed = {kRetryExceeded, kGeneralFlush};
+    // A peer's fault may break the QP before its own fault strikes: then where its own
+    // would have struck is not known.
+    const bool own_fault_first = !st.peer_faulted;
     if (st.faulted) {
       // A receive queue empty at the fault has its later receives flushed in software.
-      allowed = sq && !st.fetch_fault ? std::vector<uint16_t>{st.fault_minor}
-                                      : std::vector<uint16_t>{st.fault_minor, kGeneralFlush};
+      allowed.push_back(st.fault_minor);
+      if (!sq || st.fetch_fault) allowed.push_back(kGeneralFlush);
+    }
+    if (st.faulted && own_fault_first) {
       if (sq && e.seq > st.fault_request)
         fail(kErrors, id + ": the first error comes after the faulted request " +
                           std::to_string(st.fault_request));
@@ -138,15 +145,12 @@ void Scoreboard::check_error(unsigned qp, bool sq, const ExpectedCompletion& e, 
             return x.signaled && x.seq < st.fault_request;
           }))
         fail(kErrors, id + ": a signaled send before the faulted request was flushed");
-    } else if (st.peer_faulted) {
-      allowed = {kRetryExceeded, kGeneralFlush};
     }
   }
   if (wc.status == IB_WC_SUCCESS) {
     fail(kErrors, id + ": succeeded after its queue reported an error");
     return;
   }
-  const uint16_t minor = uint16_t(wc.vendor_err & 0xFFFF);
   const bool known = wc.vendor_err >> 16 == kFlushMajor &&
                      std::find(allowed.begin(), allowed.end(), minor) != allowed.end();
   // An operation ib_wc has no opcode for reports IB_WC_GENERAL_ERR, flushed or not.

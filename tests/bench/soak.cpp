@@ -4,7 +4,8 @@
 // COMPLETIONS (default 10^7) over PAIRS loopback RC pairs (default 500), each QP with a CQ
 // of its own (1000 CQs) on four vectors, consumed through interrupts. Faults: the link's
 // (posted writes held and split, MSI-X lost, duplicated and late: the driver's watchdog
-// recovers; vectors masked by the host: the device holds their messages), failed requests
+// recovers; vectors masked by the host: the device holds their messages; WQE fetches and
+// arm reads refused: a QP in error, a CQ lost and its pair torn down), failed requests
 // on a tenth of the pairs (a code each, drawn at a rate that strikes mid-run) and a CQ too
 // small for its traffic on a few more (overflow, CQ error, the pair torn down). OUT (default /tmp/irdma-sim-soak) gets soak.yaml, report.json and
 // completions.jsonl. Prints the resident set at every progress report and its growth from a
@@ -48,8 +49,9 @@ long resident_kb() {
 }
 
 std::string soak_scenario(uint64_t completions, uint64_t pairs) {
-  // A message is a send and a receive completion, both ways round a pair.
-  const uint64_t sends = std::max<uint64_t>(1, completions / (4 * pairs));
+  // A message is a send and a receive completion, both ways round a pair; 5 % more for the
+  // pairs torn down on the way.
+  const uint64_t sends = std::max<uint64_t>(1, completions * 21 / (80 * pairs));
   const uint64_t faulted = std::max<uint64_t>(1, pairs / 10);
   const uint64_t queues = 2 * (pairs + kSmallPairs) + 16;
   const char* const codes[] = {"general_err", "prot_err", "rem_access_err", "loc_qp_op_err", "rem_op_err",
@@ -61,7 +63,7 @@ std::string soak_scenario(uint64_t completions, uint64_t pairs) {
                   "  host: {cpus: 4, memory_mb: " + std::to_string(std::max<uint64_t>(1024, pairs * 4)) + "}\n"
                   "  link:\n    faults: {posted_delay_rate: 0.001, posted_delay_max_ns: 3000, split_rate: 0.01,\n"
                   "             msix_lost_rate: 0.002, msix_duplicated_rate: 0.002, msix_delayed_rate: 0.002,\n"
-                  "             msix_mask_rate: 0.002}\n"
+                  "             msix_mask_rate: 0.002, wqe_read_error_rate: 0.00003, shadow_read_error_rate: 0.000005}\n"
                   "qp_pairs:\n"
                   "  - {name: p, count: " + std::to_string(pairs) + ", cq: own, cq_vector: -1, sq_depth: 16, rq_depth: 16}\n"
                   "  - {name: small, count: " + std::to_string(kSmallPairs) + ", cq: own, cq_entries: 8, sq_depth: 16, rq_depth: 16}\n"

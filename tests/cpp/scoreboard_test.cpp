@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <tuple>
+#include <vector>
 
 #include "driver/core/ib_qp.h"
 #include "model/system/scoreboard.h"
@@ -39,6 +41,56 @@ TEST(Scoreboard, AFailedCheckCountsItsFailures) {
   EXPECT_FALSE(payload.passed);
   EXPECT_EQ(payload.detail, "2 of 3 completions failed it; first: receive wr_id 2: buffer differs from the bytes sent");
   EXPECT_TRUE(named(checks, "every_message_received_once_in_order").passed);
+}
+
+// Three signaled sends; the error completion `minor` (a flush, major 1) reports the first.
+std::vector<Check> first_send_flushed(Scoreboard& sb, const ib_qp& qp, uint16_t minor, ib_wc_status status) {
+  for (uint64_t seq = 0; seq < 3; seq++) {
+    ExpectedCompletion e;
+    e.wr_id = seq + 1;
+    e.qp = &qp;
+    e.seq = seq;
+    sb.expect_send(0, e);
+  }
+  ib_wc wc{};
+  wc.wr_id = 1;
+  wc.status = status;
+  wc.vendor_err = 0x10000u | minor;
+  wc.qp = const_cast<ib_qp*>(&qp);
+  sb.check_send(0, wc);
+  return sb.checks();
+}
+
+// A QP whose own fault is due at its third request fails at its first with that code: the
+// scoreboard sees the fault came early.
+TEST(Scoreboard, AFaultReportedBeforeItsRequestFails) {
+  Scoreboard sb(2);
+  ib_qp qp;
+  sb.expect_fault(0, 2, 3);
+  EXPECT_FALSE(named(first_send_flushed(sb, qp, 3, IB_WC_REM_ACCESS_ERR), "error_completions_as_injected").passed);
+}
+
+// Its peer's fault may break a faulted QP first (retries exceeded): no error of its own.
+TEST(Scoreboard, APeersFaultMayBreakAFaultedQpFirst) {
+  Scoreboard sb(2);
+  ib_qp qp;
+  sb.expect_fault(0, 2, 3);
+  sb.expect_peer_fault(0);
+  EXPECT_TRUE(named(first_send_flushed(sb, qp, 8, IB_WC_RETRY_EXC_ERR), "error_completions_as_injected").passed);
+}
+
+// A refused WQE fetch may find the SQ empty: what is posted after is flushed in software,
+// a general flush first. Its own fault's code is allowed too; another code is not.
+TEST(Scoreboard, AFetchFaultAllowsAGeneralFlushFirst) {
+  for (const auto& [minor, status, passes] :
+       {std::tuple{uint16_t(1), IB_WC_WR_FLUSH_ERR, true}, std::tuple{uint16_t(7), IB_WC_FATAL_ERR, true},
+        std::tuple{uint16_t(8), IB_WC_RETRY_EXC_ERR, false}}) {
+    Scoreboard sb(2);
+    ib_qp qp;
+    sb.expect_fetch_fault(0, 0, 7);
+    EXPECT_EQ(named(first_send_flushed(sb, qp, minor, status), "error_completions_as_injected").passed, passes)
+        << minor;
+  }
 }
 
 }  // namespace
