@@ -14,6 +14,7 @@ struct DeviceCounters {
   uint64_t ccq_cqes = 0;
   uint64_t extended_cqes = 0;
   uint64_t cqes_overflowed = 0;  // completions not written: their CQ was full or in error
+  uint64_t cqes_refused = 0;     // completions whose CQE write failed (refused, or bus mastering off)
   uint64_t cq_overflows = 0;     // CQs that overflowed
   uint64_t arms_taken = 0;
   uint64_t stale_arms = 0;
@@ -36,6 +37,7 @@ struct DeviceCounters {
   // Control QP
   uint64_t cqp_commands = 0;
   uint64_t cqp_errors = 0;
+  uint64_t cqp_hung = 0;  // 1 once the control QP wedged (config.device.cqp_hang_after_ns)
   // Registers, interrupts, DMA
   uint64_t mmio_writes = 0;
   uint64_t mmio_reads = 0;
@@ -47,7 +49,8 @@ struct DeviceCounters {
   uint64_t events_while_masked = 0;
   uint64_t msix_sent = 0;
   uint64_t msix_masked = 0;       // not sent when raised: the vector masked (held), or no host to take it
-  uint64_t dma_errors = 0;  // DMA the device could not do (refused, or bus mastering off), the link's faults aside
+  uint64_t dma_errors = 0;  // DMA the host refused, the link's faults aside
+  uint64_t dma_blocked = 0;  // DMA the device did not send: bus mastering off
   // What the faults of the link between the model and its host did (config.link.faults):
   // the link a simulation or a served model has; silicon has none.
   uint64_t msix_lost = 0;

@@ -23,12 +23,13 @@ struct ib_cq_init_attr {
   uint32_t flags = 0;
 };
 
-// An asynchronous event (struct ib_event), as far as CQs are concerned.
+// An asynchronous event (struct ib_event), as far as CQs and the device are concerned.
 enum ib_event_type : int {
   IB_EVENT_CQ_ERR = 0,
   IB_EVENT_QP_FATAL = 1,
   IB_EVENT_QP_REQ_ERR = 2,
   IB_EVENT_QP_ACCESS_ERR = 3,
+  IB_EVENT_DEVICE_FATAL = 8,  // the device is lost: every QP's work flushes
 };
 
 struct ib_cq;
@@ -104,6 +105,9 @@ class ib_device {
   // The kernel keeps this counter static in ib_cq_pool_get; per device keeps runs reproducible.
   int default_comp_vector = 0;
   ib_warning_log warnings;
+  // Device events (ib_register_event_handler's, one client): IB_EVENT_DEVICE_FATAL. Set
+  // before the device is used; called on the thread that found the fault, no lock held.
+  std::function<void(const ib_event&)> event_handler;
   // Where SOFTIRQ and WORKQUEUE CQs are polled once their completion event fires; set by
   // the provider when it can take interrupts.
   ib_poll_workers* poll_workers = nullptr;

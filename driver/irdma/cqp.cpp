@@ -49,7 +49,7 @@ int irdma_cqp::create(irdma_vers hw_rev, cqp_completion* out) {
   const uint64_t start = hw_.exec.now_ns();
   uint32_t status = 0;
   while ((status = hw_.bar0.read32(IRDMA_CCQPSTATUS)) == 0) {
-    if (hw_.exec.now_ns() - start > kTimeoutNs) return -ETIMEDOUT;
+    if (hw_.exec.now_ns() - start > timeout_ns_) return -ETIMEDOUT;
     hw_.exec.delay_ns(kStatusPollNs);
   }
   if (status & IRDMA_CCQPSTATUS_CCQP_ERR) {
@@ -100,7 +100,7 @@ int irdma_cqp::wait_by_tail(uint32_t old_tail, cqp_completion* out) {
       return -EIO;
     }
     if ((reg & IRDMA_CQPTAIL_WQTAIL) != old_tail) break;
-    if (hw_.exec.now_ns() - start > kTimeoutNs) return -ETIMEDOUT;
+    if (hw_.exec.now_ns() - start > timeout_ns_) return -ETIMEDOUT;
     hw_.exec.delay_ns(kStatusPollNs);
   }
   sq_ring_.tail = ring_next(sq_ring_.tail, sq_ring_.size);
@@ -178,9 +178,27 @@ int irdma_cqp::process_ccq() {
   return consumed;
 }
 
+bool irdma_cqp::releases(uint8_t opcode) {
+  switch (opcode) {
+    case IRDMA_CQP_OP_DESTROY_QP:
+    case IRDMA_CQP_OP_DESTROY_CQ:
+    case IRDMA_CQP_OP_DESTROY_CEQ:
+    case IRDMA_CQP_OP_DESTROY_AEQ:
+    case IRDMA_CQP_OP_DEALLOC_STAG:
+    case IRDMA_CQP_OP_FLUSH_WQES: return true;
+    default: return false;
+  }
+}
+
+bool irdma_cqp::wedged() const {
+  std::lock_guard<hal::Lock> guard(*lock_);
+  return wedged_;
+}
+
 int irdma_cqp::exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
                     cqp_completion* out) {
   std::unique_lock<hal::Lock> guard(*lock_);
+  if (wedged_) return releases(opcode) ? 0 : -EBUSY;
   // Before the CCQ only probe posts: the whole command under the lock.
   if (!ccq_ready_) return host_ctx_ ? exec_polled(opcode, fill, out) : -ENODEV;
   // A full ring backs the command up until completions free a slot (irdma's backlog).
@@ -188,7 +206,11 @@ int irdma_cqp::exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>
   const int64_t idx = post(opcode, fill);
   if (int ret = wait_for(guard, [&] { return slots_[idx].done; })) {
     slots_[idx].pending = false;
-    return ret;
+    if (ret != -ETIMEDOUT || wedged_) return ret;
+    wedged_ = true;
+    guard.unlock();
+    if (on_timeout) on_timeout();
+    return releases(opcode) ? 0 : ret;
   }
   const cqp_completion result = slots_[idx].result;
   slots_[idx].done = false;  // collected: the slot may be reused
@@ -196,18 +218,19 @@ int irdma_cqp::exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>
   return result.major_err || result.minor_err ? -EIO : 0;
 }
 
-// Runs the CCQ until `ready()`, or -ETIMEDOUT after kTimeoutNs without a completion. The
+// Runs the CCQ until `ready()`, or -ETIMEDOUT after timeout_ns_ without a completion. The
 // lock is dropped between looks, so other callers post and collect meanwhile.
 int irdma_cqp::wait_for(std::unique_lock<hal::Lock>& guard, const std::function<bool()>& ready) {
   uint64_t last_progress = hw_.exec.now_ns();
   uint64_t last_presence_check = last_progress;
   while (!ready()) {
+    if (wedged_) return -ETIMEDOUT;  // another command's wait gave up on the device
     if (process_ccq() > 0) {
       last_progress = last_presence_check = hw_.exec.now_ns();
       continue;
     }
     const uint64_t now = hw_.exec.now_ns();
-    if (now - last_progress > kTimeoutNs) return -ETIMEDOUT;
+    if (now - last_progress > timeout_ns_) return -ETIMEDOUT;
     // A device that answers reads with all ones is gone (surprise removal, a dead link or
     // server): no completion will come, so waiting out the timeout helps no one.
     if (now - last_presence_check > kPresenceCheckNs) {

@@ -26,7 +26,10 @@ class irdma_cqp {
   static constexpr uint64_t kSpinNs = 1'000'000;     // without progress: spin this long, then
   static constexpr uint64_t kBackoffNs = 20'000;     // look this often
 
-  explicit irdma_cqp(hal::Platform& hw) : hw_(hw), lock_(hw.exec.make_lock()) {}
+  // `timeout_ns`: how long a command may go without a completion (Linux's
+  // CQP_TIMEOUT_THRESHOLD waits of CQP_COMPL_WAIT_TIME_MS: 5 s).
+  explicit irdma_cqp(hal::Platform& hw, uint64_t timeout_ns = kTimeoutNs)
+      : hw_(hw), timeout_ns_(timeout_ns), lock_(hw.exec.make_lock()) {}
   ~irdma_cqp();
   irdma_cqp(const irdma_cqp&) = delete;
   irdma_cqp& operator=(const irdma_cqp&) = delete;
@@ -47,8 +50,15 @@ class irdma_cqp {
   // 4-7 and returns qword3 without opcode and valid bit. Returns 0, -EIO (the device
   // completed it with an error, see `out`), -ETIMEDOUT, or -ENODEV without a CQP or once
   // the device reads as all ones (gone).
+  // A command on the CCQ that times out wedges the CQP for good, as Linux's rf->reset does:
+  // on_timeout runs (once, no lock held), commands waiting give up with -ETIMEDOUT, and
+  // later ones never reach the device. One that releases an object (a destroy, a dealloc,
+  // a flush) succeeds, timed out or refused, as the function's reset releases it; any
+  // other fails with -ETIMEDOUT, or -EBUSY once refused.
   int exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
            cqp_completion* out = nullptr);
+  std::function<void()> on_timeout;
+  bool wedged() const;
 
  private:
   bool full() const;
@@ -62,7 +72,10 @@ class irdma_cqp {
   int process_ccq();
   void free_memory();
 
+  static bool releases(uint8_t opcode);
+
   hal::Platform& hw_;
+  const uint64_t timeout_ns_;
   // Everything below: the SQ ring, the slots, the CCQ (irdma's cqp->req_lock and the CCQ's
   // lock in one).
   std::unique_ptr<hal::Lock> lock_;
@@ -71,6 +84,7 @@ class irdma_cqp {
   uint8_t polarity_ = 0;
   irdma_cq_uk ccq_;
   bool ccq_ready_ = false;
+  bool wedged_ = false;
   struct slot {
     bool pending = false;
     bool done = false;

@@ -6,8 +6,13 @@
 namespace irdma {
 
 irdma_device::irdma_device(hal::Platform& hw, const irdma_params& params)
-    : hw_(hw), params_(params), cqp_(hw), rsrc_lock_(hw.exec.make_lock()), flush_lock_(hw.exec.make_lock()) {
+    : hw_(hw),
+      params_(params),
+      cqp_(hw, uint64_t(params.cqp_timeout_ms) * 1'000'000),
+      rsrc_lock_(hw.exec.make_lock()),
+      flush_lock_(hw.exec.make_lock()) {
   num_online_cpus = hw.exec.num_cpus();
+  cqp_.on_timeout = [this] { request_reset(); };
 }
 
 // Only rsrc_lock_ is taken, which nothing holds across a wait: a simulation may have ended
@@ -27,7 +32,7 @@ irdma_event_counters irdma_device::event_counters() const {
   const auto get = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
   return {get(events_.interrupts), get(events_.ceqes),     get(events_.stale_ceqes), get(events_.comp_events),
           get(events_.aeqes),      get(events_.cq_errors), get(events_.cqes_cleaned), get(events_.ceqes_left),
-          get(events_.missed_interrupts)};
+          get(events_.missed_interrupts), get(events_.resets_requested)};
 }
 
 // Next-fit over the id space, as irdma allocates CQ and QP numbers.

@@ -45,6 +45,9 @@ struct irdma_params {
   // for entries an interrupt should have announced; 0 turns it off. It must exceed the
   // moderation interval, or a held-back interrupt looks missed.
   uint32_t eq_watchdog_us = 0;
+  // How long a CQP command may go without a completion before the device is given up
+  // (Linux: CQP_TIMEOUT_THRESHOLD x CQP_COMPL_WAIT_TIME_MS).
+  uint32_t cqp_timeout_ms = 5000;
 };
 
 // The HMC as the driver set it up (irdma_hmc_info): where each object sits in the
@@ -101,6 +104,7 @@ struct irdma_event_counters {
   uint64_t cqes_cleaned = 0; // unpolled CQEs of destroyed QPs, never reported (flushes aside)
   uint64_t ceqes_left = 0;   // unconsumed in a CEQ when it was destroyed
   uint64_t missed_interrupts = 0;  // handler runs the watchdog made for an interrupt that never came
+  uint64_t resets_requested = 0;   // CQP commands that timed out: the device given up (request_reset)
 };
 
 // Everything below `lock` is under it, but for what create_cq set once.
@@ -168,8 +172,9 @@ struct irdma_mw : ibcore::ib_mw {
 //     held while a caller waits for its command (but at probe, before the CCQ exists).
 //     ib_device::cq_pools_lock: ib-core's pool lists.
 // Order: CQ lock -> QP lock -> flush_lock_ (flush completions, as irdma_generate_flush_
-// completions nests them); ce_lock -> rsrc_lock_. rsrc_lock_, flush_lock_, the CQP's and
-// the pool's locks are leaves; no two CQ locks nor two QP locks are ever held together.
+// completions nests them); ce_lock -> rsrc_lock_ -> QP lock (request_reset). flush_lock_,
+// the CQP's and the pool's locks are leaves; no two CQ locks nor two QP locks are ever held
+// together.
 // Nothing is held across a CQP command, nor while ib-core's comp_handler or event_handler
 // runs (a handler may poll, re-arm or post).
 // Lookups that race destroy: the CEQ and AEQ handlers take a CQ from cq_table_ with a
@@ -232,7 +237,7 @@ class irdma_device final : public ibcore::ib_device {
   // Counters several threads bump (handlers of different vectors, destroys).
   struct event_stats {
     std::atomic<uint64_t> interrupts{0}, ceqes{0}, stale_ceqes{0}, comp_events{0}, aeqes{0},
-        cq_errors{0}, cqes_cleaned{0}, ceqes_left{0}, missed_interrupts{0};
+        cq_errors{0}, cqes_cleaned{0}, ceqes_left{0}, missed_interrupts{0}, resets_requested{0};
   };
   static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
 
@@ -264,6 +269,8 @@ class irdma_device final : public ibcore::ib_device {
   // queue's outstanding WQEs into completions (CQ and QP locked), returning how many;
   // cancel_delayed_work_sync.
   void schedule_flush(irdma_qp* qp);
+  // reset.cpp: a CQP command timed out (the CQP's on_timeout).
+  void request_reset();
   void flush_worker();
   bool run_flush_work(irdma_qp* qp);
   size_t generate_flush_completions(irdma_qp* qp, bool sq);

@@ -158,12 +158,14 @@ void irdma_device::free_qp(irdma_qp* qp) {
     auto& noted = cq->sc_cq.newly_flushed;
     noted.erase(std::remove(noted.begin(), noted.end(), &qp->qp_uk), noted.end());
   }
-  cancel_flush_work(qp);
+  // Out of the table before its flush work is cancelled: request_reset schedules work only
+  // for QPs in the table.
   {
     std::lock_guard<hal::Lock> guard(*rsrc_lock_);
     smp_store_release(qp_table_[qp->qp_num], static_cast<irdma_qp_uk*>(nullptr));
     qp_used_[qp->qp_num] = false;
   }
+  cancel_flush_work(qp);
   for (irdma_cq* cq : cqs) {
     std::lock_guard<hal::Lock> guard(*cq->lock);
     auto& gen = cq->cmpl_generated;

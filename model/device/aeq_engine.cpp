@@ -45,7 +45,10 @@ void AeqEngine::post(const AsyncEvent& ae) {
                                         put(AEQE_AECODE, ae.code) |
                                         put(AEQE_QPCQID_HI, ae.object_id >> AEQE_QPCQID_LOW.width()) |
                                         put(AEQE_AESRC, ae.source) | put(AEQE_VALID, tail_.polarity)};
-  dma_.write(base_ + uint64_t(tail_.idx) * 16, aeqe, 16);
+  if (!dma_.write(base_ + uint64_t(tail_.idx) * 16, aeqe, 16)) {  // refused, or bus mastering off
+    counters_.dropped++;
+    return;
+  }
   tail_.advance(entries_);
   outstanding_++;
   counters_.aeqes++;

@@ -48,7 +48,10 @@ bool CeqEngine::notify(uint32_t ceq_id, uint64_t cq_ctx) {
     return false;
   }
   const uint64_t ceqe = put(CEQE_CQCTX, cq_ctx) | put(CEQE_VALID, q.tail.polarity);
-  dma_.write(q.base + uint64_t(q.tail.idx) * 8, &ceqe, 8);
+  if (!dma_.write(q.base + uint64_t(q.tail.idx) * 8, &ceqe, 8)) {  // refused, or bus mastering off
+    counters_.ceqes_dropped++;
+    return false;
+  }
   trace_.coverage().hit(trace::Cover::ceq, {0});
   if (q.tail.advance(q.entries)) trace_.coverage().hit(trace::Cover::ceq, {1});
   q.unacked++;

@@ -71,7 +71,8 @@ bool CqEngine::arm(uint32_t cq_id) {
   port_.purpose = {};
   if (arm.status == CqArmOutcome::no_cq)
     throw std::logic_error("CQ engine: its writer has no CQ " + std::to_string(cq_id) + ", which the engine holds");
-  if (arm.status == CqArmOutcome::failed && cq_id != 0) {
+  // A function the host stopped from mastering the bus is quiesced, not in error.
+  if (arm.status == CqArmOutcome::failed && cq_id != 0 && port_.mastering()) {
     catastrophe(it->second);
     return true;
   }
@@ -154,6 +155,11 @@ bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
   }
   if (out.status == CqWriteOutcome::overflowed) {
     overflowed(cq, fields, out.overflow_began);
+    return false;
+  }
+  if (out.write_error) {  // refused by the host, or not sent: no CQE landed for it
+    counters_.cqes_refused++;
+    trace_.event(time_.now_ps(), "cqe_refused").num("cq", cq_id).num("qp", fields.qp_id);
     return false;
   }
   if (fields.extended) counters_.extended_cqes++;

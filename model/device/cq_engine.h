@@ -44,6 +44,7 @@ struct CqEngineCounters {
   uint64_t overflows = 0;        // CQs that overflowed (each raised CQ_OPERATION_ERROR)
   uint64_t catastrophic = 0;     // CQs whose shadow area could not be read (each raised LCE_CQ_CATASTROPHIC)
   uint64_t head_reads = 0;       // shadow qword0 reads for overflow checking
+  uint64_t cqes_refused = 0;     // completions whose CQE write failed (refused, or bus mastering off)
   uint64_t resizes = 0;
 };
 
@@ -83,6 +84,7 @@ class CqEngine {
     uint64_t now_ps() const override { return time_.now_ps(); }
 
     DmaPurpose purpose;  // of the writer's reads, for the request in hand
+    bool mastering() const { return dma_.mastering(); }
 
    private:
     DmaPort& dma_;

@@ -49,6 +49,7 @@ void CqpEngine::stop() {
 }
 
 void CqpEngine::doorbell(uint32_t head) {
+  if (wedged_) return;
   if (!running_ || head >= sq_size_) {
     op_err_ = true;
     return;
@@ -62,6 +63,12 @@ void CqpEngine::doorbell(uint32_t head) {
       errcodes_ = uint32_t(CQP_MAJOR_ERROR) << 16 | CQP_MINOR_BAD_OPCODE;
       counters_.errors++;
       trace_.event(time_.now_ps(), "cqp_error").num("index", tail_.idx);
+      return;
+    }
+    if (cfg_.cqp_hang_after_ns && time_.now_ps() >= *cfg_.cqp_hang_after_ns * 1000) {
+      wedged_ = true;
+      counters_.hung = 1;
+      trace_.event(time_.now_ps(), "cqp_hang").num("index", tail_.idx).num("opcode", get(wqe[3], CQP_WQE_OPCODE));
       return;
     }
     time_.cycles(cfg_.cycles.cqp_wqe);

@@ -20,6 +20,7 @@ namespace irdma_sim::device {
 struct CqpCounters {
   uint64_t commands = 0;
   uint64_t errors = 0;
+  uint64_t hung = 0;  // 1 once the control QP wedged (DeviceConfig::cqp_hang_after_ns)
 };
 
 class CqpEngine {
@@ -75,6 +76,7 @@ class CqpEngine {
   uint32_t status_ = 0;
   uint32_t errcodes_ = 0;
   bool op_err_ = false;
+  bool wedged_ = false;  // cqp_hang_after_ns struck: nothing more is taken
   CqpCounters counters_;
 };
 

@@ -48,6 +48,9 @@ struct DeviceConfig {
   uint8_t pe_db_size = 2;
   bool cqe_64byte = false;
   uint32_t rnr_retry_cycles = 2000;  // until an SQ blocked on an empty peer RQ retries
+  // A fault: the control QP wedges at the first command it takes this long after power-on,
+  // and never completes it or any after it; unset: never.
+  std::optional<uint64_t> cqp_hang_after_ns;
   // What UD receives report about the (loopback) wire: the port's MAC, the VLAN tag
   // (0: untagged) and whether RoCEv2 runs over IPv4 (else IPv6).
   uint64_t mac = 0x001B21A0C0DEull;

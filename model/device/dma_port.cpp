@@ -30,7 +30,7 @@ bool DmaPort::direct(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t l
 bool DmaPort::transact(tlm::tlm_generic_payload& trans, tlm::tlm_command cmd, uint64_t addr, void* data,
                        uint32_t len, sc_core::sc_time& delay) {
   if (!config_.bus_master()) {
-    errors_++;
+    blocked_++;
     return false;
   }
   if (direct(cmd, addr, data, len, delay)) return true;

@@ -29,7 +29,9 @@ class DmaPort {
   bool write(uint64_t addr, const void* src, uint32_t len);
   // Posted at the kernel's time, not the engine's: for a block with a process of its own.
   bool write_now(uint64_t addr, const void* src, uint32_t len);
-  uint64_t errors() const { return errors_; }  // refused by the host, or not sent
+  uint64_t errors() const { return errors_; }  // refused by the host
+  uint64_t blocked() const { return blocked_; }  // not sent: bus mastering off
+  bool mastering() const { return config_.bus_master(); }
   uint64_t aborted_reads() const { return aborted_; }  // of errors: completed with Completer Abort
   uint64_t direct_accesses() const { return direct_; }  // through DMI
 
@@ -64,6 +66,7 @@ class DmaPort {
   std::vector<Grant> grants_;
   DmaPurposeExtension* purpose_;  // trans_'s
   uint64_t errors_ = 0;
+  uint64_t blocked_ = 0;
   uint64_t aborted_ = 0;
   uint64_t direct_ = 0;
 };

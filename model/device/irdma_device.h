@@ -89,6 +89,7 @@ class IrdmaDevice : public sc_core::sc_module {
   const CqpEngine& cqp_engine() const { return cqp_; }
   uint64_t dma_errors() const { return dma_port_.errors(); }
   uint64_t dma_reads_aborted() const { return dma_port_.aborted_reads(); }  // of dma_errors
+  uint64_t dma_blocked() const { return dma_port_.blocked(); }
 
  private:
   // Register writes that touch device state the engine owns run on it, in arrival order.

@@ -119,6 +119,7 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
       case Fetch::ready: break;
       case Fetch::empty: return Result::done;
       case Fetch::unreadable:  // the host refused the read: the QP is lost, as on a catastrophic error
+        if (!dma_.mastering()) return Result::done;  // quiesced by the host: nothing starts
         counters_.wqe_fetch_errors++;
         enter_error(qp, FLUSH_FATAL_ERR);
         return Result::done;

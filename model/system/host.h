@@ -32,6 +32,7 @@ inline irdma::irdma_params driver_params(const SimConfig& cfg) {
   irdma::irdma_params p;
   p.ceq_itr_us = cfg.device.ceq_itr_us;
   p.eq_watchdog_us = cfg.driver.eq_watchdog_us;
+  p.cqp_timeout_ms = cfg.driver.cqp_timeout_ms;
   return p;
 }
 

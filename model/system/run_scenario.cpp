@@ -142,6 +142,12 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
                 std::to_string(ev.stale_ceqes) + " for no CQ), " + std::to_string(ev.ceqes_left) +
                 " left in CEQs destroyed under them, " + std::to_string(dev->cq_ack_doorbells) + " CQACKs; " +
                 std::to_string(ev.interrupts) + " interrupts handled");
+  if (dev->cqp_hung)
+    sb.record("device_given_up_after_cqp_hang", ev.resets_requested == 1 && wl.device_fatal == 1,
+              "the control QP wedged; " + std::to_string(ev.resets_requested) +
+                  " reset(s) requested by the driver on its CQP timeout, " + std::to_string(wl.device_fatal) +
+                  " IB_EVENT_DEVICE_FATAL; " + std::to_string(dev->dma_blocked) +
+                  " DMA access(es) the quiesced device did not send");
   sb.record("no_control_command_errors", dev->cqp_errors == 0,
             std::to_string(dev->cqp_commands) + " CQP commands, " + std::to_string(dev->cqp_errors) + " failed");
 }
@@ -245,6 +251,11 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
       .num("shadow_reads_failed", dev.shadow_reads_failed)
       .num("wqe_fetch_errors", dev.wqe_fetch_errors)
       .num("cqs_catastrophic", dev.cq_catastrophic)
+      .num("cqp_hung", dev.cqp_hung)
+      .num("device_resets_requested", ev.resets_requested)
+      .num("device_fatal_events", wl.device_fatal)
+      .num("dma_blocked", dev.dma_blocked)
+      .num("cqes_refused", dev.cqes_refused)
       .num("trace_events", sys.trace_events)
       .num("idle_polls", wl.idle_polls)
       .num("pool_cqs", wl.pool_cqs)

@@ -147,7 +147,7 @@ void read_device(const YamlMap& m, device::DeviceConfig& d) {
   m.allow({"generation", "clock_mhz", "cycles", "max_cq", "max_qp", "num_ceqs", "max_cqe",
            "cqe_64byte", "rnr_retry_cycles", "formatter", "mac", "ud_vlan_tci", "ud_ipv4",
            "max_stags", "ceq_itr_us", "cq_resize", "spare_msix", "rtl_vcd", "cq_writer", "cq_writer_timing",
-           "rtl_toggle_coverage"});
+           "rtl_toggle_coverage", "cqp_hang_after_ns"});
   d.generation = uint8_t(m.u32("generation", d.generation, 2, 3));
   d.cqe_64byte = d.generation >= 3;  // GEN_3 reports FEATURE_64_BYTE_CQE unless told not to
   d.clock_mhz = m.f64("clock_mhz", d.clock_mhz, 1, 10000);
@@ -157,6 +157,7 @@ void read_device(const YamlMap& m, device::DeviceConfig& d) {
   d.max_cqe = m.u32("max_cqe", d.max_cqe, 1, 1048574);
   d.cqe_64byte = m.boolean("cqe_64byte", d.cqe_64byte);
   d.rnr_retry_cycles = m.u32("rnr_retry_cycles", d.rnr_retry_cycles, 1, 1u << 30);
+  if (m.has("cqp_hang_after_ns")) d.cqp_hang_after_ns = m.u64("cqp_hang_after_ns", 0, 0, 1'000'000'000'000ull);
   d.formatter = device::FormatterKind(m.choice("formatter", size_t(d.formatter), {"tlm", "rtl"}));
   d.cq_writer = device::CqWriterKind(m.choice("cq_writer", size_t(d.cq_writer), {"tlm", "rtl"}));
   if (m.has("cq_writer_timing"))
@@ -239,8 +240,9 @@ void read_config(const YamlMap& m, SimConfig& cfg) {
   read_device(m.map("device"), cfg.device);
   read_link(m.map("link"), cfg.link);
   const YamlMap drv = m.map("driver");
-  drv.allow({"eq_watchdog_us"});
+  drv.allow({"eq_watchdog_us", "cqp_timeout_ms"});
   cfg.driver.eq_watchdog_us = drv.u32("eq_watchdog_us", cfg.driver.eq_watchdog_us, 0, 10'000'000);
+  cfg.driver.cqp_timeout_ms = drv.u32("cqp_timeout_ms", cfg.driver.cqp_timeout_ms, 1, 600'000);
   if (cfg.driver.eq_watchdog_us && cfg.driver.eq_watchdog_us <= cfg.device.ceq_itr_us)
     drv.fail_at("eq_watchdog_us", "key 'eq_watchdog_us': " + std::to_string(cfg.driver.eq_watchdog_us) +
                                       " us is within device.ceq_itr_us = " + std::to_string(cfg.device.ceq_itr_us) +

@@ -48,6 +48,9 @@ void check_servable(const SimConfig& config) {
       throw ScenarioError(std::string("config.link.faults.") + key +
                           ": a served model cannot tell a test bench in another process which queue a refused "
                           "read struck; it needs the sim backend");
+  if (config.device.cqp_hang_after_ns)
+    throw ScenarioError("config.device.cqp_hang_after_ns: a served model's clock starts at its own power-on and runs "
+                        "as its client drives it, not with the run's traffic; it needs the sim backend");
 }
 
 ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path, const ServeOptions& options)

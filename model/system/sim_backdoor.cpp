@@ -14,6 +14,7 @@ backends::DeviceCounters SimBackdoor::counters() {
   c.ccq_cqes = cq.ccq_cqes;
   c.extended_cqes = cq.extended_cqes;
   c.cqes_overflowed = cq.cqes_overflowed;
+  c.cqes_refused = cq.cqes_refused;
   c.cq_overflows = cq.overflows;
   c.arms_taken = cq.arms;
   c.stale_arms = cq.stale_arms;
@@ -34,6 +35,7 @@ backends::DeviceCounters SimBackdoor::counters() {
   c.cq_catastrophic = cq.catastrophic;
   c.cqp_commands = cqp.commands;
   c.cqp_errors = cqp.errors;
+  c.cqp_hung = cqp.hung;
   c.mmio_writes = d.mmio_writes;
   c.mmio_reads = d.mmio_reads;
   c.bad_mmio = d.bad_mmio;
@@ -46,6 +48,7 @@ backends::DeviceCounters SimBackdoor::counters() {
   c.msix_masked = d.msix_masked;
   c.msix_sent_on_unmask = d.msix_sent_on_unmask;
   c.dma_errors = dev_.dma_errors() - dev_.dma_reads_aborted();  // only the link's faults abort
+  c.dma_blocked = dev_.dma_blocked();
   if (const platform::LinkFaultCounters* f = link_.fault_counters()) {
     c.msix_lost = f->msix_lost;
     c.msix_duplicated = f->msix_duplicated;

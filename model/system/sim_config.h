@@ -22,6 +22,7 @@ enum class SyncMode {
 // device.ceq_itr_us).
 struct DriverConfig {
   uint32_t eq_watchdog_us = 0;  // missed-interrupt recovery's period; 0: off
+  uint32_t cqp_timeout_ms = 5000;  // a CQP command without a completion this long: the device is given up
 };
 
 struct SimConfig {

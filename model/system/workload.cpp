@@ -25,6 +25,7 @@ void Workload::run() {
     const std::lock_guard<hal::Lock> held(*lock_);
     if (warnings++ == 0) first_warning = w;
   };
+  dev_.event_handler = [this](const ibcore::ib_event& ev) { device_fatal(ev); };
   const bool ready = setup();
   const std::lock_guard<hal::Lock> held(*lock_);
   if (ready) traffic();
@@ -34,6 +35,7 @@ void Workload::run() {
              warnings ? std::to_string(warnings) + " warning(s); first: " + first_warning
                       : "ib-core raised no warnings");
   dev_.warnings.sink = nullptr;
+  dev_.event_handler = nullptr;
 }
 
 }  // namespace irdma_sim::system

@@ -41,6 +41,7 @@ struct WorkloadCounters {
   uint64_t cq_resizes = 0;
   uint64_t cq_errors = 0;         // IB_EVENT_CQ_ERR on the workload's CQs
   uint64_t pairs_torn_down = 0;   // after a CQ error
+  uint64_t device_fatal = 0;      // IB_EVENT_DEVICE_FATAL: the driver gave the device up
   uint64_t retired_ring_completions = 0;  // polled from rings a resize retired
   uint64_t corrupt_cqes = 0;  // skipped by the poll path: unknown QP or WQE index
   uint64_t destroyed_qp_cqes = 0;  // dropped by the poll path: their QP was being destroyed
@@ -147,6 +148,10 @@ class Workload {
   bool moved_right(const Qp& q, const WrCtx& ctx) const;
   // recovery.cpp: broken connections, CQ errors, resizes, stopping early.
   void cq_error(const ibcore::ib_event& ev);
+  void device_fatal(const ibcore::ib_event& ev);
+  // A verb that failed because the device was given up (a CQP command timed out, or later
+  // ones refused): expected once IB_EVENT_DEVICE_FATAL came.
+  bool lost_with_the_device(int ret) const;
   int tear_down_pair(Qp& q);
   int flush_peer(Qp& q);
   int maybe_resize(Qp& q);

@@ -11,6 +11,7 @@
 
 #include "driver/core/cq.h"
 #include "driver/core/cq_pool.h"
+#include "driver/hal/pci_config.h"
 #include "model/device/regs.h"
 #include "model/system/host_session.h"
 #include "model/system/run_scenario.h"
@@ -243,6 +244,45 @@ TEST(System, ARefusedShadowReadLosesTheCqAndTheDriverReportsIt) {
   EXPECT_EQ(s.counters().at("messages"), 1u);
   EXPECT_EQ(s.counters().at("cqes_written"), 0u);
   s.shutdown();
+}
+
+// The control QP wedges: the command in hand times out after the driver's CQP timeout,
+// and the driver gives the device up (irdma's reset request): it stops the function
+// mastering the bus, flushes every QP's work in software, tells its client
+// (IB_EVENT_DEVICE_FATAL); later creates fail at once, destroys go on without the device.
+TEST(System, ACqpCommandThatNeverCompletesGivesTheDeviceUp) {
+  using namespace ibcore;
+  SimConfig cfg;
+  cfg.device.cqp_hang_after_ns = 100'000'000;  // long after bring-up
+  cfg.driver.cqp_timeout_ms = 1;
+  HostSession s{cfg};
+  s.run_for_ns(100'000'000);
+  std::vector<ib_event_type> events;
+  s.host().driver().event_handler = [&](const ib_event& ev) { events.push_back(ev.event); };
+  const uint64_t commands = s.counters().at("cqp_commands");  // bring-up's
+  int err = 0;
+  try {
+    s.alloc_cq(16, 0);
+  } catch (const VerbsError& e) {
+    err = e.err();
+  }
+  EXPECT_EQ(err, ETIMEDOUT);
+  EXPECT_EQ(events, std::vector<ib_event_type>{IB_EVENT_DEVICE_FATAL});
+  EXPECT_EQ(s.host().driver().event_counters().resets_requested, 1u);
+  uint16_t command = 0;
+  s.host().run_on_host([&] { command = s.host().driver().hw().config.read16(hal::PCI_COMMAND); });
+  EXPECT_EQ(command & hal::PCI_COMMAND_MASTER, 0) << "the function still masters the bus";
+  const uint64_t t0 = s.now_ps();
+  try {
+    s.alloc_cq(16, 0);
+    ADD_FAILURE() << "a create on a device given up succeeded";
+  } catch (const VerbsError& e) {
+    EXPECT_EQ(e.err(), EBUSY);
+  }
+  EXPECT_LT(s.now_ps() - t0, 1'000'000u) << "a create after the device was given up waited for it";
+  EXPECT_EQ(s.counters().at("cqp_commands"), commands) << "the wedged command was executed";
+  s.shutdown();  // destroys go on without the device
+  s.host().driver().event_handler = nullptr;
 }
 
 // A SEND larger than the receive waiting for it: the responder's receive fails with a

@@ -26,6 +26,24 @@ void Workload::cq_error(const ib_event& ev) {
   completed_->signal();
 }
 
+// IB_EVENT_DEVICE_FATAL (a CQP command timed out): the driver completes every QP's work in
+// software as flushed from now on, a general flush first on any queue. Called with no
+// lock held, from whichever thread's CQP command timed out.
+void Workload::device_fatal(const ib_event& ev) {
+  if (ev.event != IB_EVENT_DEVICE_FATAL) return;
+  const std::lock_guard<hal::Lock> held(*lock_);
+  counters_.device_fatal++;
+  for (auto& q : qps_) {
+    sb_.expect_peer_fault(q->index);
+    mark_ready(*q);
+  }
+  completed_->signal();
+}
+
+bool Workload::lost_with_the_device(int ret) const {
+  return counters_.device_fatal && (ret == -ETIMEDOUT || ret == -EBUSY);
+}
+
 // The recovery a ULP makes of a CQ error: both QPs of the pair destroyed (their unpolled
 // CQEs with them), their own CQs freed, what was still expected of them given up.
 int Workload::tear_down_pair(Qp& q) {
@@ -76,7 +94,7 @@ int Workload::maybe_resize(Qp& q) {
   if (!q.own_cq || !t.resize_every || q.completions - q.resized_at < t.resize_every) return 0;
   q.resized_at = q.completions;
   const uint32_t cqe = t.resize_cqes[q.resizes++ % t.resize_cqes.size()];
-  if (int ret = unlocked([&] { return ib_resize_cq(q.cq, int(cqe)); }))
+  if (int ret = unlocked([&] { return ib_resize_cq(q.cq, int(cqe)); }); ret && !lost_with_the_device(ret))
     sb_.record("resize_cq", false, "resizing a CQ to " + std::to_string(cqe) + " failed, errno " + std::to_string(-ret));
   counters_.cq_resizes++;
   return 1;
