@@ -28,3 +28,65 @@ def run_python():
         return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
 
     return run
+
+
+RUNNER = os.path.join(os.environ.get("IRDMA_SIM_BIN", ""), "..", "model", "system", "irdma-sim-run")
+
+
+@pytest.fixture
+def run_scenario_file():
+    """irdma-sim-run on a scenario file with extra arguments: the finished process."""
+
+    def run(path, out, *args, timeout=60):
+        return subprocess.run([RUNNER, str(path), "--out", str(out), *args], capture_output=True, text=True,
+                              timeout=timeout)
+
+    return run
+
+
+@pytest.fixture
+def variant(scenario, tmp_path):
+    """A shipped scenario with one piece of text replaced, as tmp_path/variant.yaml."""
+
+    def make(name, old, new):
+        text = open(scenario(name)).read()
+        assert old in text, old
+        path = tmp_path / "variant.yaml"
+        path.write_text(text.replace(old, new))
+        return str(path)
+
+    return make
+
+
+@pytest.fixture
+def refused_variant(variant, run_scenario_file, tmp_path):
+    """A shipped scenario with `old` replaced by `new`, which must be refused as a scenario
+    error (exit 2, naming the file): its stderr."""
+
+    def run(name, old, new):
+        proc = run_scenario_file(variant(name, old, new), tmp_path / "out")
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "variant.yaml" in proc.stderr, proc.stderr
+        return proc.stderr
+
+    return run
+
+
+@pytest.fixture
+def refused_run(scenario, run_scenario_file, tmp_path):
+    """A shipped scenario run with `args` that must refuse it before running (exit 2, no
+    report): its stderr."""
+
+    def run(name, *args):
+        proc = run_scenario_file(scenario(name), tmp_path / "out", *args)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert not (tmp_path / "out" / "report.json").exists()
+        return proc.stderr
+
+    return run
+
+
+def failed_checks(report):
+    """A report's failed checks: name -> detail."""
+    return {c["name"]: c["detail"] for c in report["checks"] if not c["passed"]}
+

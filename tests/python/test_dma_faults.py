@@ -4,27 +4,12 @@ seeds 1-20 with every refused read reported where it struck, the same seed strik
 reads, and runs that cannot carry them refuse them."""
 
 import json
-import os
-import subprocess
 
 import pytest
 
 import irdma_sim
 
-RUNNER = os.path.join(os.environ["IRDMA_SIM_BIN"], "..", "model", "system", "irdma-sim-run")
-
-
-def failed_checks(report):
-    return {c["name"]: c["detail"] for c in report["checks"] if not c["passed"]}
-
-
-def variant(scenario, tmp_path, old, new):
-    """dma_faults.yaml with one line changed."""
-    text = open(scenario("dma_faults.yaml")).read()
-    assert old in text
-    path = tmp_path / "variant.yaml"
-    path.write_text(text.replace(old, new))
-    return str(path)
+from conftest import failed_checks
 
 
 def test_every_refused_read_is_reported_and_nothing_else_is_lost_over_seeds_1_to_20(scenario, tmp_path):
@@ -68,11 +53,9 @@ def test_the_same_seed_strikes_the_same_reads(scenario, tmp_path):
     ("shadow_read_error_rate: 0.0008", "shadow_read_error_rate: yes", "config.link.faults.shadow_read_error_rate"),
     ("wqe_read_error_rate: 0.004", "wqe_read_eror_rate: 0.004", "unknown key"),
 ])
-def test_bad_read_fault_settings_are_scenario_errors(scenario, tmp_path, old, new, message):
-    path = variant(scenario, tmp_path, old, new)
-    proc = subprocess.run([RUNNER, path, "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert message in proc.stderr and "variant.yaml" in proc.stderr, proc.stderr
+def test_bad_read_fault_settings_are_scenario_errors(old, new, message, refused_variant):
+    stderr = refused_variant("dma_faults.yaml", old, new)
+    assert message in stderr, stderr
 
 
 @pytest.mark.parametrize("args,message", [
@@ -80,16 +63,13 @@ def test_bad_read_fault_settings_are_scenario_errors(scenario, tmp_path, old, ne
     (["--backend", "vfio-user"], "config.link.faults.wqe_read_error_rate: a served model cannot tell"),
     (["--backend", "vfio:0000:00:00.0"], "is silicon"),
 ])
-def test_runs_that_cannot_carry_read_faults_refuse_them(scenario, tmp_path, args, message):
-    proc = subprocess.run([RUNNER, scenario("dma_faults.yaml"), "--out", str(tmp_path / "out"), *args],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert message in proc.stderr, proc.stderr
-    assert not (tmp_path / "out" / "report.json").exists()
+def test_runs_that_cannot_carry_read_faults_refuse_them(args, message, refused_run):
+    stderr = refused_run("dma_faults.yaml", *args)
+    assert message in stderr, stderr
 
 
-def test_a_read_fault_that_never_struck_is_a_warning(scenario, tmp_path):
-    path = variant(scenario, tmp_path, "shadow_read_error_rate: 0.0008", "shadow_read_error_rate: 0.0000001")
+def test_a_read_fault_that_never_struck_is_a_warning(scenario, tmp_path, variant):
+    path = variant("dma_faults.yaml", "shadow_read_error_rate: 0.0008", "shadow_read_error_rate: 0.0000001")
     report = irdma_sim.run(path, tmp_path / "out", seed=1, trace=False)
     assert report["passed"], failed_checks(report)
     assert report["warnings"] == ["config.link.faults.shadow_read_error_rate = 1e-07 struck nothing in this run"]

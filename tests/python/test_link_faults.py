@@ -10,20 +10,7 @@ import pytest
 
 import irdma_sim
 
-RUNNER = os.path.join(os.environ["IRDMA_SIM_BIN"], "..", "model", "system", "irdma-sim-run")
-
-
-def failed_checks(report):
-    return {c["name"]: c["detail"] for c in report["checks"] if not c["passed"]}
-
-
-def variant(scenario, tmp_path, old, new):
-    """link_faults.yaml with one line changed."""
-    text = open(scenario("link_faults.yaml")).read()
-    assert old in text
-    path = tmp_path / "variant.yaml"
-    path.write_text(text.replace(old, new))
-    return str(path)
+from conftest import failed_checks
 
 
 def test_every_fault_kind_strikes_and_nothing_is_lost_over_seeds_1_to_20(scenario, tmp_path):
@@ -53,17 +40,17 @@ def test_the_same_seed_draws_the_same_faults(scenario, tmp_path):
         assert f'"ev":"{kind}"' in trace, kind
 
 
-def test_without_the_watchdog_a_lost_interrupt_stalls_its_completions(scenario, tmp_path):
-    path = variant(scenario, tmp_path, "eq_watchdog_us: 50", "eq_watchdog_us: 0")
+def test_without_the_watchdog_a_lost_interrupt_stalls_its_completions(scenario, tmp_path, variant):
+    path = variant("link_faults.yaml", "eq_watchdog_us: 50", "eq_watchdog_us: 0")
     report = irdma_sim.run(path, tmp_path / "out", seed=1, trace=False)
     failed = failed_checks(report)
     assert "no_stall" in failed and "lost_interrupts_recovered" in failed, failed
 
 
-def test_a_cqe_torn_against_the_ordering_rules_is_caught(scenario, tmp_path):
+def test_a_cqe_torn_against_the_ordering_rules_is_caught(scenario, tmp_path, variant):
     # split_reversed lands a CQE's valid qword before the rest: the poll path takes stale
     # words, and the scoreboard must see it.
-    path = variant(scenario, tmp_path, "split_rate: 0.1", "split_rate: 0.01\n      split_reversed: true")
+    path = variant("link_faults.yaml", "split_rate: 0.1", "split_rate: 0.01\n      split_reversed: true")
     report = irdma_sim.run(path, tmp_path / "out", seed=1, trace=False)
     failed = failed_checks(report)
     assert {"every_signaled_wr_completed_once", "every_message_received_once_in_order"} <= set(failed), failed
@@ -80,11 +67,9 @@ def test_a_cqe_torn_against_the_ordering_rules_is_caught(scenario, tmp_path):
     ("max_cqe: 512", "max_cqe: 512\n    ceq_itr_us: 60", "within device.ceq_itr_us"),
     ("posted_delay_rate: 0.02", "posted_delay_rat: 0.02", "unknown key"),
 ])
-def test_bad_fault_settings_are_scenario_errors(scenario, tmp_path, old, new, message):
-    path = variant(scenario, tmp_path, old, new)
-    proc = subprocess.run([RUNNER, path, "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert message in proc.stderr and "variant.yaml" in proc.stderr, proc.stderr
+def test_bad_fault_settings_are_scenario_errors(old, new, message, refused_variant):
+    stderr = refused_variant("link_faults.yaml", old, new)
+    assert message in stderr, stderr
 
 
 @pytest.mark.parametrize("args,message", [
@@ -94,16 +79,13 @@ def test_bad_fault_settings_are_scenario_errors(scenario, tmp_path, old, new, me
                                  "model cannot carry these"),
     (["--backend", "vfio:0000:00:00.0"], "is silicon"),
 ])
-def test_runs_that_cannot_carry_link_faults_refuse_them(scenario, tmp_path, args, message):
-    proc = subprocess.run([RUNNER, scenario("link_faults.yaml"), "--out", str(tmp_path / "out"), *args],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert message in proc.stderr, proc.stderr
-    assert not (tmp_path / "out" / "report.json").exists()
+def test_runs_that_cannot_carry_link_faults_refuse_them(args, message, refused_run):
+    stderr = refused_run("link_faults.yaml", *args)
+    assert message in stderr, stderr
 
 
-def test_a_fault_kind_that_never_struck_is_a_warning(scenario, tmp_path):
-    path = variant(scenario, tmp_path, "msix_delayed_rate: 0.05", "msix_delayed_rate: 0.0000001")
+def test_a_fault_kind_that_never_struck_is_a_warning(scenario, tmp_path, variant):
+    path = variant("link_faults.yaml", "msix_delayed_rate: 0.05", "msix_delayed_rate: 0.0000001")
     report = irdma_sim.run(path, tmp_path / "out", seed=1, trace=False)
     assert report["passed"]
     assert report["warnings"] == ["config.link.faults.msix_delayed_rate = 1e-07 struck nothing in this run"]
