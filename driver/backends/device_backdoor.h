@@ -61,6 +61,9 @@ struct DeviceCounters {
   uint64_t msix_sent_on_unmask = 0;  // held while masked, sent once unmasked (the PBA)
   uint64_t wqe_reads_failed = 0;     // SQ WQE fetches the link's faults refused
   uint64_t shadow_reads_failed = 0;  // CQ arms' shadow area reads the link's faults refused
+  uint64_t cqe_writes_failed = 0;    // CQE, CEQE and AEQE writes the link's faults refused
+  uint64_t ceqe_writes_failed = 0;
+  uint64_t aeqe_writes_failed = 0;
   uint64_t cq_catastrophic = 0;      // CQs put in error for good by an unreadable shadow area
 };
 

@@ -1,6 +1,7 @@
 // MSI-X vectors delivered to handlers.
 #pragma once
 
+#include <cerrno>
 #include <functional>
 
 namespace hal {
@@ -17,6 +18,10 @@ class Interrupts {
   // Returns 0, or -EINVAL for a vector not allocated or taken.
   virtual int request_irq(unsigned vector, Handler handler) = 0;
   virtual void free_irq(unsigned vector) = 0;
+  // The function's uncorrectable PCIe errors as the host's AER reports them (Linux's
+  // pci_error_handlers::error_detected; VFIO's error IRQ): `handler` runs on a thread of
+  // the host's for each, null takes it away. -EOPNOTSUPP where none are reported.
+  virtual int request_error_irq(std::function<void()> handler) { return -EOPNOTSUPP; }
 };
 
 }  // namespace hal

@@ -190,9 +190,9 @@ bool irdma_cqp::releases(uint8_t opcode) {
   }
 }
 
-bool irdma_cqp::wedged() const {
+void irdma_cqp::give_up() {
   std::lock_guard<hal::Lock> guard(*lock_);
-  return wedged_;
+  wedged_ = true;
 }
 
 int irdma_cqp::exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
@@ -206,10 +206,11 @@ int irdma_cqp::exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>
   const int64_t idx = post(opcode, fill);
   if (int ret = wait_for(guard, [&] { return slots_[idx].done; })) {
     slots_[idx].pending = false;
-    if (ret != -ETIMEDOUT || wedged_) return ret;
+    if (ret != -ETIMEDOUT) return ret;
+    const bool first = !wedged_;  // else the device was given up meanwhile
     wedged_ = true;
     guard.unlock();
-    if (on_timeout) on_timeout();
+    if (first && on_timeout) on_timeout();
     return releases(opcode) ? 0 : ret;
   }
   const cqp_completion result = slots_[idx].result;

@@ -58,7 +58,8 @@ class irdma_cqp {
   int exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
            cqp_completion* out = nullptr);
   std::function<void()> on_timeout;
-  bool wedged() const;
+  // The device was given up for another reason: the CQP behaves as if a command timed out.
+  void give_up();
 
  private:
   bool full() const;

@@ -305,10 +305,12 @@ int irdma_device::probe() {
     watchdog_running_ = true;
     hw_.exec.spawn("irdma-eq-watchdog", 0, [this] { eq_watchdog(); });
   }
+  hw_.irq.request_error_irq([this] { pci_error_detected(); });  // -EOPNOTSUPP: none reported
   return 0;
 }
 
 int irdma_device::remove() {
+  hw_.irq.request_error_irq(nullptr);
   const int kept = ibcore::ib_cq_pool_cleanup(this);
   if (workers_) workers_->stop();
   if (flush_wake_) {  // the workers return before their objects go

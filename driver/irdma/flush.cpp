@@ -113,6 +113,10 @@ bool irdma_device::run_flush_work(irdma_qp* qp) {
       bool held = irdma_uk_cq_holds_qp(&cq->sc_cq, qp->qp_uk.compl_ctx);
       for (const irdma_cq::retired_buf& b : cq->resize_list)
         held = held || irdma_uk_cq_holds_qp(&b.uk, qp->qp_uk.compl_ctx);
+      // Once the device is given up nothing more lands, and request_reset had every CQ
+      // polled: what is still there a flush delay later lies behind an entry that never
+      // will (a refused CQE, or a torn one), where no poll reaches it.
+      if (given_up_ && hw_.exec.now_ns() >= given_up_ns_.load() + IRDMA_FLUSH_DELAY_NS) held = false;
       if (held) {
         again = true;
       } else {

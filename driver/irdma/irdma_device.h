@@ -104,7 +104,8 @@ struct irdma_event_counters {
   uint64_t cqes_cleaned = 0; // unpolled CQEs of destroyed QPs, never reported (flushes aside)
   uint64_t ceqes_left = 0;   // unconsumed in a CEQ when it was destroyed
   uint64_t missed_interrupts = 0;  // handler runs the watchdog made for an interrupt that never came
-  uint64_t resets_requested = 0;   // CQP commands that timed out: the device given up (request_reset)
+  uint64_t resets_requested = 0;   // the device given up (request_reset): a CQP timeout or a PCIe error
+  uint64_t pci_errors = 0;         // uncorrectable PCIe errors the host reported (AER)
 };
 
 // Everything below `lock` is under it, but for what create_cq set once.
@@ -237,7 +238,7 @@ class irdma_device final : public ibcore::ib_device {
   // Counters several threads bump (handlers of different vectors, destroys).
   struct event_stats {
     std::atomic<uint64_t> interrupts{0}, ceqes{0}, stale_ceqes{0}, comp_events{0}, aeqes{0},
-        cq_errors{0}, cqes_cleaned{0}, ceqes_left{0}, missed_interrupts{0}, resets_requested{0};
+        cq_errors{0}, cqes_cleaned{0}, ceqes_left{0}, missed_interrupts{0}, resets_requested{0}, pci_errors{0};
   };
   static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
 
@@ -269,8 +270,10 @@ class irdma_device final : public ibcore::ib_device {
   // queue's outstanding WQEs into completions (CQ and QP locked), returning how many;
   // cancel_delayed_work_sync.
   void schedule_flush(irdma_qp* qp);
-  // reset.cpp: a CQP command timed out (the CQP's on_timeout).
+  // reset.cpp: a CQP command timed out (the CQP's on_timeout), or the host's AER reported
+  // an error of the function (pci_error_detected).
   void request_reset();
+  void pci_error_detected();
   void flush_worker();
   bool run_flush_work(irdma_qp* qp);
   size_t generate_flush_completions(irdma_qp* qp, bool sq);
@@ -321,6 +324,8 @@ class irdma_device final : public ibcore::ib_device {
   irdma_aeq aeq_;
   std::unique_ptr<hal::Event> watchdog_wake_;
   std::atomic<bool> watchdog_stop_{false}, watchdog_running_{false};
+  std::atomic<bool> given_up_{false};  // request_reset ran
+  std::atomic<uint64_t> given_up_ns_{0};  // when
   std::unique_ptr<ibcore::ib_poll_workers> workers_;
   event_stats events_;
 };

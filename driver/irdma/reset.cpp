@@ -1,5 +1,8 @@
-// The device given up (irdma_request_reset): a CQP command timed out, so nothing the device
-// does from here on can be trusted.
+// The device given up (irdma_request_reset): a CQP command timed out, or the function
+// reported an uncorrectable PCIe error, so nothing the device does from here on can be
+// trusted.
+#include <vector>
+
 #include "driver/irdma/irdma_device.h"
 
 namespace irdma {
@@ -8,8 +11,11 @@ namespace irdma {
 // (pci_clear_master), so that nothing it still holds is written into memory freed after
 // this; every QP's outstanding work completes in software as flushed, as later posts do;
 // and ib-core's client is told (IB_EVENT_DEVICE_FATAL). The CQP refuses commands from now
-// on (irdma_cqp::exec), so destroys go on without the device.
+// on (irdma_cqp::exec), so destroys go on without the device. Once only.
 void irdma_device::request_reset() {
+  if (given_up_.exchange(true)) return;
+  given_up_ns_.store(hw_.exec.now_ns());
+  cqp_.give_up();
   bump(events_.resets_requested);
   const uint16_t cmd = hw_.config.read16(hal::PCI_COMMAND);
   hw_.config.write(hal::PCI_COMMAND, 2, cmd & ~hal::PCI_COMMAND_MASTER);
@@ -26,7 +32,26 @@ void irdma_device::request_reset() {
       schedule_flush(qp);
     }
   }
+  // Events the device can no longer raise: every armed CQ's consumer polls what landed
+  // (the flush work waits for that, run_flush_work).
+  std::vector<uint64_t> cqs;
+  {
+    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
+    for (const irdma_cq* cq : cq_table_)
+      if (cq) cqs.push_back(cq->ctx);
+  }
+  for (const uint64_t ctx : cqs)
+    if (irdma_cq* cq = irdma_cq_add_ref(ctx)) {
+      irdma_comp_handler(cq);
+      irdma_cq_rem_ref(cq);
+    }
   if (event_handler) event_handler({this, nullptr, ibcore::IB_EVENT_DEVICE_FATAL});
+}
+
+// pci_error_handlers::error_detected: whatever the error, the function is reset.
+void irdma_device::pci_error_detected() {
+  bump(events_.pci_errors);
+  request_reset();
 }
 
 }  // namespace irdma

@@ -45,7 +45,7 @@ void AeqEngine::post(const AsyncEvent& ae) {
                                         put(AEQE_AECODE, ae.code) |
                                         put(AEQE_QPCQID_HI, ae.object_id >> AEQE_QPCQID_LOW.width()) |
                                         put(AEQE_AESRC, ae.source) | put(AEQE_VALID, tail_.polarity)};
-  if (!dma_.write(base_ + uint64_t(tail_.idx) * 16, aeqe, 16)) {  // refused, or bus mastering off
+  if (!dma_.write(base_ + uint64_t(tail_.idx) * 16, aeqe, 16, {DmaPurpose::aeqe_write})) {  // refused, or bus mastering off
     counters_.dropped++;
     return;
   }

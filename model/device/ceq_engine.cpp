@@ -48,7 +48,7 @@ bool CeqEngine::notify(uint32_t ceq_id, uint64_t cq_ctx) {
     return false;
   }
   const uint64_t ceqe = put(CEQE_CQCTX, cq_ctx) | put(CEQE_VALID, q.tail.polarity);
-  if (!dma_.write(q.base + uint64_t(q.tail.idx) * 8, &ceqe, 8)) {  // refused, or bus mastering off
+  if (!dma_.write(q.base + uint64_t(q.tail.idx) * 8, &ceqe, 8, {DmaPurpose::ceqe_write, ceq_id})) {  // refused, or bus mastering off
     counters_.ceqes_dropped++;
     return false;
   }

@@ -146,7 +146,9 @@ bool CqEngine::post(uint32_t cq_id, const CqeFields& fields) {
     trace_.event(time_.now_ps(), "cqe_dropped").num("cq", cq_id).num("qp", fields.qp_id);
     return false;
   }
+  if (cq_id != 0) port_.purpose = {DmaPurpose::cqe_write, cq_id};
   const CqWriteOutcome out = writer_->write(cq_id, fields);
+  port_.purpose = {};
   if (out.status == CqWriteOutcome::no_cq)
     throw std::logic_error("CQ engine: its writer has no CQ " + std::to_string(cq_id) + ", which the engine holds");
   if (out.head_read) {

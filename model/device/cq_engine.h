@@ -79,11 +79,11 @@ class CqEngine {
    public:
     EnginePort(DmaPort& dma, EngineTime& time) : dma_(dma), time_(time) {}
     bool read(uint64_t addr, void* dst, uint32_t len) override { return dma_.read(addr, dst, len, purpose); }
-    bool write(uint64_t addr, const void* src, uint32_t len) override { return dma_.write(addr, src, len); }
+    bool write(uint64_t addr, const void* src, uint32_t len) override { return dma_.write(addr, src, len, purpose); }
     void cycles(uint32_t n) override { time_.cycles(n); }
     uint64_t now_ps() const override { return time_.now_ps(); }
 
-    DmaPurpose purpose;  // of the writer's reads, for the request in hand
+    DmaPurpose purpose;  // of the writer's accesses, for the request in hand
     bool mastering() const { return dma_.mastering(); }
 
    private:

@@ -81,9 +81,11 @@ bool DmaPort::read(uint64_t addr, void* dst, uint32_t len, const DmaPurpose& pur
   return ok;
 }
 
-bool DmaPort::write(uint64_t addr, const void* src, uint32_t len) {
+bool DmaPort::write(uint64_t addr, const void* src, uint32_t len, const DmaPurpose& purpose) {
   sc_core::sc_time delay = time_.local();
+  purpose_->purpose = purpose;
   const bool ok = transact(trans_, tlm::TLM_WRITE_COMMAND, addr, const_cast<void*>(src), len, delay);
+  purpose_->purpose = {};
   time_.set_local(delay);
   return ok;
 }

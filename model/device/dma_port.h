@@ -26,7 +26,7 @@ class DmaPort {
   // False when the host answered with an error (nothing read).
   bool read(uint64_t addr, void* dst, uint32_t len, const DmaPurpose& purpose = {});
   // Posted: false only when the link refused it outright.
-  bool write(uint64_t addr, const void* src, uint32_t len);
+  bool write(uint64_t addr, const void* src, uint32_t len, const DmaPurpose& purpose = {});
   // Posted at the kernel's time, not the engine's: for a block with a process of its own.
   bool write_now(uint64_t addr, const void* src, uint32_t len);
   uint64_t errors() const { return errors_; }  // refused by the host
@@ -64,7 +64,7 @@ class DmaPort {
   tlm::tlm_generic_payload now_trans_;
   tlm::tlm_generic_payload dmi_request_;  // owns its DmiTermsExtension
   std::vector<Grant> grants_;
-  DmaPurposeExtension* purpose_;  // trans_'s
+  DmaPurposeExtension* purpose_;  // trans_'s: set for the access in hand, cleared after
   uint64_t errors_ = 0;
   uint64_t blocked_ = 0;
   uint64_t aborted_ = 0;

@@ -1,6 +1,6 @@
-// What a device read is for, carried beside the TLP for the test bench alone (no PCIe field
-// holds it): the link's read faults strike the reads of one purpose only, and tell the bench
-// which queue they struck so that it can expect the device's reaction.
+// What a device access is for, carried beside the TLP for the test bench alone (no PCIe
+// field holds it): the link's faults strike the accesses of one purpose only, and tell the
+// bench which queue they struck so that it can expect what follows.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,9 @@ struct DmaPurpose {
     other,       // contexts, CQP rings, payloads, flushes: never struck
     wqe_fetch,   // SQ WQEs on their way to execution: `object` is the QP, `request` the one at the head
     cq_arm,      // a CQ's shadow area, read for its arm: `object` is the CQ (never the CCQ)
+    cqe_write,   // a CQE (either half): `object` is the CQ (never the CCQ)
+    ceqe_write,  // `object` is the CEQ
+    aeqe_write,
   };
   Kind kind = other;
   uint32_t object = 0;

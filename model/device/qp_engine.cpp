@@ -113,13 +113,14 @@ QpEngine::Result QpEngine::process_sq(uint32_t qp_id) {
   if (qp.in_error) return Result::done;  // its doorbells no longer start anything
   SqWindow window;
   for (;;) {
+    if (!dma_.mastering()) return Result::done;  // quiesced by the host: nothing starts
     if (between_wqes_) between_wqes_();
     SqWqe wqe;
     switch (fetch_sq_wqe(qp, window, wqe)) {
       case Fetch::ready: break;
       case Fetch::empty: return Result::done;
       case Fetch::unreadable:  // the host refused the read: the QP is lost, as on a catastrophic error
-        if (!dma_.mastering()) return Result::done;  // quiesced by the host: nothing starts
+        if (!dma_.mastering()) return Result::done;  // quiesced meanwhile
         counters_.wqe_fetch_errors++;
         enter_error(qp, FLUSH_FATAL_ERR);
         return Result::done;

@@ -13,7 +13,7 @@ using namespace regs;
 // A work request the device cannot carry out moves its QP to error: its queues flush, the
 // first WQE with the error's code (IB semantics for a completion in error).
 QpEngine::Result QpEngine::fail(QpContext& qp, uint16_t minor) {
-  counters_.wqe_errors++;
+  if (dma_.mastering()) counters_.wqe_errors++;  // else the host stopped it mid-request
   enter_error(qp, minor);
   return Result::failed;
 }

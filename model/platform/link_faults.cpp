@@ -47,19 +47,27 @@ uint64_t LinkFaults::msix_delay_ps() {
   return up_to_ps(cfg_.msix_delay_max_ns);
 }
 
+bool LinkFaults::strikes(double rate, uint64_t& count) {
+  if (!draw(rate)) return false;
+  count++;
+  return true;
+}
+
 bool LinkFaults::read_fails(const device::DmaPurpose& purpose) {
   switch (purpose.kind) {
-    case device::DmaPurpose::wqe_fetch:
-      if (!draw(cfg_.wqe_read_error_rate)) return false;
-      counters_.wqe_reads_failed++;
-      return true;
-    case device::DmaPurpose::cq_arm:
-      if (!draw(cfg_.shadow_read_error_rate)) return false;
-      counters_.shadow_reads_failed++;
-      return true;
-    case device::DmaPurpose::other: break;
+    case device::DmaPurpose::wqe_fetch: return strikes(cfg_.wqe_read_error_rate, counters_.wqe_reads_failed);
+    case device::DmaPurpose::cq_arm: return strikes(cfg_.shadow_read_error_rate, counters_.shadow_reads_failed);
+    default: return false;
   }
-  return false;
+}
+
+bool LinkFaults::write_fails(const device::DmaPurpose& purpose) {
+  switch (purpose.kind) {
+    case device::DmaPurpose::cqe_write: return strikes(cfg_.cqe_write_error_rate, counters_.cqe_writes_failed);
+    case device::DmaPurpose::ceqe_write: return strikes(cfg_.ceqe_write_error_rate, counters_.ceqe_writes_failed);
+    case device::DmaPurpose::aeqe_write: return strikes(cfg_.aeqe_write_error_rate, counters_.aeqe_writes_failed);
+    default: return false;
+  }
 }
 
 }  // namespace irdma_sim::platform

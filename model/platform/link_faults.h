@@ -9,7 +9,9 @@
 //    an OS moving an interrupt does): what the device raises meanwhile must wait in the PBA;
 //  - a device read the host completes with Completer Abort (the IOMMU or the memory
 //    refused it), for the reads of one purpose (device/dma_purpose.h): an SQ WQE fetch, or
-//    a CQ's shadow area read for its arm.
+//    a CQ's shadow area read for its arm;
+//  - a CQE, CEQE or AEQE write the host refuses (Unsupported Request: an IOMMU fault):
+//    posted, so the device is not told; the root port reports it to the host (AER).
 #pragma once
 
 #include <cstdint>
@@ -33,12 +35,18 @@ struct LinkFaultConfig {
   double msix_mask_max_ns = 20000;
   double wqe_read_error_rate = 0;     // of SQ WQE fetches
   double shadow_read_error_rate = 0;  // of CQ arms' shadow area reads
+  double cqe_write_error_rate = 0;    // of CQE writes (each half one)
+  double ceqe_write_error_rate = 0;
+  double aeqe_write_error_rate = 0;
   uint64_t seed = 1;
 
   bool writes() const { return posted_delay_rate > 0 || split_rate > 0; }
   bool reads() const { return wqe_read_error_rate > 0 || shadow_read_error_rate > 0; }
+  bool refused_writes() const {
+    return cqe_write_error_rate > 0 || ceqe_write_error_rate > 0 || aeqe_write_error_rate > 0;
+  }
   bool any() const {
-    return writes() || reads() || msix_lost_rate > 0 || msix_duplicated_rate > 0 || msix_delayed_rate > 0 ||
+    return writes() || reads() || refused_writes() || msix_lost_rate > 0 || msix_duplicated_rate > 0 || msix_delayed_rate > 0 ||
            msix_mask_rate > 0;
   }
 };
@@ -52,6 +60,9 @@ struct LinkFaultCounters {
   uint64_t msix_masked = 0;  // vectors the host masked for a while
   uint64_t wqe_reads_failed = 0;
   uint64_t shadow_reads_failed = 0;
+  uint64_t cqe_writes_failed = 0;
+  uint64_t ceqe_writes_failed = 0;
+  uint64_t aeqe_writes_failed = 0;
 };
 
 class LinkFaults {
@@ -73,9 +84,11 @@ class LinkFaults {
   uint64_t msix_delay_ps();            // 0: on time
   uint64_t msix_mask_ps();             // 0: left unmasked
   bool read_fails(const device::DmaPurpose& purpose);  // completed with Completer Abort
+  bool write_fails(const device::DmaPurpose& purpose);  // refused (Unsupported Request)
 
  private:
   bool draw(double rate);
+  bool strikes(double rate, uint64_t& count);  // draws; counts a strike
   uint64_t up_to_ps(double max_ns);
 
   LinkFaultConfig cfg_;

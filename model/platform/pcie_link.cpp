@@ -16,6 +16,15 @@ namespace {
 // Simulated time in picoseconds (the kernel's resolution).
 uint64_t ps(const sc_time& t) { return t.value(); }
 
+// A faulted access's trace fields: what it was for, and the queue it was of.
+void describe(trace::TraceLog::Event&& ev, const device::DmaPurpose& p, uint64_t addr, uint32_t len) {
+  static const char* const kinds[] = {"other", "wqe_fetch", "cq_arm", "cqe_write", "ceqe_write", "aeqe_write"};
+  static const char* const objects[] = {nullptr, "qp", "cq", "cq", "ceq", nullptr};
+  ev.str("purpose", kinds[p.kind]);
+  if (objects[p.kind]) ev.num(objects[p.kind], p.object);
+  ev.addr("addr", addr).num("len", len);
+}
+
 }  // namespace
 
 PcieLink::PcieLink(sc_core::sc_module_name name, const LinkConfig& cfg, bool defer_posted_writes,
@@ -113,6 +122,7 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
       return;
     }
     // Posted: the device is told OK; an unmapped target shows up as a dma_error event.
+    if (faults_ && refused_write(trans, arrival)) return;
     if (defer_) {
       if (posted_.size() >= kPostedCredits && initiator_can_wait()) {
         wait_for_posted_credit(delay);
@@ -209,16 +219,22 @@ void PcieLink::queue_write(sc_time arrival, uint64_t addr, const uint8_t* data, 
 bool PcieLink::aborted_read(tlm::tlm_generic_payload& trans, sc_time& delay) {
   const auto* ext = trans.get_extension<device::DmaPurposeExtension>();
   if (!ext || !faults_->read_fails(ext->purpose)) return false;
-  const device::DmaPurpose& p = ext->purpose;
   const sc_time at_host = read_at_host(delay);
-  trace_.event(ps(sc_core::sc_time_stamp() + at_host), "dma_read_fault")
-      .str("purpose", p.kind == device::DmaPurpose::wqe_fetch ? "wqe_fetch" : "cq_arm")
-      .num(p.kind == device::DmaPurpose::wqe_fetch ? "qp" : "cq", p.object)
-      .addr("addr", trans.get_address())
-      .num("len", trans.get_data_length());
+  describe(trace_.event(ps(sc_core::sc_time_stamp() + at_host), "dma_read_fault"), ext->purpose,
+           trans.get_address(), trans.get_data_length());
   delay = at_host + payload_time(0) + dma_latency_;
   trans.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
-  if (on_read_fault) on_read_fault(p);
+  if (on_read_fault) on_read_fault(ext->purpose);
+  return true;
+}
+
+// A posted write the faults refuse never lands; the device is not told, the root port
+// reports the error to the host when the write arrives.
+bool PcieLink::refused_write(tlm::tlm_generic_payload& trans, sc_time arrival) {
+  const auto* ext = trans.get_extension<device::DmaPurposeExtension>();
+  if (!ext || !faults_->write_fails(ext->purpose)) return false;
+  describe(trace_.event(ps(arrival), "dma_write_fault"), ext->purpose, trans.get_address(), trans.get_data_length());
+  if (on_pci_error) on_pci_error(arrival);
   return true;
 }
 
@@ -315,8 +331,9 @@ bool PcieLink::dma_get_dmi(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi) {
   if (!ext || !host_mem->get_direct_mem_ptr(trans, dmi) || !ext->terms) return false;
   memory_terms_ = ext->terms;
   ext->terms = this;
-  // Deferred posted writes land through the link's queue, in order: reads only.
-  if (defer_) dmi.allow_read();
+  // Deferred posted writes land through the link's queue, in order, and writes that may be
+  // refused are transported, where their purpose is seen: reads only.
+  if (defer_ || (faults_ && faults_->config().refused_writes())) dmi.allow_read();
   return true;
 }
 

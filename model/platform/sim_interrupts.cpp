@@ -14,6 +14,8 @@ SimInterrupts::SimInterrupts(sc_core::sc_module_name name, PciConfig& config, st
     : sc_module(name), config_(config), bars_(bars) {
   SC_THREAD(dispatch_thread);
   set_stack_size(1 << 20);  // handlers run driver code
+  SC_THREAD(error_thread);
+  set_stack_size(1 << 20);
   if (faults.msix_mask_rate > 0) {
     faults_.emplace(faults, LinkFaults::kHostStream);
     SC_THREAD(unmask_thread);
@@ -96,6 +98,30 @@ void SimInterrupts::dispatch_thread() {
     } else {
       spurious_++;
     }
+  }
+}
+
+int SimInterrupts::request_error_irq(std::function<void()> handler) {
+  error_handler_ = std::move(handler);
+  return 0;
+}
+
+void SimInterrupts::pci_error(sc_core::sc_time at) {
+  errors_.push(at);
+  error_arrived_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void SimInterrupts::error_thread() {
+  for (;;) {
+    while (errors_.empty()) sc_core::wait(error_arrived_);
+    const sc_core::sc_time at = errors_.top();
+    if (at > sc_core::sc_time_stamp()) {
+      sc_core::wait(at - sc_core::sc_time_stamp(), error_arrived_);
+      continue;
+    }
+    errors_.pop();
+    pci_errors_++;
+    if (error_handler_) error_handler_();
   }
 }
 

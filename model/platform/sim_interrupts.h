@@ -3,7 +3,8 @@
 // programs the vector's table entry in the BAR the capability names; MSI writes the link
 // delivers are dispatched, in order of arrival time, to the handler in the interrupt thread.
 // With config.link.faults.msix_mask_rate, the host masks a vector's entry as its interrupt
-// comes in, for a while, as an OS moving an interrupt between CPUs does.
+// comes in, for a while, as an OS moving an interrupt between CPUs does. Errors the root port
+// reports (AER) go to the error handler, in a thread of their own.
 #pragma once
 
 #include <array>
@@ -36,15 +37,20 @@ class SimInterrupts final : public sc_core::sc_module, public hal::Interrupts {
   unsigned num_vectors() const override { return unsigned(handlers_.size()); }
   int request_irq(unsigned vector, Handler handler) override;
   void free_irq(unsigned vector) override;
+  int request_error_irq(std::function<void()> handler) override;
 
   // From the link: an MSI write of `data` arriving at `at`.
   void deliver(uint32_t data, sc_core::sc_time at);
+  // From the link: the root port reports an uncorrectable error of the function at `at`.
+  void pci_error(sc_core::sc_time at);
+  uint64_t pci_errors() const { return pci_errors_; }
   uint64_t delivered() const { return delivered_; }
   uint64_t spurious() const { return spurious_; }
   uint64_t masked_by_fault() const { return faults_ ? faults_->counters().msix_masked : 0; }
 
  private:
   void dispatch_thread();
+  void error_thread();
   void unmask_thread();
   void write_vector_ctrl(unsigned vector, uint32_t ctrl);
 
@@ -68,6 +74,10 @@ class SimInterrupts final : public sc_core::sc_module, public hal::Interrupts {
                       std::greater<>>
       unmask_;
   sc_core::sc_event unmask_due_;
+  std::function<void()> error_handler_;
+  std::priority_queue<sc_core::sc_time, std::vector<sc_core::sc_time>, std::greater<>> errors_;  // when each arrives
+  sc_core::sc_event error_arrived_;
+  uint64_t pci_errors_ = 0;
 };
 
 }  // namespace irdma_sim::platform

@@ -48,6 +48,10 @@ void check_servable(const SimConfig& config) {
       throw ScenarioError(std::string("config.link.faults.") + key +
                           ": a served model cannot tell a test bench in another process which queue a refused "
                           "read struck; it needs the sim backend");
+  if (f.refused_writes())
+    throw ScenarioError("config.link.faults.cqe_write_error_rate, ceqe_write_error_rate, aeqe_write_error_rate: a "
+                        "served model has no root port to report a refused write to its client's host (AER); they "
+                        "need the sim backend");
   if (config.device.cqp_hang_after_ns)
     throw ScenarioError("config.device.cqp_hang_after_ns: a served model's clock starts at its own power-on and runs "
                         "as its client drives it, not with the run's traffic; it needs the sim backend");

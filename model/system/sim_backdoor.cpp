@@ -57,6 +57,9 @@ backends::DeviceCounters SimBackdoor::counters() {
     c.posted_writes_split = f->writes_split;
     c.wqe_reads_failed = f->wqe_reads_failed;
     c.shadow_reads_failed = f->shadow_reads_failed;
+    c.cqe_writes_failed = f->cqe_writes_failed;
+    c.ceqe_writes_failed = f->ceqe_writes_failed;
+    c.aeqe_writes_failed = f->aeqe_writes_failed;
   }
   return c;
 }

@@ -85,6 +85,7 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path, cons
     if (recorder_) recorder_->msix(data);
     irq_->deliver(data, at);
   };
+  link_->on_pci_error = [this](sc_core::sc_time at) { irq_->pci_error(at); };
   backdoor_ = std::make_unique<SimBackdoor>(*device_, *link_, recorder_.get());
 
   hal_ = std::make_unique<hal::Platform>(hal::Platform{*pci_config_, *bar0_, *dma_, *irq_, *exec_});
