@@ -409,8 +409,8 @@ TEST(VfioUserClient, AConnectionDroppedBeforeAnyReplyIsRetried) {
     device.attach(&server);
     std::thread serving([&] { server.run(); });
     connecting.join();
-    if (client) EXPECT_EQ(read32(*client, reg::kId), kToyId);
-    EXPECT_NE(client, nullptr) << error;
+    ASSERT_NE(client, nullptr) << error;
+    EXPECT_EQ(read32(*client, reg::kId), kToyId);
     server.stop();
     serving.join();
   }
