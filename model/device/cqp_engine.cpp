@@ -49,7 +49,7 @@ void CqpEngine::stop() {
 }
 
 void CqpEngine::doorbell(uint32_t head) {
-  if (wedged_) return;
+  if (wedged_ || !dma_.mastering()) return;  // a function the host quiesced takes nothing
   if (!running_ || head >= sq_size_) {
     op_err_ = true;
     return;

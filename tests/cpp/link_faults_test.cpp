@@ -247,6 +247,31 @@ TEST(LinkFaults, ARefusedReadReachesNoMemoryAndSaysWhoseItWas) {
   EXPECT_EQ(b.link.dma_errors(), 0u) << "an injected fault is no access to unmapped memory";
 }
 
+// A refused CQE write never lands, the device is told nothing (posted), and the root port
+// reports the error when the write arrives; writes of no purpose land.
+TEST(LinkFaults, ARefusedWriteNeverLandsAndIsReportedWhenItArrives) {
+  platform::LinkFaultConfig f;
+  f.cqe_write_error_rate = 1;
+  LinkBench b("bench", f);
+  std::vector<sc_time> reported;
+  b.link.on_pci_error = [&](sc_time at) { reported.push_back(at); };
+  std::vector<bool> ok;
+  b.script = [&](LinkBench& b, sc_time& d) {
+    std::vector<uint8_t> cqe(32, 0xCC);
+    device::DmaPurposeExtension ext;
+    ext.purpose = {device::DmaPurpose::cqe_write, 4};
+    ok.push_back(b.transact(tlm::TLM_WRITE_COMMAND, b.ring.iova, cqe.data(), 32, d, &ext));
+    b.write(d, 64, 8, 0x11);
+  };
+  sc_core::sc_start();
+  EXPECT_EQ(ok, std::vector<bool>{true}) << "a posted write's refusal reached the device";
+  EXPECT_EQ(b.seen[0], sc_time()) << "the refused CQE landed";
+  EXPECT_NE(b.seen[8], sc_time()) << "a write of no purpose did not land";
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_GT(reported[0], sc_time(300, SC_NS)) << "reported before the write could arrive";
+  EXPECT_EQ(b.link.fault_counters()->cqe_writes_failed, 1u);
+}
+
 TEST(LinkFaults, FaultsOnPostedWritesNeedWritesThatLandWhenTheyArrive) {
   trace::TraceLog no_trace;
   platform::LinkConfig c;

@@ -285,6 +285,36 @@ TEST(System, ACqpCommandThatNeverCompletesGivesTheDeviceUp) {
   s.host().driver().event_handler = nullptr;
 }
 
+// Every CQE write refused by the host (posted: the device is not told): the root port
+// reports it (AER), the driver gives the device up, and the work whose CQEs never landed
+// completes in software as flushed, each request once.
+TEST(System, ARefusedCqeWriteIsReportedAndTheDeviceGivenUp) {
+  using namespace ibcore;
+  SimConfig cfg;
+  cfg.link.faults.cqe_write_error_rate = 1;
+  HostSession s{cfg};
+  std::vector<ib_event_type> events;
+  s.host().driver().event_handler = [&](const ib_event& ev) { events.push_back(ev.event); };
+  const uint32_t cq = s.pool_get(64, -1, IB_POLL_SOFTIRQ);
+  const auto [a, b] = s.create_qp_pair(cq, cq, 8, 8, 64);
+  const uint64_t recv = s.post_recv(b);
+  const uint64_t send = s.post_send(a, "lost", std::nullopt, true, false);
+  std::map<uint64_t, ib_wc_status> status;
+  for (int i = 0; i < 100 && status.size() < 2; i++) {
+    s.run_for_ns(1'000'000);
+    for (const auto& c : s.poll(cq, 16)) EXPECT_TRUE(status.emplace(c.wr_id, c.wc.status).second) << c.wr_id;
+  }
+  EXPECT_EQ(status[send], IB_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(status[recv], IB_WC_WR_FLUSH_ERR);
+  EXPECT_EQ(events, std::vector<ib_event_type>{IB_EVENT_DEVICE_FATAL});
+  const auto ev = s.host().driver().event_counters();
+  EXPECT_GE(ev.pci_errors, 1u);
+  EXPECT_EQ(ev.resets_requested, 1u) << "the device was given up once, whatever the errors";
+  EXPECT_EQ(s.counters().at("messages"), 1u) << "the device carried the send out";
+  s.shutdown();
+  s.host().driver().event_handler = nullptr;
+}
+
 // A SEND larger than the receive waiting for it: the responder's receive fails with a
 // length error and the requester's send with a remote invalid request; both QPs move to
 // error (IB semantics for RC).

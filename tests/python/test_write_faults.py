@@ -1,0 +1,60 @@
+"""CQE, CEQE and AEQE writes the host refuses (config.link.faults.*_write_error_rate), as a
+validation engineer uses them: the shipped scenario holds over seeds 1-20, each kind strikes
+in some seed, every refusal is reported and the device given up once; runs that cannot carry
+them refuse them."""
+
+import pytest
+
+import irdma_sim
+
+from conftest import failed_checks
+
+
+def test_every_refused_write_gives_the_device_up_once_over_seeds_1_to_20(scenario, tmp_path):
+    struck = {"cqe_writes_failed": 0, "ceqe_writes_failed": 0, "aeqe_writes_failed": 0}
+    for seed in range(1, 21):
+        report = irdma_sim.run(scenario("write_faults.yaml"), tmp_path / str(seed), seed=seed, trace=False)
+        assert report["passed"], (seed, failed_checks(report))
+        counts = report["counts"]
+        for kind in struck:
+            struck[kind] += counts[kind]
+        refused = sum(counts[kind] for kind in struck)
+        if refused:
+            assert counts["pci_errors"] == refused and counts["device_resets_requested"] == 1, counts
+            assert counts["device_fatal_events"] == 1
+            assert "every_refused_write_reported" in {c["name"] for c in report["checks"]}
+    assert all(n > 0 for n in struck.values()), struck
+
+
+def test_a_refused_cqe_is_traced_where_it_struck_and_its_work_flushed(variant, tmp_path):
+    text = ("cqe_write_error_rate: 0.0005\n      ceqe_write_error_rate: 0\n      aeqe_write_error_rate: 0\n"
+            "      shadow_read_error_rate: 0")
+    path = variant("write_faults.yaml",
+                   "cqe_write_error_rate: 0.00005\n      ceqe_write_error_rate: 0.0002\n"
+                   "      aeqe_write_error_rate: 0.5\n      shadow_read_error_rate: 0.0005", text)
+    report = irdma_sim.run(path, tmp_path / "out", seed=1)
+    assert report["passed"], failed_checks(report)
+    assert report["counts"]["cqe_writes_failed"] == 1, report["counts"]
+    by_status = {s["name"]: s["count"] for s in report["counts"]["by_status"]}
+    assert by_status["IB_WC_WR_FLUSH_ERR"] > 0
+    trace = (tmp_path / "out" / "trace.jsonl").read_text()
+    assert '"ev":"dma_write_fault","purpose":"cqe_write","cq":' in trace
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ("cqe_write_error_rate: 0.00005", "cqe_write_error_rate: 2", "config.link.faults.cqe_write_error_rate"),
+    ("aeqe_write_error_rate: 0.5", "aeqe_write_eror_rate: 0.5", "unknown key"),
+])
+def test_bad_write_fault_settings_are_scenario_errors(old, new, message, refused_variant):
+    stderr = refused_variant("write_faults.yaml", old, new)
+    assert message in stderr, stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--record"], "--record with link.faults"),
+    (["--backend", "vfio-user"], "a served model cannot tell"),
+    (["--backend", "vfio:0000:00:00.0"], "is silicon"),
+])
+def test_runs_that_cannot_carry_refused_writes_refuse_them(args, message, refused_run):
+    stderr = refused_run("write_faults.yaml", *args)
+    assert message in stderr, stderr
