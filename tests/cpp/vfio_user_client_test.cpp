@@ -409,8 +409,8 @@ TEST(VfioUserClient, AConnectionDroppedBeforeAnyReplyIsRetried) {
     device.attach(&server);
     std::thread serving([&] { server.run(); });
     connecting.join();
-    ASSERT_NE(client, nullptr) << error;
-    EXPECT_EQ(read32(*client, reg::kId), kToyId);
+    if (client) EXPECT_EQ(read32(*client, reg::kId), kToyId);
+    EXPECT_NE(client, nullptr) << error;
     server.stop();
     serving.join();
   }
