@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <thread>
 
 namespace pcie::vfio_user {
 namespace {
@@ -44,26 +43,13 @@ VfioUserClient::VfioUserClient(const std::string& socket_path, VfioUserClientOpt
   // The largest message a server may send us: a DMA_WRITE or REGION_READ reply of the
   // largest count we take, or a region info reply.
   size_t max_message = kHeaderSize + sizeof(DmaAccessPayload) + std::max(options_.max_data_xfer_size, kMaxRegionInfoSize);
+  socket_ = std::make_unique<MessageSocket>(connect_unix(socket_path, options_.connect_timeout_ms), max_message,
+                                            kClientMaxMsgFds);
   std::lock_guard lock(mutex_);
   Version ours{kMajorVersion, kMinorVersion, {}};
   ours.capabilities.max_msg_fds = kClientMaxMsgFds;
   ours.capabilities.max_data_xfer_size = options_.max_data_xfer_size;
-  // A server that takes one client at a time may close a connection still waiting in its
-  // backlog, unanswered: that is a connect to retry, as a refused one is.
-  const auto deadline = Clock::now() + std::chrono::milliseconds(options_.connect_timeout_ms);
-  Message reply;
-  for (;;) {
-    socket_ = std::make_unique<MessageSocket>(connect_unix(socket_path, ms_left(deadline)), max_message,
-                                              kClientMaxMsgFds);
-    try {
-      reply = exchange_locked(Command::kVersion, encode_version(ours));
-      break;
-    } catch (const VfioUserError& e) {
-      if (e.error_no() != ECONNRESET || ms_left(deadline) == 0) throw;
-      dead_reason_.clear();
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
+  Message reply = exchange_locked(Command::kVersion, encode_version(ours));
   server_version_ = decode_version(reply.payload);
   if (server_version_.major != kMajorVersion || server_version_.minor > kMinorVersion)
     throw VfioUserError(ENOTSUP, "vfio-user: server at '" + socket_path + "' answered version " +
