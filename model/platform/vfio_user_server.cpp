@@ -71,7 +71,12 @@ VfioUserServer::VfioUserServer(VfioUserEndpoint& endpoint, std::string socket_pa
   }
   wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake_fd_.valid()) throw pcie::PciTransportError(std::string("vfio-user server: eventfd: ") + std::strerror(errno));
-  listen_fd_ = listen_unix(socket_path_);
+  if (options_.listen_fd < 0) {
+    listen_fd_ = listen_unix(socket_path_);
+  } else {
+    listen_fd_ = pcie::UniqueFd(::dup(options_.listen_fd));
+    if (!listen_fd_.valid()) throw pcie::PciTransportError("vfio-user: the listening socket lent is unusable");
+  }
 }
 
 VfioUserServer::~VfioUserServer() {
@@ -82,7 +87,7 @@ VfioUserServer::~VfioUserServer() {
   release_client_resources();
   if (listen_fd_.valid()) {  // else the path may be another server's by now
     listen_fd_.reset();
-    ::unlink(socket_path_.c_str());
+    if (options_.listen_fd < 0) ::unlink(socket_path_.c_str());
   }
 }
 
@@ -114,10 +119,11 @@ bool VfioUserServer::accept_client(int timeout_ms) {
   pcie::UniqueFd fd(::accept4(listen_fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
   if (!fd.valid()) return true;  // the client gave up between poll and accept
   if (!options_.serve_next_client) {
-    // One client only: a second one's connect fails now (and retries), rather than waiting
-    // in the backlog for an accept that never comes.
+    // One client only. A socket of our own goes, so that a second client's connect fails
+    // now (and retries) rather than waiting in a backlog no one will accept from; a lent
+    // one stays its lender's, whose next server accepts what waits in it.
     listen_fd_.reset();
-    ::unlink(socket_path_.c_str());
+    if (options_.listen_fd < 0) ::unlink(socket_path_.c_str());
   }
   // Room for the largest message: a REGION_WRITE or DMA_READ reply of max_data_xfer_size.
   size_t max_message = kHeaderSize + sizeof(DmaAccessPayload) + std::max<size_t>(options_.max_data_xfer_size, 4096);

@@ -29,13 +29,19 @@ struct VfioUserServerOptions {
   uint32_t max_msg_fds = 8;        // fds we take per message (SET_IRQS chunks)
   uint32_t max_data_xfer_size = 1u << 20;
   uint32_t max_dma_maps = 65535;
+  // A socket already listening at the path, lent by the caller (irdma-sim serve's loop of
+  // one-client servers): the client is accepted from it, and it and its path stay the
+  // caller's, so that a client waiting in its backlog waits for the next server. -1: the
+  // server listens itself.
+  int listen_fd = -1;
 };
 
 class VfioUserServer {
  public:
-  // Listens at `socket_path` (replacing a stale socket there). Throws pcie::PciTransportError.
+  // Listens at `socket_path` (replacing a stale socket there), or takes options.listen_fd.
+  // Throws pcie::PciTransportError.
   VfioUserServer(VfioUserEndpoint& endpoint, std::string socket_path, VfioUserServerOptions options = {});
-  ~VfioUserServer();  // the path is unlinked
+  ~VfioUserServer();  // the path is unlinked, unless it was lent
   VfioUserServer(const VfioUserServer&) = delete;
   VfioUserServer& operator=(const VfioUserServer&) = delete;
 

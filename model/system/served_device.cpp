@@ -9,7 +9,10 @@
 #include <optional>
 #include <thread>
 
+#include <unistd.h>
+
 #include "driver/backends/backdoor_region.h"
+#include "driver/backends/vfio_user/socket.h"
 #include "model/device/pci_config.h"
 #include "model/device/regs.h"
 #include "model/system/elaboration.h"
@@ -63,6 +66,7 @@ ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path,
   begin_elaboration("ServedDevice");
   platform::VfioUserServerOptions server_options;
   server_options.serve_next_client = false;  // the next one gets a device fresh from power-on
+  server_options.listen_fd = options.listen_fd;
   server_ = std::make_unique<platform::VfioUserServer>(*this, socket_path, server_options);
   if (!options.trace_path.empty())
     trace_.open(options.trace_path, [] { return sc_core::sc_time_stamp().value(); });
@@ -193,9 +197,9 @@ std::atomic<ServedDevice*> g_served{nullptr};
 }  // namespace
 
 // One client: the model in this process. Client after client: each gets a device fresh from
-// power-on in a process of its own (the model has no reset of its engines), served at the
-// same path; a client that connects in between is let in by its connect retries. The
-// transaction log of client N > 1 goes to TRACE.N.
+// power-on in a process of its own (the model has no reset of its engines), accepted from
+// one listening socket this loop keeps, so that a client that connects meanwhile waits in
+// its backlog for the next. The transaction log of client N > 1 goes to TRACE.N.
 int serve_device(const SimConfig& config, const std::string& socket_path, const ServeOptions& options) {
   const StopSignals signals([] {
     if (ServedDevice* served = g_served.load()) served->stop();
@@ -209,8 +213,14 @@ int serve_device(const SimConfig& config, const std::string& socket_path, const 
     served.run();
     return signals.caught();
   }
+  const pcie::UniqueFd listener = pcie::vfio_user::listen_unix(socket_path);
+  struct Unlink {
+    const std::string& path;
+    ~Unlink() { ::unlink(path.c_str()); }
+  } unlink_at_end{socket_path};
   for (unsigned client = 1; !signals.caught(); client++) {
     ServeOptions one = options;
+    one.listen_fd = listener.get();
     if (!one.trace_path.empty() && client > 1) one.trace_path += "." + std::to_string(client);
     ServerChild child(config, one, socket_path);
     std::optional<std::string> how;

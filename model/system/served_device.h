@@ -29,6 +29,7 @@ struct ServeOptions {
   // Client after client, each with a device fresh from power-on; false: done when the first
   // client leaves.
   bool serve_next_client = true;
+  int listen_fd = -1;  // a listening socket at the path to accept the client from (VfioUserServerOptions)
 };
 
 class ServedDevice final : public platform::VfioUserEndpoint {

@@ -7,7 +7,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <numeric>
 #include <thread>
 
@@ -380,6 +382,56 @@ TEST(VfioUserClient, WaitsForAServerThatIsStarting) {
   EXPECT_EQ(read32(*client, reg::kId), kToyId);
   server.stop();
   serving.join();
+}
+
+// irdma-sim serve's loop: one-client servers, one after the other, on a listening socket
+// the loop lends each. A client that connected while the first was serving waits in the
+// backlog and is the second's; the path stays, the lender's.
+TEST(VfioUserClient, AClientWaitingInALentListenersBacklogIsTheNextServersClient) {
+  std::string path = socket_path("lent");
+  pcie::UniqueFd listener = pcie::vfio_user::listen_unix(path);
+  std::unique_ptr<VfioUserClient> clients[2];
+  std::atomic<bool> connected[2] = {false, false};
+  std::string errors[2];
+  std::thread connecting[2];
+  for (int i = 0; i < 2; i++)
+    connecting[i] = std::thread([&, i] {
+      try {
+        clients[i] = std::make_unique<VfioUserClient>(path);
+        connected[i] = true;
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+      }
+    });
+  VfioUserServerOptions options;
+  options.serve_next_client = false;
+  options.listen_fd = listener.get();
+  uint32_t ids[2] = {};
+  for (int round = 0; round < 2; round++) {
+    ToyDevice device;
+    VfioUserServer server(device, path, options);
+    device.attach(&server);
+    std::thread serving([&] { server.run(); });
+    // The client this server accepted is the one whose connect returns now.
+    int served = -1;
+    for (int t = 0; t < 5000 && served < 0; t++) {
+      for (int i = 0; i < 2; i++)
+        if (connecting[i].joinable() && connected[i]) served = i;
+      if (served < 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (served >= 0) {
+      connecting[served].join();
+      ids[round] = read32(*clients[served], reg::kId);
+      clients[served].reset();  // it leaves: the server is done
+    }
+    serving.join();
+    EXPECT_TRUE(std::filesystem::exists(path)) << "a one-client server unlinked a lent socket";
+  }
+  for (std::thread& t : connecting)
+    if (t.joinable()) t.join();
+  EXPECT_EQ(ids[0], kToyId) << errors[0] << errors[1];
+  EXPECT_EQ(ids[1], kToyId) << "the client waiting in the backlog was dropped: " << errors[0] << errors[1];
+  ::unlink(path.c_str());
 }
 
 TEST(VfioUserClient, NobodyListeningIsAClearErrorWithinTheConnectTimeout) {
