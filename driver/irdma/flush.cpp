@@ -116,7 +116,8 @@ bool irdma_device::run_flush_work(irdma_qp* qp) {
       // Once the device is given up nothing more lands, and request_reset had every CQ
       // polled: what is still there a flush delay later lies behind an entry that never
       // will (a refused CQE, or a torn one), where no poll reaches it.
-      if (given_up_ && hw_.exec.now_ns() >= given_up_ns_.load() + IRDMA_FLUSH_DELAY_NS) held = false;
+      const uint64_t given_up = given_up_ns_.load();
+      if (given_up && hw_.exec.now_ns() >= given_up + IRDMA_FLUSH_DELAY_NS) held = false;
       if (held) {
         again = true;
       } else {

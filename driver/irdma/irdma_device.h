@@ -325,7 +325,7 @@ class irdma_device final : public ibcore::ib_device {
   std::unique_ptr<hal::Event> watchdog_wake_;
   std::atomic<bool> watchdog_stop_{false}, watchdog_running_{false};
   std::atomic<bool> given_up_{false};  // request_reset ran
-  std::atomic<uint64_t> given_up_ns_{0};  // when
+  std::atomic<uint64_t> given_up_ns_{0};  // when (0: not yet)
   std::unique_ptr<ibcore::ib_poll_workers> workers_;
   event_stats events_;
 };

@@ -1,6 +1,7 @@
 // The device given up (irdma_request_reset): a CQP command timed out, or the function
 // reported an uncorrectable PCIe error, so nothing the device does from here on can be
 // trusted.
+#include <algorithm>
 #include <vector>
 
 #include "driver/irdma/irdma_device.h"
@@ -14,7 +15,7 @@ namespace irdma {
 // on (irdma_cqp::exec), so destroys go on without the device. Once only.
 void irdma_device::request_reset() {
   if (given_up_.exchange(true)) return;
-  given_up_ns_.store(hw_.exec.now_ns());
+  given_up_ns_.store(std::max<uint64_t>(hw_.exec.now_ns(), 1));
   cqp_.give_up();
   bump(events_.resets_requested);
   const uint16_t cmd = hw_.config.read16(hal::PCI_COMMAND);
