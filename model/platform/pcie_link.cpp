@@ -20,6 +20,7 @@ uint64_t ps(const sc_time& t) { return t.value(); }
 void describe(trace::TraceLog::Event&& ev, const device::DmaPurpose& p, uint64_t addr, uint32_t len) {
   static const char* const kinds[] = {"other", "wqe_fetch", "cq_arm", "cqe_write", "ceqe_write", "aeqe_write"};
   static const char* const objects[] = {nullptr, "qp", "cq", "cq", "ceq", nullptr};
+  static_assert(std::size(kinds) == device::DmaPurpose::aeqe_write + 1 && std::size(objects) == std::size(kinds));
   ev.str("purpose", kinds[p.kind]);
   if (objects[p.kind]) ev.num(objects[p.kind], p.object);
   ev.addr("addr", addr).num("len", len);

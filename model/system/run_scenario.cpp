@@ -169,30 +169,35 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
             std::to_string(dev->cqp_commands) + " CQP commands, " + std::to_string(dev->cqp_errors) + " failed");
 }
 
-// A link fault kind the scenario asks for that never struck tested nothing: said, as a
-// request fault's rate that drew no request is.
-void warn_of_idle_link_faults(const platform::LinkFaultConfig& f, const backends::DeviceCounters& c,
-                              const HostCounters& h, std::vector<std::string>& warnings) {
-  const std::pair<double, uint64_t> kinds[] = {{f.posted_delay_rate, c.posted_writes_delayed},
-                                               {f.split_rate, c.posted_writes_split},
-                                               {f.msix_lost_rate, c.msix_lost}, {f.msix_duplicated_rate, c.msix_duplicated},
-                                               {f.msix_delayed_rate, c.msix_delayed},
-                                               {f.msix_mask_rate, h.msix_masked_by_host},
-                                               {f.wqe_read_error_rate, c.wqe_reads_failed},
-                                               {f.shadow_read_error_rate, c.shadow_reads_failed},
-                                               {f.cqe_write_error_rate, c.cqe_writes_failed},
-                                               {f.ceqe_write_error_rate, c.ceqe_writes_failed},
-                                               {f.aeqe_write_error_rate, c.aeqe_writes_failed}};
-  const char* const names[] = {"posted_delay_rate",    "split_rate",           "msix_lost_rate",
-                               "msix_duplicated_rate", "msix_delayed_rate",    "msix_mask_rate",
-                               "wqe_read_error_rate",  "shadow_read_error_rate", "cqe_write_error_rate",
-                               "ceqe_write_error_rate", "aeqe_write_error_rate"};
-  for (size_t k = 0; k < std::size(kinds); k++)
-    if (kinds[k].first > 0 && kinds[k].second == 0) {
+// A fault the scenario asks for that never struck tested nothing: said, as a request
+// fault's rate that drew no request is.
+void warn_of_idle_faults(const SimConfig& cfg, const backends::DeviceCounters& c, const HostCounters& h,
+                         std::vector<std::string>& warnings) {
+  const platform::LinkFaultConfig& f = cfg.link.faults;
+  const struct {
+    const char* key;
+    double rate;
+    uint64_t struck;
+  } kinds[] = {{"posted_delay_rate", f.posted_delay_rate, c.posted_writes_delayed},
+               {"split_rate", f.split_rate, c.posted_writes_split},
+               {"msix_lost_rate", f.msix_lost_rate, c.msix_lost},
+               {"msix_duplicated_rate", f.msix_duplicated_rate, c.msix_duplicated},
+               {"msix_delayed_rate", f.msix_delayed_rate, c.msix_delayed},
+               {"msix_mask_rate", f.msix_mask_rate, h.msix_masked_by_host},
+               {"wqe_read_error_rate", f.wqe_read_error_rate, c.wqe_reads_failed},
+               {"shadow_read_error_rate", f.shadow_read_error_rate, c.shadow_reads_failed},
+               {"cqe_write_error_rate", f.cqe_write_error_rate, c.cqe_writes_failed},
+               {"ceqe_write_error_rate", f.ceqe_write_error_rate, c.ceqe_writes_failed},
+               {"aeqe_write_error_rate", f.aeqe_write_error_rate, c.aeqe_writes_failed}};
+  for (const auto& k : kinds)
+    if (k.rate > 0 && k.struck == 0) {
       char rate[32];
-      std::snprintf(rate, sizeof rate, "%g", kinds[k].first);
-      warnings.push_back(std::string("config.link.faults.") + names[k] + " = " + rate + " struck nothing in this run");
+      std::snprintf(rate, sizeof rate, "%g", k.rate);
+      warnings.push_back(std::string("config.link.faults.") + k.key + " = " + rate + " struck nothing in this run");
     }
+  if (cfg.device.cqp_hang_after_ns && !c.cqp_hung)
+    warnings.push_back("config.device.cqp_hang_after_ns = " + std::to_string(*cfg.device.cqp_hang_after_ns) +
+                       " struck nothing in this run: the control QP took no command after it");
 }
 
 std::string report_json(const Scenario& sc, const SystemCounters& sys, const WorkloadCounters& wl,
@@ -477,7 +482,7 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   const SystemCounters sys = counters_of(host, server.get());
   cover_driver_paths(coverage, sys, counts);
   system_checks(sys, counts, sb);
-  if (sys.device) warn_of_idle_link_faults(sc.config.link.faults, *sys.device, sys.host, warnings);
+  if (sys.device) warn_of_idle_faults(sc.config, *sys.device, sys.host, warnings);
   if (sys.late_trace_events)
     sb.record("trace_in_time_order", false,
               std::to_string(sys.late_trace_events) + " event(s) were logged after later ones were written");

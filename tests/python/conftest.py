@@ -30,15 +30,13 @@ def run_python():
     return run
 
 
-RUNNER = os.path.join(os.environ.get("IRDMA_SIM_BIN", ""), "..", "model", "system", "irdma-sim-run")
-
-
 @pytest.fixture
 def run_scenario_file():
     """irdma-sim-run on a scenario file with extra arguments: the finished process."""
+    runner = os.path.join(os.environ["IRDMA_SIM_BIN"], "..", "model", "system", "irdma-sim-run")
 
     def run(path, out, *args, timeout=60):
-        return subprocess.run([RUNNER, str(path), "--out", str(out), *args], capture_output=True, text=True,
+        return subprocess.run([runner, str(path), "--out", str(out), *args], capture_output=True, text=True,
                               timeout=timeout)
 
     return run

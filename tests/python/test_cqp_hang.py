@@ -51,6 +51,15 @@ def test_bad_hang_settings_are_scenario_errors(old, new, message, refused_varian
     assert message in stderr, stderr
 
 
+def test_a_hang_after_the_run_is_a_warning(variant, tmp_path):
+    path = variant("cqp_hang.yaml", "cqp_hang_after_ns: 5000000", "cqp_hang_after_ns: 900000000000")
+    report = irdma_sim.run(path, tmp_path / "out", seed=1, trace=False)
+    assert report["passed"], failed_checks(report)
+    assert report["counts"]["cqp_hung"] == 0
+    assert report["warnings"] == ["config.device.cqp_hang_after_ns = 900000000000 struck nothing in this run: "
+                                  "the control QP took no command after it"]
+
+
 def test_a_served_model_refuses_it(refused_run):
     stderr = refused_run("cqp_hang.yaml", "--backend", "vfio-user")
     assert "config.device.cqp_hang_after_ns: a served model's clock" in stderr, stderr

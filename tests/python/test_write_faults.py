@@ -3,6 +3,9 @@ validation engineer uses them: the shipped scenario holds over seeds 1-20, each 
 in some seed, every refusal is reported and the device given up once; runs that cannot carry
 them refuse them."""
 
+import os
+import subprocess
+
 import pytest
 
 import irdma_sim
@@ -58,3 +61,15 @@ def test_bad_write_fault_settings_are_scenario_errors(old, new, message, refused
 def test_runs_that_cannot_carry_refused_writes_refuse_them(args, message, refused_run):
     stderr = refused_run("write_faults.yaml", *args)
     assert message in stderr, stderr
+
+
+def test_a_served_model_refuses_refused_writes(tmp_path):
+    # Served alone, as `irdma-sim serve` does: no root port to report them to the client's host.
+    config = tmp_path / "config.yaml"
+    config.write_text("link:\n  faults: {aeqe_write_error_rate: 0.1}\n")
+    serve = os.path.join(os.environ["IRDMA_SIM_BIN"], "..", "model", "system", "irdma-sim-serve")
+    proc = subprocess.run([serve, "--socket", str(tmp_path / "s.sock"), "--config", str(config), "--once"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "aeqe_write_error_rate: a served model has no root port" in proc.stderr, proc.stderr
+    assert "serving at" not in proc.stderr
