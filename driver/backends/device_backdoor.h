@@ -65,6 +65,10 @@ struct DeviceCounters {
   uint64_t ceqe_writes_failed = 0;
   uint64_t aeqe_writes_failed = 0;
   uint64_t cq_catastrophic = 0;      // CQs put in error for good by an unreadable shadow area
+  // Function level resets (config.device.function_reset_at_ns, the host's FLR or DEVICE_RESET)
+  // and the BAR accesses a reset function refused until the host enabled it again.
+  uint64_t function_resets = 0;
+  uint64_t mmio_refused_in_reset = 0;
 };
 
 class DeviceBackdoor {

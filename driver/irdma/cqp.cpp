@@ -206,7 +206,7 @@ int irdma_cqp::exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>
   const int64_t idx = post(opcode, fill);
   if (int ret = wait_for(guard, [&] { return slots_[idx].done; })) {
     slots_[idx].pending = false;
-    if (ret != -ETIMEDOUT) return ret;
+    if (ret != -ETIMEDOUT && ret != -ENODEV) return ret;
     const bool first = !wedged_;  // else the device was given up meanwhile
     wedged_ = true;
     guard.unlock();

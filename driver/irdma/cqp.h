@@ -50,8 +50,9 @@ class irdma_cqp {
   // 4-7 and returns qword3 without opcode and valid bit. Returns 0, -EIO (the device
   // completed it with an error, see `out`), -ETIMEDOUT, or -ENODEV without a CQP or once
   // the device reads as all ones (gone).
-  // A command on the CCQ that times out wedges the CQP for good, as Linux's rf->reset does:
-  // on_timeout runs (once, no lock held), commands waiting give up with -ETIMEDOUT, and
+  // A command on the CCQ that times out, or finds the device gone, wedges the CQP for good,
+  // as Linux's rf->reset does: on_timeout runs (once, no lock held), commands waiting give
+  // up with -ETIMEDOUT, and
   // later ones never reach the device. One that releases an object (a destroy, a dealloc,
   // a flush) succeeds, timed out or refused, as the function's reset releases it; any
   // other fails with -ETIMEDOUT, or -EBUSY once refused.

@@ -2,7 +2,9 @@
 // it again, so an MSI-X the host never delivers leaves the queue's entries unread and every
 // later event on that vector held: its CQs wait for good. Linux's irdma has no remedy; like
 // mlx5's EQ recovery, this worker looks at every event queue each eq_watchdog_us and runs
-// the handler of one whose tail entry has waited a whole period with no handler run.
+// the handler of one whose tail entry has waited a whole period with no handler run. Like
+// mlx5's health poll it also looks at the function itself: one reset under the driver has
+// lost every queue the driver made, and is given up (function_lost).
 #include "driver/irdma/irdma_device.h"
 
 namespace irdma {
@@ -37,6 +39,10 @@ void irdma_device::eq_watchdog() {
     if (eq_overdue(aeq_.watch, FIELD_GET(IRDMA_AEQE_VALID, info) == aeq_.polarity)) {
       bump(events_.missed_interrupts);
       process_aeq();
+    }
+    if (!given_up_.load() && function_lost()) {
+      bump(events_.function_resets);
+      request_reset();
     }
   }
   watchdog_running_.store(false);

@@ -42,8 +42,9 @@ struct irdma_params {
   uint32_t ceq_itr_us = 0;     // interrupt moderation programmed per CEQ vector (dev->ceq_itr)
   uint32_t max_pbles = 65536;  // most page-list entries committed, whatever the device offers
   // Missed-interrupt recovery (eq_watchdog.cpp): how often the event queues are looked at
-  // for entries an interrupt should have announced; 0 turns it off. It must exceed the
-  // moderation interval, or a held-back interrupt looks missed.
+  // for entries an interrupt should have announced, and the function for a reset the driver
+  // did not ask for; 0 turns it off. It must exceed the moderation interval, or a held-back
+  // interrupt looks missed.
   uint32_t eq_watchdog_us = 0;
   // How long a CQP command may go without a completion before the device is given up
   // (Linux: CQP_TIMEOUT_THRESHOLD x CQP_COMPL_WAIT_TIME_MS).
@@ -104,8 +105,9 @@ struct irdma_event_counters {
   uint64_t cqes_cleaned = 0; // unpolled CQEs of destroyed QPs, never reported (flushes aside)
   uint64_t ceqes_left = 0;   // unconsumed in a CEQ when it was destroyed
   uint64_t missed_interrupts = 0;  // handler runs the watchdog made for an interrupt that never came
-  uint64_t resets_requested = 0;   // the device given up (request_reset): a CQP timeout or a PCIe error
+  uint64_t resets_requested = 0;   // the device given up (request_reset): a CQP timeout, a PCIe error, a reset
   uint64_t pci_errors = 0;         // uncorrectable PCIe errors the host reported (AER)
+  uint64_t function_resets = 0;    // resets of the function the watchdog found (function_lost)
 };
 
 // Everything below `lock` is under it, but for what create_cq set once.
@@ -238,7 +240,8 @@ class irdma_device final : public ibcore::ib_device {
   // Counters several threads bump (handlers of different vectors, destroys).
   struct event_stats {
     std::atomic<uint64_t> interrupts{0}, ceqes{0}, stale_ceqes{0}, comp_events{0}, aeqes{0},
-        cq_errors{0}, cqes_cleaned{0}, ceqes_left{0}, missed_interrupts{0}, resets_requested{0}, pci_errors{0};
+        cq_errors{0}, cqes_cleaned{0}, ceqes_left{0}, missed_interrupts{0}, resets_requested{0}, pci_errors{0},
+        function_resets{0};
   };
   static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
 
@@ -270,10 +273,12 @@ class irdma_device final : public ibcore::ib_device {
   // queue's outstanding WQEs into completions (CQ and QP locked), returning how many;
   // cancel_delayed_work_sync.
   void schedule_flush(irdma_qp* qp);
-  // reset.cpp: a CQP command timed out (the CQP's on_timeout), or the host's AER reported
-  // an error of the function (pci_error_detected).
+  // reset.cpp: a CQP command timed out (the CQP's on_timeout), the host's AER reported
+  // an error of the function (pci_error_detected), or the function was reset under the
+  // driver (function_lost, which the watchdog asks).
   void request_reset();
   void pci_error_detected();
+  bool function_lost();
   void flush_worker();
   bool run_flush_work(irdma_qp* qp);
   size_t generate_flush_completions(irdma_qp* qp, bool sq);

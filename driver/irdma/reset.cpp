@@ -1,6 +1,6 @@
-// The device given up (irdma_request_reset): a CQP command timed out, or the function
-// reported an uncorrectable PCIe error, so nothing the device does from here on can be
-// trusted.
+// The device given up (irdma_request_reset): a CQP command timed out, the function
+// reported an uncorrectable PCIe error, or it was reset under the driver, so nothing the
+// device does from here on can be trusted.
 #include <algorithm>
 #include <vector>
 
@@ -47,6 +47,15 @@ void irdma_device::request_reset() {
       irdma_cq_rem_ref(cq);
     }
   if (event_handler) event_handler({this, nullptr, ibcore::IB_EVENT_DEVICE_FATAL});
+}
+
+// Whether the function was reset under the driver (an FLR it did not ask for, a reset of
+// the whole device) or is gone: a reset function decodes no memory until told to, and one
+// gone reads all ones (pci_device_is_present's test). The driver set memory decode at probe
+// and never clears it.
+bool irdma_device::function_lost() {
+  const uint16_t cmd = hw_.config.read16(hal::PCI_COMMAND);
+  return cmd == 0xFFFF || !(cmd & hal::PCI_COMMAND_MEMORY);
 }
 
 // pci_error_handlers::error_detected: whatever the error, the function is reset.

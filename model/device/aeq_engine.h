@@ -45,6 +45,13 @@ class AeqEngine {
   uint32_t read_aeqctl() const { return aeqctl_; }
   // Whether the AEQ is routed to `vector` and holds AEQEs the driver has not returned.
   bool unconsumed(unsigned vector) const;
+  // Function level reset: no AEQ, AEQCTL cleared.
+  void reset() {
+    exists_ = false;
+    tail_ = {};
+    outstanding_ = 0;
+    aeqctl_ = 0;
+  }
   const AeqEngineCounters& counters() const { return counters_; }
 
  private:

@@ -1,5 +1,7 @@
 #include "model/device/ceq_engine.h"
 
+#include <algorithm>
+
 #include "model/device/descriptor_fields.h"
 
 namespace irdma_sim::device {
@@ -73,6 +75,11 @@ bool CeqEngine::unacked(unsigned vector) const {
     if (q.unacked && cause_enabled(ceqctl_[id]) && msix_index(ceqctl_[id]) == vector)
       return true;
   return false;
+}
+
+void CeqEngine::reset() {
+  ceqs_.clear();
+  std::fill(ceqctl_.begin(), ceqctl_.end(), 0);
 }
 
 void CeqEngine::write_ceqctl(uint32_t ceq_id, uint32_t value) {

@@ -44,6 +44,8 @@ class CeqEngine {
   uint32_t read_ceqctl(uint32_t ceq_id) const;
   // Whether a CEQ routed to `vector` holds an unacknowledged CEQE.
   bool unacked(unsigned vector) const;
+  // Function level reset: no CEQ, every CEQCTL cleared (the counters are the bench's, kept).
+  void reset();
 
   const CeqEngineCounters& counters() const { return counters_; }
 

@@ -1,8 +1,10 @@
 #include "model/device/cq_engine.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "model/device/regs.h"
 
@@ -39,6 +41,14 @@ bool CqEngine::remove(uint32_t cq_id) {
   cqs_.erase(it);
   writer_->destroy(cq_id);
   return true;
+}
+
+void CqEngine::reset() {
+  std::vector<uint32_t> ids;
+  for (const auto& [id, cq] : cqs_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());  // the writer's block sees the same order every run
+  for (const uint32_t id : ids) writer_->destroy(id);
+  cqs_.clear();
 }
 
 void CqEngine::resize(uint32_t cq_id, uint64_t base, uint32_t size, uint32_t shadow_read_threshold,

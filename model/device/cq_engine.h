@@ -70,6 +70,8 @@ class CqEngine {
   // arm whose sequence number was taken already is stale: ignored. False: no such CQ, or
   // its shadow area is unreadable.
   bool arm(uint32_t cq_id);
+  // Function level reset: every CQ context gone, the writer's with them.
+  void reset();
   const CqEngineCounters& counters() const { return counters_; }
   CqWriter& writer() { return *writer_; }
 

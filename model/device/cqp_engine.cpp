@@ -48,6 +48,17 @@ void CqpEngine::stop() {
   status_ = 0;
 }
 
+void CqpEngine::reset() {
+  stop();
+  sq_base_ = 0;
+  sq_size_ = 0;
+  cqp_ctx_ = 0;
+  tail_ = {};
+  errcodes_ = 0;
+  op_err_ = false;
+  wedged_ = false;
+}
+
 void CqpEngine::doorbell(uint32_t head) {
   if (wedged_ || !dma_.mastering()) return;  // a function the host quiesced takes nothing
   if (!running_ || head >= sq_size_) {
@@ -65,7 +76,7 @@ void CqpEngine::doorbell(uint32_t head) {
       trace_.event(time_.now_ps(), "cqp_error").num("index", tail_.idx);
       return;
     }
-    if (cfg_.cqp_hang_after_ns && time_.now_ps() >= *cfg_.cqp_hang_after_ns * 1000) {
+    if (cfg_.cqp_hang_after_ns && !counters_.hung && time_.now_ps() >= *cfg_.cqp_hang_after_ns * 1000) {
       wedged_ = true;
       counters_.hung = 1;
       trace_.event(time_.now_ps(), "cqp_hang").num("index", tail_.idx).num("opcode", get(wqe[3], CQP_WQE_OPCODE));

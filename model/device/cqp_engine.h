@@ -38,6 +38,8 @@ class CqpEngine {
   uint32_t status_reg() const { return status_; }
   uint32_t tail_reg() const { return tail_.idx | (op_err_ ? regs::CQPTAIL_OP_ERR : 0); }
   uint32_t errcodes_reg() const { return errcodes_; }
+  // Function level reset: no CQP context, the registers cleared, a wedge undone.
+  void reset();
   const CqpCounters& counters() const { return counters_; }
 
  private:

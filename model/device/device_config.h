@@ -51,6 +51,11 @@ struct DeviceConfig {
   // A fault: the control QP wedges at the first command it takes this long after power-on,
   // and never completes it or any after it; unset: never.
   std::optional<uint64_t> cqp_hang_after_ns;
+  // A fault: the function goes through a reset nobody on the host asked for this long after
+  // power-on (as an E810 core reset, from firmware or the LAN function's driver, takes the
+  // RDMA function's state with it): every queue and context gone, memory decode, bus
+  // mastering and MSI-X off. Unset: never.
+  std::optional<uint64_t> function_reset_at_ns;
   // What UD receives report about the (loopback) wire: the port's MAC, the VLAN tag
   // (0: untagged) and whether RoCEv2 runs over IPv4 (else IPv6).
   uint64_t mac = 0x001B21A0C0DEull;

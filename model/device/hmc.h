@@ -43,6 +43,12 @@ class Hmc {
   // Reads page-list entries [first, first + n) through the SDs; false when they are not
   // committed, not backed, or the host refused a read.
   bool read_pbles(uint64_t first, uint64_t n, uint64_t* out);
+  // Function level reset: nothing committed, no SD.
+  void reset() {
+    count_ = {};
+    base_ = {};
+    sd_ = {};
+  }
 
  private:
   uint32_t max_count(Object o) const;

@@ -56,11 +56,13 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
       stags_(cfg_.max_stags),
       qp_(cfg_, dma_port_, time_, cq_, stags_, hmc_, trace),
       cqp_(cfg_, dma_port_, time_, hmc_, cq_, qp_, stags_, ceq_, aeq_, trace),
+      ready_at_ps_(uint64_t(cfg.ready_after_us) * 1'000'000),
       msix_(cfg.msix_vectors()) {
   pci.register_b_transport(this, &IrdmaDevice::pci_b_transport);
   dma.register_invalidate_direct_mem_ptr(this, &IrdmaDevice::invalidate_dma_dmi);
   qp_.set_between_wqes([this] { run_due_control(); });
   SC_THREAD(engine_thread);
+  if (cfg_.function_reset_at_ns) SC_THREAD(reset_fault_thread);
   SC_METHOD(send_due_msix);
   sensitive << msix_timer_;
   dont_initialize();
@@ -76,9 +78,14 @@ void IrdmaDevice::pci_b_transport(tlm::tlm_generic_payload& trans, sc_time& dela
   } else if (region == kConfigRegion) {
     if (!config_access(trans, off)) trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
-  } else if (!config_.memory_enabled()) {
-    // Memory decode off: the function does not claim the access (an unsupported request).
+  } else if (!config_.memory_enabled() || engines_reset_pending_) {
+    // Memory decode off, or the function still in reset: it does not claim the access (an
+    // unsupported request).
     trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    if (counters_.function_resets) {
+      counters_.mmio_refused_in_reset++;
+      return;
+    }
   } else if (region == MSIX_BAR) {
     if (!msix_access(trans, off)) trans.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
   } else if (region != 0 || (len != 4 && len != 8) || off + len > BAR0_SIZE) {
@@ -106,6 +113,10 @@ bool IrdmaDevice::config_access(tlm::tlm_generic_payload& trans, uint64_t off) {
   if (trans.is_write()) {
     std::memcpy(&v, trans.get_data_ptr(), std::min(len, 4u));
     if (!config_.write(uint32_t(off), len, v)) return false;
+    if (PciConfigSpace::initiates_flr(uint32_t(off), len, v)) {
+      function_reset("flr");
+      return true;
+    }
     send_unmasked_pending();  // the function mask may be off now
     return true;
   }
@@ -165,7 +176,7 @@ uint32_t IrdmaDevice::read_reg(uint64_t off) {
     case GLPE_CPUSTATUS0:
     case GLPE_CPUSTATUS0 + 4:
     case GLPE_CPUSTATUS0 + 8:
-      return sc_core::sc_time_stamp().value() >= uint64_t(cfg_.ready_after_us) * 1'000'000 ? CPUSTATUS_READY : 0;
+      return sc_core::sc_time_stamp().value() >= ready_at_ps_ ? CPUSTATUS_READY : 0;
     case GLPCI_LBARCTRL: return uint32_t(cfg_.pe_db_size) << LBARCTRL_PE_DB_SIZE_SHIFT;
     default: break;
   }
@@ -290,8 +301,47 @@ void IrdmaDevice::run_due_control() {
   }
 }
 
+void IrdmaDevice::function_reset(const char* cause) {
+  const uint64_t now = sc_core::sc_time_stamp().value();
+  counters_.function_resets++;
+  trace_.event(now, "function_reset").str("cause", cause);
+  config_.reset();
+  std::fill(msix_.begin(), msix_.end(), MsixEntry{});
+  msix_due_ = {};
+  ccqp_high_ = ccqp_low_ = 0;
+  ready_at_ps_ = now + uint64_t(cfg_.ready_after_us) * 1'000'000;
+  engines_reset_pending_ = true;
+  work_ev_.notify(sc_core::SC_ZERO_TIME);
+}
+
+void IrdmaDevice::reset_engines() {
+  // What the host queued before the reset dies with it, and so does what the work in hand
+  // queued after it.
+  work_ = {};
+  control_.clear();
+  sq_queued_.clear();
+  cqp_.reset();
+  qp_.reset();
+  cq_.reset();
+  ceq_.reset();
+  aeq_.reset();
+  hmc_.reset();
+  stags_.reset();
+  vectors_.reset();
+  engines_reset_pending_ = false;
+  trace_.event(time_.now_ps(), "function_reset_done");
+}
+
+void IrdmaDevice::reset_fault_thread() {
+  const uint64_t at_ps = *cfg_.function_reset_at_ns * 1000;
+  const uint64_t now = sc_core::sc_time_stamp().value();
+  if (at_ps > now) sc_core::wait(sc_time::from_value(at_ps - now));
+  function_reset("fault");
+}
+
 void IrdmaDevice::engine_thread() {
   for (;;) {
+    if (engines_reset_pending_) reset_engines();
     run_due_control();
     if (!control_.empty() && (work_.empty() || control_.front().due_ps < work_.top().due_ps)) {
       time_.idle_wait(work_ev_, control_.front().due_ps);

@@ -47,6 +47,8 @@ struct DeviceCounters {
   uint64_t msix_masked = 0;          // not sent when raised: masked (then held pending) or no host
   uint64_t msix_sent_on_unmask = 0;  // of the held ones, sent when their entry or the function was unmasked
   uint64_t bad_doorbells = 0;  // CQARM for a CQ that does not exist
+  uint64_t function_resets = 0;
+  uint64_t mmio_refused_in_reset = 0;  // BAR accesses a reset function refused (not in bad_mmio)
 };
 
 class IrdmaDevice : public sc_core::sc_module {
@@ -72,6 +74,14 @@ class IrdmaDevice : public sc_core::sc_module {
   // Sends MSI-X `vector` now, as its table entry says; a masked or unprogrammed vector is
   // counted and not sent.
   void schedule_msix(unsigned vector) { msix_at(vector, sc_core::sc_time_stamp().value()); }
+
+  // Function level reset (PCIe's FLR), as the Device Control register's Initiate FLR, the
+  // host's VFIO DEVICE_RESET or DeviceConfig::function_reset_at_ns asks: memory decode, bus
+  // mastering and MSI-X off at once (nothing more leaves the function), every engine's
+  // queues and contexts gone once the engine is done with the work in hand. The function
+  // answers BAR accesses again when the host enables memory decode, and reads ready
+  // (GLPE_CPUSTATUS) ready_after_us later. `cause` names it in the transaction log.
+  void function_reset(const char* cause);
 
   // Error injection (see QpEngine::inject_fault).
   bool inject_fault(uint32_t qp_id, uint64_t nth_request, uint16_t flush_minor) {
@@ -134,6 +144,9 @@ class IrdmaDevice : public sc_core::sc_module {
   void raise_msix(unsigned vector, bool from_engine);
   // Sends the messages held for entries no longer masked (PCIe's MSI-X pending bits).
   void send_unmasked_pending();
+  // The engines' half of a function reset, run by the engine between work items.
+  void reset_engines();
+  void reset_fault_thread();
 
   DeviceConfig cfg_;
   trace::TraceLog& trace_;
@@ -157,6 +170,8 @@ class IrdmaDevice : public sc_core::sc_module {
                       std::greater<>>
       msix_due_;  // (due time, vector), oldest first
   sc_core::sc_event msix_timer_;
+  bool engines_reset_pending_ = false;  // function_reset ran, reset_engines not yet
+  uint64_t ready_at_ps_;  // GLPE_CPUSTATUS reads ready from then on
   uint32_t ccqp_high_ = 0;
   uint32_t ccqp_low_ = 0;
   std::vector<MsixEntry> msix_;

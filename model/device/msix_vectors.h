@@ -5,6 +5,7 @@
 // interrupts (moderation).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -32,6 +33,8 @@ class MsixVectors {
   void write_dyn_ctl(unsigned vector, uint32_t value);
   uint32_t read_dyn_ctl(unsigned vector) const;
   unsigned size() const { return unsigned(vectors_.size()); }
+  // Function level reset: every vector disabled, nothing pending.
+  void reset() { std::fill(vectors_.begin(), vectors_.end(), Vector{}); }
   const MsixVectorCounters& counters() const { return counters_; }
 
  private:

@@ -46,9 +46,14 @@ PciConfigSpace::PciConfigSpace(const PciIdentity& id, const std::array<PciBar, 6
   put(kExpCap, 1, CAP_ID_EXP, 0);
   put(kExpCap + 1, 1, 0, 0);
   put(kExpCap + EXP_FLAGS, 2, 0x0002, 0);  // capability version 2, endpoint
-  // No function level reset: the model has no reset of its engines yet.
-  put(kExpCap + EXP_DEVCAP, 4, 0x1 /* 256-byte max payload */, 0);
-  put(kExpCap + EXP_DEVCTL, 2, 0x2810, 0x7FFF);
+  put(kExpCap + EXP_DEVCAP, 4, EXP_DEVCAP_FLR | 0x1 /* 256-byte max payload */, 0);
+  put(kExpCap + EXP_DEVCTL, 2, 0x2810, uint16_t(~EXP_DEVCTL_BCR_FLR));
+  power_on_ = cfg_;
+}
+
+bool PciConfigSpace::initiates_flr(uint32_t offset, unsigned len, uint32_t value) {
+  const uint32_t byte = kExpCap + EXP_DEVCTL + 1;  // the bit's byte
+  return byte >= offset && byte < offset + len && (value >> (8 * (byte - offset))) & (EXP_DEVCTL_BCR_FLR >> 8);
 }
 
 bool PciConfigSpace::read(uint32_t offset, unsigned len, uint32_t& value) const {

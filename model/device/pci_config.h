@@ -41,6 +41,8 @@ inline constexpr uint16_t MSIX_FLAGS_ENABLE = 1u << 15;
 inline constexpr uint32_t EXP_FLAGS = 2;
 inline constexpr uint32_t EXP_DEVCAP = 4;
 inline constexpr uint32_t EXP_DEVCTL = 8;
+inline constexpr uint32_t EXP_DEVCAP_FLR = 1u << 28;    // Function Level Reset Capability
+inline constexpr uint16_t EXP_DEVCTL_BCR_FLR = 1u << 15;  // Initiate Function Level Reset (reads 0)
 }  // namespace pci
 
 // The endpoint's target socket carries BAR and configuration accesses addressed as VFIO
@@ -84,6 +86,11 @@ class PciConfigSpace {
   // Little-endian access of 1, 2 or 4 bytes inside the space; false when out of range.
   bool read(uint32_t offset, unsigned len, uint32_t& value) const;
   bool write(uint32_t offset, unsigned len, uint32_t value);
+  // Whether writing `value` at [offset, offset + len) initiates a function level reset.
+  static bool initiates_flr(uint32_t offset, unsigned len, uint32_t value);
+  // A function level reset: every register back as at power-on (the host restores what it
+  // saved, as Linux's pci_reset_function does).
+  void reset() { cfg_ = power_on_; }
 
   bool memory_enabled() const { return read16(pci::COMMAND) & pci::COMMAND_MEMORY; }
   bool bus_master() const { return read16(pci::COMMAND) & pci::COMMAND_MASTER; }
@@ -99,6 +106,7 @@ class PciConfigSpace {
   PciMsix msix_;
   std::array<uint8_t, kSize> cfg_{};
   std::array<uint8_t, kSize> wmask_{};  // bits the host may change
+  std::array<uint8_t, kSize> power_on_{};
 };
 
 }  // namespace irdma_sim::device

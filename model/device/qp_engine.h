@@ -86,6 +86,11 @@ class QpEngine {
   // FLUSH_WQES: moves the QP to error and flushes the queues named, the first WQE of each
   // with the minor given. Returns a CQP minor code or 0.
   uint16_t flush(uint32_t qp_id, bool sq, bool rq, uint16_t sq_minor, uint16_t rq_minor);
+  // Function level reset: every QP context gone.
+  void reset() {
+    qps_.clear();
+    cq_users_.clear();
+  }
   const QpEngineCounters& counters() const { return counters_; }
 
  private:

@@ -71,6 +71,9 @@ class StagTable {
   uint16_t translate_local(uint32_t stag, uint64_t va, uint64_t len, bool write, uint32_t pd,
                            std::vector<Extent>& out) const;
   // Pages a registration of `len` bytes at `va` spans.
+  // Function level reset: no STag allocated (registrations_ keeps counting: an index reused
+  // after it is a new registration too).
+  void reset() { entries_.clear(); }
   static uint64_t pages_spanned(uint64_t va, uint64_t len) {
     return len ? ((va % kPage) + len + kPage - 1) / kPage : 0;
   }

@@ -91,9 +91,13 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
   const uint64_t dma_errors = std::max(h.dma_errors, dev ? dev->dma_errors : 0);
   sb.record("no_dma_errors", dma_errors == 0,
             std::to_string(dma_errors) + " DMA access(es) to unmapped host memory");
-  const uint64_t mmio_errors = h.mmio_errors + (dev ? dev->bad_mmio : 0);
+  // A function in reset refuses BAR accesses, as silicon does, until the driver has seen
+  // the reset: those the device counts apart, and the host counted too.
+  const uint64_t in_reset = dev ? dev->mmio_refused_in_reset : 0;
+  const uint64_t mmio_errors = h.mmio_errors - std::min(h.mmio_errors, in_reset) + (dev ? dev->bad_mmio : 0);
   sb.record("no_mmio_errors", mmio_errors == 0,
-            std::to_string(mmio_errors) + " MMIO access(es) the device refused");
+            std::to_string(mmio_errors) + " MMIO access(es) the device refused" +
+                (in_reset ? " (and " + std::to_string(in_reset) + " it refused while reset)" : ""));
   sb.record("no_dma_memory_left_mapped", h.dma_bytes_mapped == 0,
             std::to_string(h.dma_bytes_mapped) + " bytes of DMA memory still mapped after teardown");
   sb.record("no_spurious_interrupts", h.spurious_interrupts == 0,
@@ -145,7 +149,8 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
   // order them): what must hold is that the driver wrote one, not that the CQ still took it.
   sb.record("every_ceqe_consumed_and_acknowledged",
             (given_up ? ev.ceqes + ev.ceqes_left <= dev->ceqes : ev.ceqes + ev.ceqes_left == dev->ceqes) &&
-                dev->cq_ack_doorbells == ev.ceqes - ev.stale_ceqes,
+                (dev->function_resets ? dev->cq_ack_doorbells <= ev.ceqes - ev.stale_ceqes
+                                      : dev->cq_ack_doorbells == ev.ceqes - ev.stale_ceqes),
             std::to_string(dev->ceqes) + " CEQEs written, " + std::to_string(ev.ceqes) + " consumed (" +
                 std::to_string(ev.stale_ceqes) + " for no CQ), " + std::to_string(ev.ceqes_left) +
                 " left in CEQs destroyed under them, " + std::to_string(dev->cq_ack_doorbells) + " CQACKs; " +
@@ -165,6 +170,13 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
                   " reset(s) requested by the driver on its CQP timeout, " + std::to_string(wl.device_fatal) +
                   " IB_EVENT_DEVICE_FATAL; " + std::to_string(dev->dma_blocked) +
                   " DMA access(es) the quiesced device did not send");
+  if (dev->function_resets)
+    sb.record("device_given_up_after_function_reset",
+              dev->function_resets == 1 && ev.function_resets == 1 && ev.resets_requested == 1 && wl.device_fatal == 1,
+              std::to_string(dev->function_resets) + " reset(s) of the function, " + std::to_string(ev.function_resets) +
+                  " found by the driver's watchdog, " + std::to_string(ev.resets_requested) + " reset(s) requested, " +
+                  std::to_string(wl.device_fatal) + " IB_EVENT_DEVICE_FATAL; " +
+                  std::to_string(dev->mmio_refused_in_reset) + " BAR access(es) refused in between");
   sb.record("no_control_command_errors", dev->cqp_errors == 0,
             std::to_string(dev->cqp_commands) + " CQP commands, " + std::to_string(dev->cqp_errors) + " failed");
 }
@@ -195,6 +207,9 @@ void warn_of_idle_faults(const SimConfig& cfg, const backends::DeviceCounters& c
       std::snprintf(rate, sizeof rate, "%g", k.rate);
       warnings.push_back(std::string("config.link.faults.") + k.key + " = " + rate + " struck nothing in this run");
     }
+  if (cfg.device.function_reset_at_ns && !c.function_resets)
+    warnings.push_back("config.device.function_reset_at_ns = " + std::to_string(*cfg.device.function_reset_at_ns) +
+                       " struck nothing in this run: it ended before");
   if (cfg.device.cqp_hang_after_ns && !c.cqp_hung)
     warnings.push_back("config.device.cqp_hang_after_ns = " + std::to_string(*cfg.device.cqp_hang_after_ns) +
                        " struck nothing in this run: the control QP took no command after it");
@@ -282,6 +297,9 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
       .num("wqe_fetch_errors", dev.wqe_fetch_errors)
       .num("cqs_catastrophic", dev.cq_catastrophic)
       .num("cqp_hung", dev.cqp_hung)
+      .num("function_resets", dev.function_resets)
+      .num("function_resets_found", ev.function_resets)
+      .num("mmio_refused_in_reset", dev.mmio_refused_in_reset)
       .num("device_resets_requested", ev.resets_requested)
       .num("device_fatal_events", wl.device_fatal)
       .num("dma_blocked", dev.dma_blocked)

@@ -147,7 +147,7 @@ void read_device(const YamlMap& m, device::DeviceConfig& d) {
   m.allow({"generation", "clock_mhz", "cycles", "max_cq", "max_qp", "num_ceqs", "max_cqe",
            "cqe_64byte", "rnr_retry_cycles", "formatter", "mac", "ud_vlan_tci", "ud_ipv4",
            "max_stags", "ceq_itr_us", "cq_resize", "spare_msix", "rtl_vcd", "cq_writer", "cq_writer_timing",
-           "rtl_toggle_coverage", "cqp_hang_after_ns"});
+           "rtl_toggle_coverage", "cqp_hang_after_ns", "function_reset_at_ns"});
   d.generation = uint8_t(m.u32("generation", d.generation, 2, 3));
   d.cqe_64byte = d.generation >= 3;  // GEN_3 reports FEATURE_64_BYTE_CQE unless told not to
   d.clock_mhz = m.f64("clock_mhz", d.clock_mhz, 1, 10000);
@@ -158,6 +158,8 @@ void read_device(const YamlMap& m, device::DeviceConfig& d) {
   d.cqe_64byte = m.boolean("cqe_64byte", d.cqe_64byte);
   d.rnr_retry_cycles = m.u32("rnr_retry_cycles", d.rnr_retry_cycles, 1, 1u << 30);
   if (m.has("cqp_hang_after_ns")) d.cqp_hang_after_ns = m.u64("cqp_hang_after_ns", 0, 0, 1'000'000'000'000ull);
+  if (m.has("function_reset_at_ns"))
+    d.function_reset_at_ns = m.u64("function_reset_at_ns", 0, 0, 1'000'000'000'000ull);
   d.formatter = device::FormatterKind(m.choice("formatter", size_t(d.formatter), {"tlm", "rtl"}));
   d.cq_writer = device::CqWriterKind(m.choice("cq_writer", size_t(d.cq_writer), {"tlm", "rtl"}));
   if (m.has("cq_writer_timing"))

@@ -55,9 +55,12 @@ void check_servable(const SimConfig& config) {
     throw ScenarioError("config.link.faults.cqe_write_error_rate, ceqe_write_error_rate, aeqe_write_error_rate: a "
                         "served model has no root port to report a refused write to its client's host (AER); they "
                         "need the sim backend");
-  if (config.device.cqp_hang_after_ns)
-    throw ScenarioError("config.device.cqp_hang_after_ns: a served model's clock starts at its own power-on and runs "
-                        "as its client drives it, not with the run's traffic; it needs the sim backend");
+  for (const auto& [key, set] : {std::pair{"cqp_hang_after_ns", bool(config.device.cqp_hang_after_ns)},
+                                  std::pair{"function_reset_at_ns", bool(config.device.function_reset_at_ns)}})
+    if (set)
+      throw ScenarioError(std::string("config.device.") + key +
+                          ": a served model's clock starts at its own power-on and runs as its client drives it, "
+                          "not with the run's traffic; it needs the sim backend");
 }
 
 ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path, const ServeOptions& options)
@@ -162,6 +165,11 @@ int ServedDevice::region_read(uint32_t index, uint64_t offset, void* data, size_
 int ServedDevice::region_write(uint32_t index, uint64_t offset, const void* data, size_t size) {
   if (index == backends::kBackdoorRegionIndex) return backdoor_write(offset, data, size);
   return access(tlm::TLM_WRITE_COMMAND, index, offset, const_cast<void*>(data), size);
+}
+
+void ServedDevice::reset() {
+  device_->function_reset("host");
+  sc_core::sc_start(kSettle);  // the engines' half, so that the reply finds the function reset
 }
 
 int ServedDevice::backdoor_read(uint64_t offset, void* data, size_t size) {

@@ -54,12 +54,12 @@ class ServedDevice final : public platform::VfioUserEndpoint {
   uint32_t config_space_size() const override;
   std::vector<platform::VfioUserRegion> regions() const override;
   uint32_t irq_count(uint32_t irq_index) const override;
-  bool can_reset() const override { return false; }  // the model has no reset of its engines yet
   int config_read(uint64_t offset, void* data, size_t size) override;
   int config_write(uint64_t offset, const void* data, size_t size) override;
   int region_read(uint32_t index, uint64_t offset, void* data, size_t size) override;
   int region_write(uint32_t index, uint64_t offset, const void* data, size_t size) override;
-  void reset() override {}
+  // DEVICE_RESET: a function level reset of the model (IrdmaDevice::function_reset).
+  void reset() override;
 
  private:
   int access(tlm::tlm_command cmd, uint32_t region, uint64_t offset, void* data, size_t size);

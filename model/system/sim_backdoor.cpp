@@ -39,6 +39,8 @@ backends::DeviceCounters SimBackdoor::counters() {
   c.mmio_writes = d.mmio_writes;
   c.mmio_reads = d.mmio_reads;
   c.bad_mmio = d.bad_mmio;
+  c.function_resets = d.function_resets;
+  c.mmio_refused_in_reset = d.mmio_refused_in_reset;
   c.cq_arm_doorbells = d.cq_arms;
   c.cq_ack_doorbells = d.cq_acks;
   c.interrupts_raised = vec.interrupts;
