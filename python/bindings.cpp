@@ -367,5 +367,6 @@ PYBIND11_MODULE(_irdma_sim, m) {
       .def("run_for_ns", &HostSession::run_for_ns)
       .def_property_readonly("now_ps", &HostSession::now_ps)
       .def("counters", &HostSession::counters)
-      .def("shutdown", &HostSession::shutdown);
+      .def("shutdown", &HostSession::shutdown)
+      .def("recover", &HostSession::recover);
 }

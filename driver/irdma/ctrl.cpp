@@ -309,6 +309,14 @@ int irdma_device::probe() {
   return 0;
 }
 
+bool irdma_device::in_use() const {
+  std::lock_guard<hal::Lock> guard(*rsrc_lock_);
+  const auto held = [](const auto& table) {
+    return std::any_of(table.begin(), table.end(), [](const auto& e) { return bool(e); });
+  };
+  return held(qp_table_) || held(cq_table_) || held(pd_used_) || held(stag_used_);
+}
+
 int irdma_device::remove() {
   hw_.irq.request_error_irq(nullptr);
   const int kept = ibcore::ib_cq_pool_cleanup(this);

@@ -198,6 +198,8 @@ class irdma_device final : public ibcore::ib_device {
   // Frees pool CQs and stops the CQP; CQs and QPs the caller still holds are its own.
   // Returns how many pool CQs were still in use and so kept.
   int remove();
+  // Whether a CQ, QP, PD or memory key made on the device is still held.
+  bool in_use() const;
 
   ibcore::ib_cq* create_cq(const ibcore::ib_cq_init_attr& attr, int& err) override;
   int destroy_cq(ibcore::ib_cq* cq) override;
@@ -234,6 +236,7 @@ class irdma_device final : public ibcore::ib_device {
   int dealloc_mw(irdma_mw* mw);
 
   hal::Platform& hw() { return hw_; }
+  const irdma_params& params() const { return params_; }
   irdma_event_counters event_counters() const;
 
  private:

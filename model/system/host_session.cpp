@@ -381,14 +381,16 @@ std::map<std::string, uint64_t> HostSession::counters() const {
               {"wqe_reads_failed", d.wqe_reads_failed},
               {"shadow_reads_failed", d.shadow_reads_failed},
               {"wqe_fetch_errors", d.wqe_fetch_errors},
-              {"cqs_catastrophic", d.cq_catastrophic}});
+              {"cqs_catastrophic", d.cq_catastrophic},
+              {"bad_mmio", d.bad_mmio},
+              {"function_resets", d.function_resets},
+              {"mmio_refused_in_reset", d.mmio_refused_in_reset}});
   out["dma_errors"] += d.dma_errors;
   return out;
 }
 
-void HostSession::shutdown() {
-  if (down_) return;
-  // Everything is torn down even when a step fails; the first failure is reported after.
+// Everything is torn down even when a step fails; the first failure is returned.
+std::pair<int, std::string> HostSession::tear_down() {
   int first_error = 0;
   std::string failed;
   const auto note = [&](int ret, const std::string& what) {
@@ -406,9 +408,30 @@ void HostSession::shutdown() {
   });
   qps_.clear();
   cqs_.clear();
+  cq_events_.clear();
+  pool_gets_.clear();
+  return {first_error, failed};
+}
+
+void HostSession::shutdown() {
+  if (down_) return;
+  const auto [err, failed] = tear_down();
   host_->close_trace();
   down_ = true;
-  check(first_error, failed);
+  check(err, failed);
+}
+
+void HostSession::recover() {
+  if (down_) throw VerbsError("recover: the session was shut down", EINVAL);
+  const auto [err, failed] = tear_down();
+  down_ = err != 0;
+  check(err, failed);
+  if (const int ret = host_->reprobe()) {
+    down_ = true;
+    const std::string why = ret == -EBUSY ? "objects made through the raw verbs are still held"
+                                          : host_->driver().probe_error();
+    throw VerbsError("probing the driver again failed: " + why + " (errno " + std::to_string(-ret) + ")", -ret);
+  }
 }
 
 }  // namespace irdma_sim::system

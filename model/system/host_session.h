@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "driver/core/ib_verbs.h"
@@ -95,6 +96,12 @@ class HostSession {
   std::map<std::string, uint64_t> counters() const;
   // Frees every QP and pool CQ and stops the driver; the session is unusable after.
   void shutdown();
+  // Recovery from a device lost to a reset (IB_EVENT_DEVICE_FATAL): every QP and CQ of the
+  // session destroyed, their unpolled completions with them, and the driver probed again
+  // on the same function (Host::reprobe); the session goes on with new objects, the
+  // driver's counters from 0. Throws VerbsError when a teardown step or the probe fails
+  // (the session is then shut down).
+  void recover();
 
   // For layers over the session (raw_verbs.h): the simulated system and a session CQ.
   Host& host() { return *host_; }
@@ -123,6 +130,7 @@ class HostSession {
     uint64_t requests = 0;  // SQ work requests posted
   };
   Qp& qp(uint32_t qp_num);
+  std::pair<int, std::string> tear_down();
   // Posts `wr` on `q`, its data in a free send slot; returns the wr_id.
   uint64_t post(Qp& q, ibcore::ib_send_wr& wr, const std::string& data, uint32_t length);
   BufferedQp& window_owner(uint32_t qp_num, uint32_t window_slot, uint64_t length);

@@ -26,6 +26,7 @@ class PcieSystem final : public Host {
   ~PcieSystem() override;
 
   irdma::irdma_device& driver() override { return *driver_; }
+  int reprobe() override { return probe_again(driver_); }
   // The job runs on the calling thread; completions arrive on the backend's own threads.
   void run_on_host(const std::function<void()>& job) override { job(); }
   uint64_t now_ps() const override;

@@ -39,6 +39,11 @@ class Simulation final : public Host {
   void run_on_host(const std::function<void()>& job) override;
 
   irdma::irdma_device& driver() override { return *driver_; }
+  int reprobe() override {
+    int ret = 0;
+    run_on_host([&] { ret = probe_again(driver_); });
+    return ret;
+  }
   backends::DeviceBackdoor* backdoor() override { return backdoor_.get(); }
   HostCounters host_counters() const override;
   uint64_t stall_timeout_ns() const override { return 50'000'000; }  // simulated: 50 ms is an age

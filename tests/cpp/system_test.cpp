@@ -284,6 +284,57 @@ TEST(System, ACqpCommandThatNeverCompletesGivesTheDeviceUp) {
   s.host().driver().event_handler = nullptr;
 }
 
+// The function reset under the driver mid-traffic: the watchdog finds it, the device is
+// given up (what was in flight completes as flushed, each request once), and the driver,
+// probed again on the same function, drives it as new.
+TEST(System, AFunctionResetIsFoundAndTheDriverProbedAgainDrivesTheDevice) {
+  using namespace ibcore;
+  SimConfig cfg;
+  // Ready 50 us after power-on and after the reset: each probe waits a poll (1 s) for it.
+  const uint64_t reset_ns = 1'500'000'000;
+  cfg.device.function_reset_at_ns = reset_ns;
+  cfg.device.ready_after_us = 50;
+  cfg.driver.eq_watchdog_us = 100;
+  HostSession s{cfg};
+  std::vector<ib_event_type> events;
+  s.host().driver().event_handler = [&](const ib_event& ev) { events.push_back(ev.event); };
+  const auto traffic = [&s](uint32_t cq, uint32_t a, uint32_t b, uint64_t run_ns) {
+    const uint64_t recv = s.post_recv(b);
+    const uint64_t send = s.post_send(a, "across a reset", std::nullopt, true, false);
+    std::map<uint64_t, ib_wc_status> status;
+    for (int i = 0; i < 100 && status.size() < 2; i++) {
+      s.run_for_ns(run_ns);
+      for (const auto& c : s.poll(cq, 16)) EXPECT_TRUE(status.emplace(c.wr_id, c.wc.status).second) << c.wr_id;
+    }
+    EXPECT_EQ(status.size(), 2u);
+    return std::pair{status[send], status[recv]};
+  };
+  uint32_t cq = s.pool_get(64, -1, IB_POLL_SOFTIRQ);
+  auto [a, b] = s.create_qp_pair(cq, cq, 8, 8, 64);
+  EXPECT_EQ(traffic(cq, a, b, 1000), std::pair(IB_WC_SUCCESS, IB_WC_SUCCESS)) << "before the reset";
+  ASSERT_LT(s.now_ps() / 1000, reset_ns);
+  s.run_for_ns(reset_ns - s.now_ps() / 1000);
+  EXPECT_EQ(traffic(cq, a, b, 1'000'000), std::pair(IB_WC_WR_FLUSH_ERR, IB_WC_WR_FLUSH_ERR)) << "after it";
+  EXPECT_EQ(events, std::vector<ib_event_type>{IB_EVENT_DEVICE_FATAL});
+  const auto ev = s.host().driver().event_counters();
+  EXPECT_EQ(ev.function_resets, 1u);
+  EXPECT_EQ(ev.resets_requested, 1u);
+  auto counters = s.counters();
+  EXPECT_EQ(counters.at("function_resets"), 1u);
+  EXPECT_GT(counters.at("mmio_refused_in_reset"), 0u) << "the doorbell rung before the driver knew";
+  s.host().driver().event_handler = nullptr;
+
+  s.recover();
+  EXPECT_EQ(s.host().driver().event_counters().resets_requested, 0u) << "a new driver";
+  cq = s.pool_get(64, -1, IB_POLL_SOFTIRQ);
+  std::tie(a, b) = s.create_qp_pair(cq, cq, 8, 8, 64);
+  EXPECT_EQ(traffic(cq, a, b, 1000), std::pair(IB_WC_SUCCESS, IB_WC_SUCCESS)) << "after recovery";
+  s.shutdown();
+  counters = s.counters();
+  EXPECT_EQ(counters.at("function_resets"), 1u);
+  EXPECT_EQ(counters.at("bad_mmio"), 0u);
+}
+
 // Every CQE write refused by the host (posted: the device is not told): the root port
 // reports it (AER), the driver gives the device up, and the work whose CQEs never landed
 // completes in software as flushed, each request once.
