@@ -237,6 +237,8 @@ class irdma_device final : public ibcore::ib_device {
 
   hal::Platform& hw() { return hw_; }
   const irdma_params& params() const { return params_; }
+  // The control QP, for benches that post commands of their own (the CQP fuzz target).
+  irdma_cqp& cqp() { return cqp_; }
   irdma_event_counters event_counters() const;
 
  private:

@@ -38,13 +38,15 @@ inline irdma::irdma_params driver_params(const SimConfig& cfg) {
   return p;
 }
 
-// Host::reprobe's work, on the host: `driver` removed and replaced by a new one, probed;
+// Host::reprobe's work, on the host: `driver` removed, the function reset where it offers
+// an FLR (a device given up on a timeout holds what it wedged on), and a new driver probed;
 // -EBUSY, the driver kept though removed, while its caller still holds objects made on it.
 inline int probe_again(std::unique_ptr<irdma::irdma_device>& driver) {
   hal::Platform& hw = driver->hw();
   const irdma::irdma_params params = driver->params();
   driver->remove();
   if (driver->in_use()) return -EBUSY;
+  if (const int ret = hal::pcie_flr(hw.config, hw.exec); ret && ret != -ENOTTY) return ret;
   driver = std::make_unique<irdma::irdma_device>(hw, params);
   const int ret = driver->probe();
   if (ret) driver->remove();
@@ -55,11 +57,12 @@ class Host {
  public:
   virtual ~Host() = default;
   virtual irdma::irdma_device& driver() = 0;
-  // The driver removed and probed again on the same function, as Linux's irdma is when its
-  // device comes back from a reset (the auxiliary driver's remove, then probe): a new
-  // irdma_device with the same parameters, nothing of the old one left. Returns the probe's
-  // result (a failed probe's driver is removed again: driver().probe_error() says why), or
-  // -EBUSY while a CQ, QP, PD or memory key made on the old driver is still held.
+  // The driver removed and probed again on the same function after a function level reset,
+  // as Linux's irdma is when its device comes back from a reset (the auxiliary driver's
+  // remove, then probe): a new irdma_device with the same parameters, nothing of the old
+  // one left. Returns the probe's result (a failed probe's driver is removed again:
+  // driver().probe_error() says why), -ENODEV when the function did not come back from
+  // its reset, or -EBUSY while a CQ, QP, PD or memory key made on the old driver is held.
   virtual int reprobe() = 0;
   // Runs `job` as the host's work and returns once it has; rethrows what it throws.
   virtual void run_on_host(const std::function<void()>& job) = 0;

@@ -428,8 +428,9 @@ void HostSession::recover() {
   check(err, failed);
   if (const int ret = host_->reprobe()) {
     down_ = true;
-    const std::string why = ret == -EBUSY ? "objects made through the raw verbs are still held"
-                                          : host_->driver().probe_error();
+    const std::string why = ret == -EBUSY    ? "objects made through the raw verbs are still held"
+                            : ret == -ENODEV ? "the function did not come back from its reset"
+                                             : host_->driver().probe_error();
     throw VerbsError("probing the driver again failed: " + why + " (errno " + std::to_string(-ret) + ")", -ret);
   }
 }

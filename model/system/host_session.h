@@ -96,10 +96,10 @@ class HostSession {
   std::map<std::string, uint64_t> counters() const;
   // Frees every QP and pool CQ and stops the driver; the session is unusable after.
   void shutdown();
-  // Recovery from a device lost to a reset (IB_EVENT_DEVICE_FATAL): every QP and CQ of the
-  // session destroyed, their unpolled completions with them, and the driver probed again
-  // on the same function (Host::reprobe); the session goes on with new objects, the
-  // driver's counters from 0. Throws VerbsError when a teardown step or the probe fails
+  // Recovery from a device given up (IB_EVENT_DEVICE_FATAL: a reset, a CQP timeout, a PCIe
+  // error): every QP and CQ of the session destroyed, their unpolled completions with them,
+  // the function reset and the driver probed again (Host::reprobe); the session goes on
+  // with new objects, the driver's counters from 0. Throws VerbsError when a teardown step or the probe fails
   // (the session is then shut down).
   void recover();
 
