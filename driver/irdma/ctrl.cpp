@@ -311,10 +311,7 @@ int irdma_device::probe() {
 
 bool irdma_device::in_use() const {
   std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-  const auto held = [](const auto& table) {
-    return std::any_of(table.begin(), table.end(), [](const auto& e) { return bool(e); });
-  };
-  return held(qp_table_) || held(cq_table_) || held(pd_used_) || held(stag_used_);
+  return ids_in_use_ != 0;
 }
 
 int irdma_device::remove() {

@@ -46,6 +46,7 @@ int64_t irdma_device::alloc_id(std::vector<bool>& used, uint32_t& next, uint32_t
     if (id >= n) id = first + (id - n);
     if (!used[id]) {
       used[id] = true;
+      ids_in_use_++;
       next = id + 1 >= n ? first : id + 1;
       return id;
     }
@@ -55,6 +56,11 @@ int64_t irdma_device::alloc_id(std::vector<bool>& used, uint32_t& next, uint32_t
 
 void irdma_device::free_id(std::vector<bool>& used, uint32_t id) {
   std::lock_guard<hal::Lock> guard(*rsrc_lock_);
+  free_id_locked(used, id);
+}
+
+void irdma_device::free_id_locked(std::vector<bool>& used, uint32_t id) {
+  if (used[id]) ids_in_use_--;
   used[id] = false;
 }
 

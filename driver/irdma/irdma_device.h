@@ -253,6 +253,7 @@ class irdma_device final : public ibcore::ib_device {
   // Id allocation under rsrc_lock_ (irdma_alloc_rsrc / irdma_free_rsrc).
   int64_t alloc_id(std::vector<bool>& used, uint32_t& next, uint32_t first);
   void free_id(std::vector<bool>& used, uint32_t id);
+  void free_id_locked(std::vector<bool>& used, uint32_t id);  // rsrc_lock_ held
   // Bring-up steps (ctrl.cpp); each returns 0 or a negative errno, noting what failed.
   int fail(int err, const std::string& what);
   int pci_enable();
@@ -324,6 +325,7 @@ class irdma_device final : public ibcore::ib_device {
   std::vector<irdma_qp_uk*> qp_table_;
   std::vector<irdma_cq*> cq_table_;
   std::vector<bool> stag_used_, pble_used_, pd_used_;
+  uint64_t ids_in_use_ = 0;  // CQ, QP, PD and STag ids allocated, under rsrc_lock_
   uint32_t next_stag_ = 1, next_pd_ = 1;
   std::unique_ptr<hal::Lock> flush_lock_;
   std::vector<irdma_qp*> flush_work_;  // QPs whose flush work is scheduled

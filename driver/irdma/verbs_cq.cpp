@@ -106,7 +106,7 @@ void irdma_device::free_cq(irdma_cq* cq) {
   hw_.dma.free_coherent(cq->shadow);
   {
     std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-    cq_used_[cq->cq_num] = false;
+    free_id_locked(cq_used_, cq->cq_num);
     cq_table_[cq->cq_num] = nullptr;
   }
   delete cq;

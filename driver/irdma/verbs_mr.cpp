@@ -94,7 +94,7 @@ ErrPtr<irdma_mr> irdma_device::alloc_mr(uint32_t max_num_sg, ib_pd* pd) {
   mr->pd_id = pd ? pd->pd_id : 0;
   if (int ret = alloc_stag(mr->stag_index, false, uint64_t(max_num_sg) * kPage, mr->pd_id)) {
     std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-    stag_used_[index] = false;
+    free_id_locked(stag_used_, uint32_t(index));
     std::fill_n(pble_used_.begin() + pble, max_num_sg, false);
     return ErrPtr<irdma_mr>::error(ret);
   }
@@ -117,7 +117,7 @@ int irdma_device::dereg_mr(irdma_mr* mr) {
   if (int ret = dealloc_stag(mr->stag_index, false)) return ret;
   {
     std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-    stag_used_[mr->stag_index] = false;
+    free_id_locked(stag_used_, mr->stag_index);
     std::fill_n(pble_used_.begin() + mr->pble_index, mr->max_pages, false);
   }
   delete mr;

@@ -163,7 +163,7 @@ void irdma_device::free_qp(irdma_qp* qp) {
   {
     std::lock_guard<hal::Lock> guard(*rsrc_lock_);
     smp_store_release(qp_table_[qp->qp_num], static_cast<irdma_qp_uk*>(nullptr));
-    qp_used_[qp->qp_num] = false;
+    free_id_locked(qp_used_, qp->qp_num);
   }
   cancel_flush_work(qp);
   for (irdma_cq* cq : cqs) {

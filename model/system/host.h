@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "driver/backends/device_backdoor.h"
+#include "driver/core/cq_pool.h"
 #include "driver/irdma/irdma_device.h"
 #include "model/device/cq_writer.h"
 #include "model/system/sim_config.h"
@@ -40,12 +41,14 @@ inline irdma::irdma_params driver_params(const SimConfig& cfg) {
 
 // Host::reprobe's work, on the host: `driver` removed, the function reset where it offers
 // an FLR (a device given up on a timeout holds what it wedged on), and a new driver probed;
-// -EBUSY, the driver kept though removed, while its caller still holds objects made on it.
+// -EBUSY, the driver left as it was (but its idle pool CQs), while its caller still holds
+// objects made on it.
 inline int probe_again(std::unique_ptr<irdma::irdma_device>& driver) {
   hal::Platform& hw = driver->hw();
   const irdma::irdma_params params = driver->params();
-  driver->remove();
+  ibcore::ib_cq_pool_cleanup(driver.get());  // the pool's idle CQs are the driver's own
   if (driver->in_use()) return -EBUSY;
+  driver->remove();
   if (const int ret = hal::pcie_flr(hw.config, hw.exec); ret && ret != -ENOTTY) return ret;
   driver = std::make_unique<irdma::irdma_device>(hw, params);
   const int ret = driver->probe();

@@ -339,6 +339,25 @@ TEST(System, AFunctionResetIsFoundAndTheDriverProbedAgainDrivesTheDevice) {
   EXPECT_EQ(counters.at("bad_mmio"), 0u);
 }
 
+// A driver is probed again only once nothing made on it is held: a CQ still allocated
+// keeps it (EBUSY), freed it goes.
+TEST(System, ReprobeWaitsForEveryObjectMadeOnTheDriver) {
+  using namespace ibcore;
+  Simulation sim{SimConfig{}};
+  ib_cq* cq = nullptr;
+  sim.run_on_host([&] { cq = ib_alloc_cq(&sim.driver(), nullptr, 16, 0, IB_POLL_DIRECT).get(); });
+  ASSERT_NE(cq, nullptr);
+  EXPECT_EQ(sim.reprobe(), -EBUSY);
+  sim.run_on_host([&] { EXPECT_EQ(ib_free_cq(cq), 0); });
+  EXPECT_EQ(sim.reprobe(), 0);
+  sim.run_on_host([&] {
+    auto again = ib_alloc_cq(&sim.driver(), nullptr, 16, 0, IB_POLL_DIRECT);
+    ASSERT_FALSE(again.is_err());
+    EXPECT_EQ(ib_free_cq(again.get()), 0);
+    sim.driver().remove();
+  });
+}
+
 // Every CQE write refused by the host (posted: the device is not told): the root port
 // reports it (AER), the driver gives the device up, and the work whose CQEs never landed
 // completes in software as flushed, each request once.
