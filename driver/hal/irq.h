@@ -18,6 +18,9 @@ class Interrupts {
   // Returns 0, or -EINVAL for a vector not allocated or taken.
   virtual int request_irq(unsigned vector, Handler handler) = 0;
   virtual void free_irq(unsigned vector) = 0;
+  // pci_free_irq_vectors: MSI-X off and every vector given back (their handlers freed
+  // first), so that a driver probed later allocates them anew.
+  virtual void free_irq_vectors() = 0;
   // The function's uncorrectable PCIe errors as the host's AER reports them (Linux's
   // pci_error_handlers::error_detected; VFIO's error IRQ): `handler` runs on a thread of
   // the host's for each, null takes it away. -EOPNOTSUPP where none are reported.

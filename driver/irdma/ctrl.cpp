@@ -331,6 +331,7 @@ int irdma_device::remove() {
   stop_eq_watchdog();
   destroy_aeq();
   destroy_ceqs();
+  hw_.irq.free_irq_vectors();
   hmc_teardown();
   cqp_.destroy();
   return kept;

@@ -73,6 +73,13 @@ void SimInterrupts::free_irq(unsigned vector) {
   handlers_[vector] = nullptr;
 }
 
+void SimInterrupts::free_irq_vectors() {
+  if (handlers_.empty()) return;
+  handlers_.clear();
+  if (const uint8_t cap = config_.find_capability(PCI_CAP_ID_MSIX))
+    config_.write(cap + PCI_MSIX_FLAGS, 2, config_.read16(cap + PCI_MSIX_FLAGS) & ~PCI_MSIX_FLAGS_ENABLE);
+}
+
 void SimInterrupts::deliver(uint32_t data, sc_core::sc_time at) {
   pending_.emplace(at, deliveries_++, data);
   arrived_.notify(sc_core::SC_ZERO_TIME);

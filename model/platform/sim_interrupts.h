@@ -37,6 +37,7 @@ class SimInterrupts final : public sc_core::sc_module, public hal::Interrupts {
   unsigned num_vectors() const override { return unsigned(handlers_.size()); }
   int request_irq(unsigned vector, Handler handler) override;
   void free_irq(unsigned vector) override;
+  void free_irq_vectors() override;
   int request_error_irq(std::function<void()> handler) override;
 
   // From the link: an MSI write of `data` arriving at `at`.

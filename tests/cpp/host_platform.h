@@ -39,6 +39,7 @@ class NoDevice final : public hal::PciConfig, public hal::Bar, public hal::Inter
   unsigned num_vectors() const override { return 0; }
   int request_irq(unsigned, Handler) override { return -22; }  // -EINVAL
   void free_irq(unsigned) override {}
+  void free_irq_vectors() override {}
 };
 
 }  // namespace irdma_sim::testing

@@ -97,6 +97,7 @@ class PlainDevice final : public hal::PciConfig, public hal::Bar, public hal::In
     std::lock_guard<std::mutex> guard(irq_[vector].m);
     irq_[vector].handler = nullptr;
   }
+  void free_irq_vectors() override { vectors_ = 0; }
 
   // Writes one CQE to CQ `cq_num` once the ring has room (the driver publishes its head in
   // the shadow area); an armed CQ then raises its event, on this thread as an interrupt.

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <string>
@@ -53,6 +54,24 @@ TEST(IrqDispatcher, AllocatesVectorsAsThePciCoreDoes) {
   for (unsigned v = 0; v < 4; ++v) EXPECT_TRUE(rig.fire(v)) << "vector " << v << " has its eventfd";
   EXPECT_FALSE(rig.fire(4)) << "only what was allocated";
   EXPECT_EQ(rig.irq->alloc_irq_vectors(1, 4), -EINVAL) << "already allocated";
+}
+
+// pci_free_irq_vectors: MSI-X off and the eventfds gone, so a driver probed again (after a
+// reset) allocates afresh; twice is harmless.
+TEST(IrqDispatcher, FreedVectorsAreAllocatedAgain) {
+  Rig rig;
+  ASSERT_EQ(rig.irq->alloc_irq_vectors(2, 4), 4);
+  rig.irq->free_irq_vectors();
+  EXPECT_EQ(rig.irq->num_vectors(), 0u);
+  EXPECT_FALSE(rig.msix_flags() & hal::PCI_MSIX_FLAGS_ENABLE);
+  rig.irq->free_irq_vectors();
+  EXPECT_EQ(rig.irq->alloc_irq_vectors(1, 2), 2);
+  std::atomic<int> runs{0};
+  EXPECT_EQ(rig.irq->request_irq(1, [&](unsigned) { runs++; }), 0);
+  EXPECT_TRUE(rig.fire(1));
+  for (int i = 0; i < 200 && runs.load() == 0; i++) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(runs.load(), 1) << "the new eventfd reaches the handler";
+  rig.irq->free_irq(1);
 }
 
 TEST(IrqDispatcher, EveryVectorsEventfdGoesToTheTransportInOneCall) {

@@ -12,8 +12,10 @@
 
 #include "driver/backends/region_backdoor.h"
 #include "driver/backends/vfio_user/client.h"
+#include "driver/core/cq.h"
 #include "driver/hal/pci_config.h"
 #include "driver/irdma/defs.h"
+#include "model/system/pcie_system.h"
 #include "model/system/server_child.h"
 
 namespace {
@@ -83,6 +85,33 @@ TEST(ServedDevice, AServerThatDiesIsAClearErrorNotAHang) {
   EXPECT_EQ(server->wait(2000), "killed by signal 9 (Killed)");
   uint32_t v = 0;
   EXPECT_THROW(client.region_read(0, irdma::IRDMA_CQPTAIL, &v, 4), pcie::PciTransportError);
+}
+
+// The host's DEVICE_RESET resets the served function as an FLR does: its configuration
+// space back as at power-on. And the driver comes back from a reset of its own making
+// (Host::reprobe's FLR through Device Control) over the socket as in process.
+TEST(ServedDevice, ResetsOnDeviceResetAndTheDriverIsProbedAgainAfterAnFlr) {
+  ServerChild server(SimConfig{}, {});
+  {
+    pcie::vfio_user::VfioUserClient client(server.socket_path());
+    EXPECT_TRUE(client.device_info().flags & vfio::kDeviceFlagReset);
+    const uint16_t command = hal::PCI_COMMAND_MEMORY | hal::PCI_COMMAND_MASTER;
+    client.region_write(vfio::kConfigRegionIndex, hal::PCI_COMMAND, &command, 2);
+    client.reset();
+    EXPECT_EQ(config_read(client, hal::PCI_COMMAND, 2), 0u) << "memory decode and bus mastering off";
+    uint32_t status = 0;
+    EXPECT_THROW(client.region_read(0, irdma::IRDMA_GLPE_CPUSTATUS0, &status, 4), pcie::PciTransportError)
+        << "a BAR access the reset function does not claim";
+    EXPECT_EQ(backends::RegionBackdoor(client).counters().function_resets, 1u);
+  }
+  ServerChild next(SimConfig{}, {});
+  PcieSystem host(std::make_unique<pcie::vfio_user::VfioUserClient>(next.socket_path()), irdma::irdma_params{});
+  EXPECT_EQ(host.reprobe(), 0) << host.driver().probe_error();
+  EXPECT_EQ(host.backdoor()->counters().function_resets, 1u);
+  ibcore::ib_cq* cq = nullptr;
+  host.run_on_host([&] { cq = ibcore::ib_alloc_cq(&host.driver(), nullptr, 16, 0, ibcore::IB_POLL_DIRECT).get(); });
+  ASSERT_NE(cq, nullptr) << "a CQ on the driver probed again";
+  EXPECT_EQ(ibcore::ib_free_cq(cq), 0);
 }
 
 }  // namespace

@@ -94,6 +94,15 @@ int IrqDispatcher::alloc_irq_vectors(unsigned min, unsigned max) {
   return int(count);
 }
 
+void IrqDispatcher::free_irq_vectors() {
+  std::lock_guard lock(mutex_);
+  if (!msix_cap_) return;
+  disable_msix(msix_cap_, msix_flags_);
+  eventfds_.clear();  // closed: out of the epoll set
+  handlers_.clear();
+  msix_cap_ = 0;
+}
+
 unsigned IrqDispatcher::num_vectors() const {
   std::lock_guard lock(mutex_);
   return unsigned(handlers_.size());

@@ -39,6 +39,7 @@ class IrqDispatcher final : public hal::Interrupts {
   // Also -EINVAL when vectors are already allocated or max < min, -EIO when the transport
   // refuses, -errno when the OS has no eventfds left.
   int alloc_irq_vectors(unsigned min, unsigned max) override;
+  void free_irq_vectors() override;
   unsigned num_vectors() const override;
   int request_irq(unsigned vector, Handler handler) override;
   void free_irq(unsigned vector) override;
