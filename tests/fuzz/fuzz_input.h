@@ -18,6 +18,7 @@ class ByteEntropy {
   uint64_t operator()() {
     uint64_t v = 0;
     const size_t n = size_ < sizeof v ? size_ : sizeof v;
+    if (n == 0) return 0;  // an empty input's data may be null, which memcpy may not be given
     std::memcpy(&v, data_, n);
     data_ += n;
     size_ -= n;
