@@ -54,7 +54,8 @@ struct DeviceConfig {
   // A fault: the function goes through a reset nobody on the host asked for this long after
   // power-on (as an E810 core reset, from firmware or the LAN function's driver, takes the
   // RDMA function's state with it): every queue and context gone, memory decode, bus
-  // mastering and MSI-X off. Unset: never.
+  // mastering and MSI-X off. Before the host enabled the function it strikes nothing.
+  // Unset: never.
   std::optional<uint64_t> function_reset_at_ns;
   // What UD receives report about the (loopback) wire: the port's MAC, the VLAN tag
   // (0: untagged) and whether RoCEv2 runs over IPv4 (else IPv6).

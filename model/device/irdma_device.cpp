@@ -336,7 +336,8 @@ void IrdmaDevice::reset_fault_thread() {
   const uint64_t at_ps = *cfg_.function_reset_at_ns * 1000;
   const uint64_t now = sc_core::sc_time_stamp().value();
   if (at_ps > now) sc_core::wait(sc_time::from_value(at_ps - now));
-  function_reset("fault");
+  // Before the host enabled it the function is as a reset leaves it: nothing to strike.
+  if (config_.memory_enabled()) function_reset("fault");
 }
 
 void IrdmaDevice::engine_thread() {

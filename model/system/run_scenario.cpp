@@ -209,7 +209,7 @@ void warn_of_idle_faults(const SimConfig& cfg, const backends::DeviceCounters& c
     }
   if (cfg.device.function_reset_at_ns && !c.function_resets)
     warnings.push_back("config.device.function_reset_at_ns = " + std::to_string(*cfg.device.function_reset_at_ns) +
-                       " struck nothing in this run: it ended before");
+                       " struck nothing in this run: it ended before, or came before the driver enabled the function");
   if (cfg.device.cqp_hang_after_ns && !c.cqp_hung)
     warnings.push_back("config.device.cqp_hang_after_ns = " + std::to_string(*cfg.device.cqp_hang_after_ns) +
                        " struck nothing in this run: the control QP took no command after it");

@@ -4,6 +4,7 @@ and the device given up once, every work request completed once; without the wat
 nothing tells the driver and the run says so; a session recovers by probing the driver
 again; runs that cannot carry it refuse it."""
 
+import json
 import textwrap
 
 import pytest
@@ -45,6 +46,25 @@ def test_without_the_watchdog_the_run_fails_and_says_why(variant, tmp_path):
     assert "no_stall" in failed, failed
     assert "0 found by the driver's watchdog, 1 reset(s) requested" in failed["device_given_up_after_function_reset"]
     assert report["counts"]["device_fatal_events"] == 1, "the control command that found it gone gave it up"
+
+
+def test_a_reset_at_any_moment_of_bring_up_and_setup_is_a_clean_failure(variant, run_scenario_file, tmp_path):
+    # Every 5 us of the first 150: before the driver enables the function it strikes nothing;
+    # during the probe the probe fails (exit 3); while the workload sets up, its setup check
+    # fails (exit 1); after, the run passes. Never a crash or a hang (a reset once met the
+    # workload's device-fatal handler before its ready set was sized).
+    outcomes = set()
+    for at_ns in range(0, 150_000, 5_000):
+        path = variant("function_reset.yaml", "function_reset_at_ns: 5000000", f"function_reset_at_ns: {at_ns}")
+        proc = run_scenario_file(path, tmp_path / str(at_ns), "--no-trace", timeout=120)
+        assert proc.returncode in (0, 1, 3), (at_ns, proc.returncode, proc.stderr[-2000:])
+        if proc.returncode == 3:
+            assert "driver probe failed" in proc.stderr, proc.stderr
+        if proc.returncode == 1:
+            report = json.loads((tmp_path / str(at_ns) / "report.json").read_text())
+            assert "setup" in failed_checks(report), (at_ns, failed_checks(report))
+        outcomes.add(proc.returncode)
+    assert outcomes == {0, 1, 3}, outcomes
 
 
 def test_a_session_recovers_by_probing_the_driver_again(run_python):
@@ -99,7 +119,7 @@ def test_a_reset_after_the_run_is_a_warning(variant, tmp_path):
     assert report["passed"], failed_checks(report)
     assert report["counts"]["function_resets"] == 0
     assert report["warnings"] == ["config.device.function_reset_at_ns = 900000000000 struck nothing in this run: "
-                                  "it ended before"]
+                                  "it ended before, or came before the driver enabled the function"]
 
 
 def test_a_served_model_refuses_it(refused_run):

@@ -42,6 +42,12 @@ size_t Workload::pool_size() {
 
 bool Workload::setup() {
   dev_.pool_policy = sc_.pool_policy;
+  {
+    // Sized for every QP before the first exists: the device may be given up (and each QP
+    // made so far marked ready) while the rest are being made.
+    const std::lock_guard<hal::Lock> held(*lock_);
+    ready_.resize(unsigned(2 * sc_.pairs.size()));
+  }
   if (sc_.traffic.resize_every) {
     std::vector<std::string> pooled;
     for (const QpPairSpec& pair : sc_.pairs)
@@ -136,7 +142,6 @@ bool Workload::setup() {
   }
   const std::lock_guard<hal::Lock> held(*lock_);
   unfinished_ = qps_.size();
-  ready_.resize(unsigned(qps_.size()));
   for (auto& q : qps_) {
     update_finished(*q);
     mark_ready(*q);
