@@ -82,7 +82,7 @@ void IrdmaDevice::pci_b_transport(tlm::tlm_generic_payload& trans, sc_time& dela
     // Memory decode off, or the function still in reset: it does not claim the access (an
     // unsupported request).
     trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-    if (counters_.function_resets) {
+    if (refusing_since_reset_) {
       counters_.mmio_refused_in_reset++;
       return;
     }
@@ -117,6 +117,7 @@ bool IrdmaDevice::config_access(tlm::tlm_generic_payload& trans, uint64_t off) {
       function_reset("flr");
       return true;
     }
+    if (config_.memory_enabled()) refusing_since_reset_ = false;  // the host has taken the function back
     send_unmasked_pending();  // the function mask may be off now
     return true;
   }
@@ -311,6 +312,7 @@ void IrdmaDevice::function_reset(const char* cause) {
   ccqp_high_ = ccqp_low_ = 0;
   ready_at_ps_ = now + uint64_t(cfg_.ready_after_us) * 1'000'000;
   engines_reset_pending_ = true;
+  refusing_since_reset_ = true;
   work_ev_.notify(sc_core::SC_ZERO_TIME);
 }
 

@@ -48,7 +48,7 @@ struct DeviceCounters {
   uint64_t msix_sent_on_unmask = 0;  // of the held ones, sent when their entry or the function was unmasked
   uint64_t bad_doorbells = 0;  // CQARM for a CQ that does not exist
   uint64_t function_resets = 0;
-  uint64_t mmio_refused_in_reset = 0;  // BAR accesses a reset function refused (not in bad_mmio)
+  uint64_t mmio_refused_in_reset = 0;  // BAR accesses refused from a reset until the host enables memory again (not in bad_mmio)
 };
 
 class IrdmaDevice : public sc_core::sc_module {
@@ -171,6 +171,7 @@ class IrdmaDevice : public sc_core::sc_module {
       msix_due_;  // (due time, vector), oldest first
   sc_core::sc_event msix_timer_;
   bool engines_reset_pending_ = false;  // function_reset ran, reset_engines not yet
+  bool refusing_since_reset_ = false;   // reset, and memory decode not enabled again since
   uint64_t ready_at_ps_;  // GLPE_CPUSTATUS reads ready from then on
   uint32_t ccqp_high_ = 0;
   uint32_t ccqp_low_ = 0;

@@ -337,6 +337,16 @@ TEST(System, AFunctionResetIsFoundAndTheDriverProbedAgainDrivesTheDevice) {
   counters = s.counters();
   EXPECT_EQ(counters.at("function_resets"), 2u) << "the fault's, and the FLR recovery made";
   EXPECT_EQ(counters.at("bad_mmio"), 0u);
+  const uint64_t refused_in_reset = counters.at("mmio_refused_in_reset");
+  // Once the host took the function back, a refused access is an error again, not the reset's.
+  s.host().run_on_host([&] {
+    hal::Platform& hw = s.host().driver().hw();
+    hw.config.write(hal::PCI_COMMAND, 2, 0);
+    EXPECT_EQ(hw.bar0.read32(irdma_sim::device::regs::GLPE_CPUSTATUS0), ~0u);
+  });
+  counters = s.counters();
+  EXPECT_EQ(counters.at("bad_mmio"), 1u);
+  EXPECT_EQ(counters.at("mmio_refused_in_reset"), refused_in_reset);
 }
 
 // A driver is probed again only once nothing made on it is held: a CQ still allocated
