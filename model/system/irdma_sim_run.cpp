@@ -130,6 +130,8 @@ int sc_main(int argc, char** argv) {
     const auto r = irdma_sim::system::run_scenario(scenario, out, options);
     if (tty) std::cerr << "\r\033[K" << std::flush;
     std::cout << (r.interrupted_by ? "INTERRUPTED " : r.passed ? "PASSED " : "FAILED ") << r.report_path << "\n";
+    // A failure in a log (CTest's, CI's) says what failed, not only where the report is.
+    for (const auto& c : r.failed) std::cerr << "irdma-sim-run: check " << c.name << " failed: " << c.detail << "\n";
     return r.interrupted_by ? 128 + r.interrupted_by : r.passed ? 0 : 1;
   } catch (const irdma_sim::system::ScenarioError& e) {
     std::cerr << "irdma-sim-run: " << e.what() << "\n";

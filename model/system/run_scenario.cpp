@@ -521,9 +521,10 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
                   " ns of simulated time; the traffic was cut short and torn down");
 
   const std::vector<Check> checks = sb.checks();
-  bool passed = true;
-  for (const Check& c : checks) passed = passed && c.passed;
-  RunResult result{passed, interrupted_by, (out / "report.json").string()};
+  RunResult result{true, interrupted_by, (out / "report.json").string(), {}};
+  for (const Check& c : checks)
+    if (!c.passed) result.failed.push_back(c);
+  const bool passed = result.passed = result.failed.empty();
   write_whole((out / "coverage.json").string(), coverage_json(coverage, device_seen) + "\n");
   write_whole(result.report_path,
               report_json(sc, sys, counts, checks, warnings, passed, interrupted_by, interrupted_at_ps, wall,

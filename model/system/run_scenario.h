@@ -6,9 +6,11 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/device/device_config.h"
 #include "model/system/run_progress.h"
+#include "model/system/scoreboard.h"
 
 namespace irdma_sim::system {
 
@@ -43,6 +45,7 @@ struct RunResult {
   bool passed = false;
   int interrupted_by = 0;  // the signal that cut the traffic short, or 0
   std::string report_path;
+  std::vector<Check> failed;  // the checks that did not hold, as the report has them
 };
 
 // Throws ScenarioError for a malformed scenario, std::invalid_argument for an unknown

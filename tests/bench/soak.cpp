@@ -143,5 +143,6 @@ int sc_main(int argc, char** argv) {
               kRssIsTheSanitizers ? " (not judged: AddressSanitizer's quarantine)"
               : quarter_kb        ? ""
                                   : " (too short to watch: no report past a quarter)");
+  for (const auto& c : r.failed) std::fprintf(stderr, "irdma-sim-soak: check %s failed: %s\n", c.name.c_str(), c.detail.c_str());
   return r.passed && (growth < 0.10 || kRssIsTheSanitizers) ? 0 : 1;
 }

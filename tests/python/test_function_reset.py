@@ -63,6 +63,8 @@ def test_a_reset_at_any_moment_of_bring_up_and_setup_is_a_clean_failure(variant,
         if proc.returncode == 1:
             report = json.loads((tmp_path / str(at_ns) / "report.json").read_text())
             assert "setup" in failed_checks(report), (at_ns, failed_checks(report))
+            # The log says what failed, not only where the report is.
+            assert "irdma-sim-run: check setup failed: " in proc.stderr, proc.stderr
         outcomes.add(proc.returncode)
     assert outcomes == {0, 1, 3}, outcomes
 
