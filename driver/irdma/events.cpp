@@ -202,7 +202,10 @@ void irdma_device::process_aeq() {
         (code != IRDMA_AE_CQ_OPERATION_ERROR && code != IRDMA_AE_LCE_CQ_CATASTROPHIC))
       continue;
     irdma_cq* cq = irdma_cq_add_ref(ctx << 1);
-    if (!cq) continue;
+    if (!cq) {
+      bump(events_.stale_cq_errors);
+      continue;
+    }
     bump(events_.cq_errors);
     if (cq->event_handler) cq->event_handler({this, cq, IB_EVENT_CQ_ERR});
     irdma_cq_rem_ref(cq);

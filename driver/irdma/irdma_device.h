@@ -102,8 +102,10 @@ struct irdma_event_counters {
   uint64_t comp_events = 0;  // comp_handler calls
   uint64_t aeqes = 0;        // AEQEs consumed
   uint64_t cq_errors = 0;    // IB_EVENT_CQ_ERR raised
+  uint64_t stale_cq_errors = 0;  // CQ error AEQEs for a CQ destroyed before they were read: dropped
   uint64_t cqes_cleaned = 0; // unpolled CQEs of destroyed QPs, never reported (flushes aside)
   uint64_t ceqes_left = 0;   // unconsumed in a CEQ when it was destroyed
+  uint64_t cqes_left = 0;    // unpolled in a CQ when it was destroyed (flushes aside)
   uint64_t missed_interrupts = 0;  // handler runs the watchdog made for an interrupt that never came
   uint64_t resets_requested = 0;   // the device given up (request_reset): a CQP timeout, a PCIe error, a reset
   uint64_t pci_errors = 0;         // uncorrectable PCIe errors the host reported (AER)
@@ -245,7 +247,7 @@ class irdma_device final : public ibcore::ib_device {
   // Counters several threads bump (handlers of different vectors, destroys).
   struct event_stats {
     std::atomic<uint64_t> interrupts{0}, ceqes{0}, stale_ceqes{0}, comp_events{0}, aeqes{0},
-        cq_errors{0}, cqes_cleaned{0}, ceqes_left{0}, missed_interrupts{0}, resets_requested{0}, pci_errors{0},
+        cq_errors{0}, stale_cq_errors{0}, cqes_cleaned{0}, ceqes_left{0}, cqes_left{0}, missed_interrupts{0}, resets_requested{0}, pci_errors{0},
         function_resets{0};
   };
   static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }

@@ -170,6 +170,8 @@ bool irdma_uk_cq_holds_qp(const irdma_cq_uk* cq, uint64_t qp_compl_ctx);
 // are consumed and never reported); head and polarity stay as they are (spec D.8).
 // Returns how many CQEs it neutralised, flush CQEs aside.
 uint32_t irdma_uk_clean_cq(uint64_t qp_compl_ctx, irdma_cq_uk* cq);
+// How many unpolled CQEs still name a QP, flush CQEs aside (what a destroyed CQ took with it).
+uint32_t irdma_uk_cq_unpolled(const irdma_cq_uk* cq);
 
 struct irdma_sge {
   uint64_t addr = 0;

@@ -302,6 +302,15 @@ uint32_t irdma_uk_clean_cq(uint64_t qp_compl_ctx, irdma_cq_uk* cq) {
   return cleaned;
 }
 
+uint32_t irdma_uk_cq_unpolled(const irdma_cq_uk* cq) {
+  uint32_t left = 0;
+  walk_unpolled(cq, [&](uint64_t* cqe) {
+    left += READ_ONCE(cqe[1]) && !is_flush_cqe(READ_ONCE(cqe[3]));
+    return false;
+  });
+  return left;
+}
+
 void irdma_uk_cq_resize(irdma_cq_uk* cq, uint64_t* new_base, uint32_t new_size) {
   cq->cq_base = new_base;
   cq->cq_size = new_size;

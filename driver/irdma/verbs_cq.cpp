@@ -148,6 +148,8 @@ int irdma_device::destroy_cq(ib_cq* ibcq) {
     return ret;
   }
   cleanup_ceqes(cq);
+  // The device writes it no more: what is still in the ring goes unreported.
+  bump(events_.cqes_left, irdma_uk_cq_unpolled(&cq->sc_cq));
   // Handlers that took it from the table before it left go first (wait_for_completion).
   while (cq->refcnt.load(std::memory_order_acquire)) hw_.exec.delay_ns(1000);
   free_cq(cq);

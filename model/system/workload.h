@@ -159,6 +159,9 @@ class Workload {
   void stop_traffic();
   // teardown.cpp: what is left drained, everything destroyed, the final checks.
   void teardown();
+  // Adds what the poll path counted on `cq` (CQEs skipped or dropped, retired rings' polls)
+  // to counters_: once for each CQ, before it is freed.
+  void count_cq_stats(ibcore::ib_cq* cq);
   // Destroys `q`'s QP and frees its buffers (kept when the destroy failed: the device may
   // still use them); false on failure. Called with lock_ held; lets go of it meanwhile.
   bool destroy_qp(Qp& q);

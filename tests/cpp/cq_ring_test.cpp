@@ -232,7 +232,9 @@ TEST(CqRing, CleaningACqNeutralisesOnlyThatQpsCqes) {
   theirs.wqe_idx = 0;
   fx.prod.post(theirs);
   fx.prod.post(fx.recv(5, true));  // extended: two slots, the ring is full
+  EXPECT_EQ(irdma_uk_cq_unpolled(&fx.cq), 3u) << "an extended CQE's second half names no QP";
   irdma_uk_clean_cq(fx.qp.compl_ctx, &fx.cq);
+  EXPECT_EQ(irdma_uk_cq_unpolled(&fx.cq), 1u) << "what a CQ freed now would take with it";
   EXPECT_EQ(fx.cq.cq_ring.head, 3u) << "head untouched";
   EXPECT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), -EFAULT);
   ASSERT_EQ(irdma_uk_cq_poll_cmpl(&fx.cq, &info), 0);

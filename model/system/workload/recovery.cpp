@@ -62,6 +62,9 @@ int Workload::tear_down_pair(Qp& q) {
   for (Qp* x : {&q, q.peer}) {
     if (!x->own_cq || !x->cq) continue;
     cqs_.erase(std::remove(cqs_.begin(), cqs_.end(), x->cq), cqs_.end());
+    // CQEs its polls dropped, their QP being destroyed (on OS threads a poll may find the
+    // QP so between destroy's mark and its clean), count as the clean's do.
+    count_cq_stats(x->cq);
     if (unlocked([&] { return ib_free_cq(x->cq); }))
       sb_.record("tear_down_pair", false, "freeing a CQ in error failed");
     x->cq = nullptr;

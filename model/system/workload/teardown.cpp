@@ -10,6 +10,14 @@ namespace irdma_sim::system {
 
 using namespace ibcore;
 
+void Workload::count_cq_stats(ib_cq* cq) {
+  irdma::irdmadv_cq stats;
+  irdma::irdmadv_query_cq(cq, &stats);
+  counters_.corrupt_cqes += stats.corrupt_cqes;
+  counters_.destroyed_qp_cqes += stats.destroyed_qp_cqes;
+  counters_.retired_ring_completions += stats.retired_polled;
+}
+
 void Workload::teardown() {
   // Stopped with work in flight: every QP to error (FLUSH_WQES) and destroyed now, their
   // unpolled CQEs cleaned out of the rings; the drain below finds nothing to report.
@@ -24,14 +32,8 @@ void Workload::teardown() {
     left += uint64_t(unlocked([&] { return ib_process_cq_direct(cq, -1); }));
   sb_.record("no_completion_left_in_rings", left == 0,
              left ? std::to_string(left) + " completion(s) were still in the rings" : "all rings drained");
-  uint64_t& corrupt = counters_.corrupt_cqes;
-  for (ib_cq* cq : cqs_) {
-    irdma::irdmadv_cq stats;
-    irdma::irdmadv_query_cq(cq, &stats);
-    corrupt += stats.corrupt_cqes;
-    counters_.destroyed_qp_cqes += stats.destroyed_qp_cqes;
-    counters_.retired_ring_completions += stats.retired_polled;
-  }
+  for (ib_cq* cq : cqs_) count_cq_stats(cq);
+  const uint64_t corrupt = counters_.corrupt_cqes;
   sb_.record("no_corrupt_cqes", corrupt == 0,
              std::to_string(corrupt) + " CQE(s) named an unknown QP or WQE index");
 
