@@ -275,6 +275,7 @@ class irdma_device final : public ibcore::ib_device {
   uint32_t cq_ring_entries(uint32_t cqe) const;
   int poll_resized(irdma_cq* cq, int num_entries, ibcore::ib_wc* wc);
   void free_qp(irdma_qp* qp);
+  void irdma_clean_cqes(irdma_qp* qp);
   void release_qp(irdma_qp* qp);  // its memory only
   // Software flush completions (spec G.7): (re)starts a QP's delayed flush work
   // (mod_delayed_work); the worker; one QP's work, true when it must run again; turns a

@@ -124,10 +124,9 @@ int irdma_device::connect_qp(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey) 
   });
 }
 
-int irdma_device::destroy_qp(irdma_qp* qp) {
-  WRITE_ONCE(qp->qp_uk.destroy_pending, true);
-  // CQEs still in the QP's CQs must not outlive it (spec G.3, D.8); this driver cleans the
-  // rings a resize retired too (irdma_clean_cqes, each CQ locked).
+// CQEs still in the QP's CQs must not outlive it (spec G.3, D.8); this driver cleans the
+// rings a resize retired too, each CQ locked.
+void irdma_device::irdma_clean_cqes(irdma_qp* qp) {
   for (ib_cq* ibcq : {qp->send_cq, qp->recv_cq}) {
     auto* cq = static_cast<irdma_cq*>(ibcq);
     std::lock_guard<hal::Lock> guard(*cq->lock);
@@ -136,6 +135,11 @@ int irdma_device::destroy_qp(irdma_qp* qp) {
       bump(events_.cqes_cleaned, irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &b.uk));
     if (qp->recv_cq == qp->send_cq) break;
   }
+}
+
+int irdma_device::destroy_qp(irdma_qp* qp) {
+  WRITE_ONCE(qp->qp_uk.destroy_pending, true);
+  irdma_clean_cqes(qp);
   const int ret = cqp_.exec(IRDMA_CQP_OP_DESTROY_QP, [&](uint64_t* wqe) {
     wqe[2] = qp->host_ctx.iova;
     return qp_cmd_header(qp->qp_uk);
@@ -144,6 +148,10 @@ int irdma_device::destroy_qp(irdma_qp* qp) {
     WRITE_ONCE(qp->qp_uk.destroy_pending, false);
     return ret;
   }
+  // Again, now the device writes the QP no more: what it completed after the first clean
+  // (on OS threads the device runs meanwhile) would otherwise poll, once the QP left the
+  // table, as CQEs for no QP.
+  irdma_clean_cqes(qp);
   free_qp(qp);
   return 0;
 }
