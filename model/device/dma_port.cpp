@@ -62,13 +62,22 @@ void DmaPort::request_dmi(tlm::tlm_command cmd, uint64_t addr) {
   tlm::tlm_dmi dmi;
   // Without terms a pointer would skip the link's timing and trace: not taken.
   if (!socket_->get_direct_mem_ptr(dmi_request_, dmi) || !ext->terms) return;
+  if (g.start > g.end) granted_.push_back(slot_of(addr));
   g = {dmi.get_start_address(), dmi.get_end_address(), dmi.get_dmi_ptr(), ext->terms,
                      dmi.is_read_allowed(), dmi.is_write_allowed()};
 }
 
 void DmaPort::invalidate_dmi(uint64_t start, uint64_t end) {
-  for (Grant& g : grants_)
-    if (g.start <= end && start <= g.end) g = Grant{};
+  for (size_t i = 0; i < granted_.size();) {
+    Grant& g = grants_[granted_[i]];
+    if (g.start <= end && start <= g.end) {
+      g = Grant{};
+      granted_[i] = granted_.back();
+      granted_.pop_back();
+    } else {
+      i++;
+    }
+  }
 }
 
 bool DmaPort::read(uint64_t addr, void* dst, uint32_t len, const DmaPurpose& purpose) {

@@ -53,7 +53,8 @@ class DmaPort {
                 sc_core::sc_time& delay);
   bool direct(tlm::tlm_command cmd, uint64_t addr, void* data, uint32_t len, sc_core::sc_time& delay);
   void request_dmi(tlm::tlm_command cmd, uint64_t addr);
-  Grant& grant_for(uint64_t addr) { return grants_[(addr >> 12) & ((1u << kGrantBits) - 1)]; }
+  static uint32_t slot_of(uint64_t addr) { return uint32_t(addr >> 12) & ((1u << kGrantBits) - 1); }
+  Grant& grant_for(uint64_t addr) { return grants_[slot_of(addr)]; }
 
   tlm::tlm_initiator_socket<>& socket_;
   EngineTime& time_;
@@ -64,6 +65,10 @@ class DmaPort {
   tlm::tlm_generic_payload now_trans_;
   tlm::tlm_generic_payload dmi_request_;  // owns its DmiTermsExtension
   std::vector<Grant> grants_;
+  // The slots of grants_ holding a grant, each once: an unmap visits those alone (a driver's
+  // probe and remove free dozens of buffers; every one scanning all slots cost more than
+  // the commands did).
+  std::vector<uint32_t> granted_;
   DmaPurposeExtension* purpose_;  // trans_'s: set for the access in hand, cleared after
   uint64_t errors_ = 0;
   uint64_t blocked_ = 0;
