@@ -14,6 +14,7 @@ int irdmadv_query_cq(const ibcore::ib_cq* ibcq, irdmadv_cq* out) {
   const std::lock_guard<hal::Lock> held(*cq->lock);
   out->corrupt_cqes = cq->sc_cq.corrupt_cqes;
   out->destroyed_qp_cqes = cq->sc_cq.destroyed_qp_cqes;
+  out->ext_half_waits = cq->sc_cq.ext_half_waits;
   out->resizes = cq->resizes;
   out->retired_polled = cq->retired_polled;
   return 0;

@@ -143,6 +143,7 @@ struct irdma_cq_uk {
   irdma_qp_table qp_table;
   uint64_t corrupt_cqes = 0;     // CQEs skipped for an unknown context or index
   uint64_t destroyed_qp_cqes = 0;  // CQEs (flushes aside) of a QP being destroyed, dropped
+  uint64_t ext_half_waits = 0;  // polls that found a CQE's main half valid and its extended half not yet
   // QPs whose first flush CQE this CQ delivered since the verbs layer last looked: it
   // starts their software flush work (spec G.7).
   std::vector<irdma_qp_uk*> newly_flushed;

@@ -169,7 +169,10 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
   const bool ext_valid = qword3 & IRDMA_CQ_EXTCQE;
   if (ext_valid) {
     const uint64_t* ext = ext_half(cq, cqe);
-    if (!ext) return -ENOENT;  // the extended half is not written yet: consume nothing
+    if (!ext) {  // the extended half is not written yet: consume nothing
+      cq->ext_half_waits++;
+      return -ENOENT;
+    }
     hal::dma_rmb();
     read_ext(ext, info);
   } else {

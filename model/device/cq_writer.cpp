@@ -20,8 +20,9 @@ auto fields_of(const CqArmOutcome& o) { return std::tie(o.status, o.arms, o.soli
 bool CqWriteOutcome::operator==(const CqWriteOutcome& o) const { return fields_of(*this) == fields_of(o); }
 bool CqArmOutcome::operator==(const CqArmOutcome& o) const { return fields_of(*this) == fields_of(o); }
 
-TlmCqWriter::TlmCqWriter(CqWriterPort& port, const StageCycles& cycles, std::unique_ptr<CqeFormatter> formatter)
-    : port_(port), cycles_(cycles), formatter_(std::move(formatter)) {}
+TlmCqWriter::TlmCqWriter(CqWriterPort& port, const StageCycles& cycles, std::unique_ptr<CqeFormatter> formatter,
+                         bool main_half_first)
+    : port_(port), cycles_(cycles), formatter_(std::move(formatter)), main_half_first_(main_half_first) {}
 
 void TlmCqWriter::create(uint32_t id, const CqRing& ring) {
   last_cycles_ = 0;
@@ -102,19 +103,20 @@ CqWriteOutcome TlmCqWriter::write(uint32_t id, const CqeFields& fields) {
   out.slot = cq.tail.idx;
   formatter_->at_time_ps(port_.now_ps());
   out.main = formatter_->format_main(fields, cq.tail.polarity);
+  // The extended half: in the main half's slot, or (32-byte CQEs) the next one, with that
+  // slot's pass polarity.
+  uint32_t ext_slot = out.slot, ext_offset = 32;
   if (fields.extended) {
-    if (!split) {
-      out.ext = formatter_->format_ext(fields, cq.tail.polarity);
-      write_half(cq, out.slot, 32, out.ext, out);
-    } else {
-      // The extended half takes the next slot, with that slot's pass polarity. It is
-      // written first so a reader that sees the main half valid finds the rest valid too.
+    if (split) {
       out.wrapped = cq.tail.advance(cq.ring.size);
-      out.ext = formatter_->format_ext(fields, cq.tail.polarity);
-      write_half(cq, cq.tail.idx, 0, out.ext, out);
+      ext_slot = cq.tail.idx;
+      ext_offset = 0;
     }
+    out.ext = formatter_->format_ext(fields, cq.tail.polarity);
   }
-  write_half(cq, out.slot, 0, out.main, out);
+  if (main_half_first_) write_half(cq, out.slot, 0, out.main, out);
+  if (fields.extended) write_half(cq, ext_slot, ext_offset, out.ext, out);
+  if (!main_half_first_) write_half(cq, out.slot, 0, out.main, out);
   spend(cycles_.cq_respond);
   out.wrapped |= cq.tail.advance(cq.ring.size);
   if (cq.armed && (!cq.solicited_only || fields.solicited)) {

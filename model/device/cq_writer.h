@@ -90,7 +90,9 @@ using CqWriterFactory = std::function<std::unique_ptr<CqWriter>(CqWriterPort&)>;
 // cycles the RTL's would.
 class TlmCqWriter final : public CqWriter {
  public:
-  TlmCqWriter(CqWriterPort& port, const StageCycles& cycles, std::unique_ptr<CqeFormatter> formatter);
+  // `main_half_first`: DeviceConfig::cqe_main_half_first.
+  TlmCqWriter(CqWriterPort& port, const StageCycles& cycles, std::unique_ptr<CqeFormatter> formatter,
+              bool main_half_first = false);
 
   void create(uint32_t cq, const CqRing& ring) override;
   void resize(uint32_t cq, const CqRing& ring) override;
@@ -125,6 +127,7 @@ class TlmCqWriter final : public CqWriter {
   CqWriterPort& port_;
   const StageCycles cycles_;
   std::unique_ptr<CqeFormatter> formatter_;
+  const bool main_half_first_;
   std::unordered_map<uint32_t, Cq> cqs_;
   uint64_t last_cycles_ = 0;
 };

@@ -47,6 +47,12 @@ struct DeviceConfig {
   // GLPCI_LBARCTRL's PE doorbell size: 1 = 4 MiB, 2 = 8 MiB; irdma refuses anything else.
   uint8_t pe_db_size = 2;
   bool cqe_64byte = false;
+  // The CQ writer writes an extended CQE's main half before its extended half: with 32-byte
+  // CQEs each half fills a slot of its own, written every pass, so the extended half's valid
+  // bit tells the reader whether it landed. Off: the extended half first, so a reader that
+  // sees the main half valid finds the rest valid too (which 64-byte CQEs need: a slot's
+  // second half is written only for extended CQEs, and may be two passes old).
+  bool cqe_main_half_first = false;
   uint32_t rnr_retry_cycles = 2000;  // until an SQ blocked on an empty peer RQ retries
   // A fault: the control QP wedges at the first command it takes this long after power-on,
   // and never completes it or any after it; unset: never.
@@ -83,6 +89,8 @@ inline std::string unused_rtl_setting(const DeviceConfig& d) {
     return "key 'formatter': the RTL CQ writer has its RTL formatter inside; 'formatter' chooses the TLM writer's";
   if (d.rtl_toggle_coverage && !rtl_writer)
     return "key 'rtl_toggle_coverage': coverage is counted by the RTL CQ writer (device.cq_writer: rtl)";
+  if (d.cqe_main_half_first && rtl_writer)
+    return "key 'cqe_main_half_first': the RTL CQ writer writes the extended half first, as its TLM twin must";
   if (!d.rtl_vcd.empty() && !rtl_writer && d.formatter != FormatterKind::rtl)
     return "key 'rtl_vcd': waveforms come from an RTL block (device.cq_writer: rtl or device.formatter: rtl)";
   return {};

@@ -43,8 +43,8 @@ std::unique_ptr<device::CqeFormatter> make_formatter(const device::DeviceConfig&
 device::CqWriterFactory make_cq_writer(const device::DeviceConfig& d, FormatterFactory formatter) {
   if (d.cq_writer == device::CqWriterKind::tlm) {
     if (!formatter) formatter = [d] { return make_formatter(d); };
-    return [cycles = d.cycles, formatter](device::CqWriterPort& port) {
-      return std::make_unique<device::TlmCqWriter>(port, cycles, formatter());
+    return [cycles = d.cycles, formatter, main_first = d.cqe_main_half_first](device::CqWriterPort& port) {
+      return std::make_unique<device::TlmCqWriter>(port, cycles, formatter(), main_first);
     };
   }
 #ifdef IRDMA_SIM_HAVE_RTL

@@ -258,6 +258,7 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
       .num("cqes_left", ev.cqes_left)
       .num("aeqes", dev.aeqes)
       .num("corrupt_cqes", wl.corrupt_cqes)
+      .num("ext_half_waits", wl.ext_half_waits)
       .num("ud_dropped", dev.ud_dropped)
       .num("ceqes_dropped", dev.ceqes_dropped)
       .num("sends_posted", wl.sends_posted)

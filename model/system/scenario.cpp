@@ -147,7 +147,7 @@ void read_device(const YamlMap& m, device::DeviceConfig& d) {
   m.allow({"generation", "clock_mhz", "cycles", "max_cq", "max_qp", "num_ceqs", "max_cqe",
            "cqe_64byte", "rnr_retry_cycles", "formatter", "mac", "ud_vlan_tci", "ud_ipv4",
            "max_stags", "ceq_itr_us", "cq_resize", "spare_msix", "rtl_vcd", "cq_writer", "cq_writer_timing",
-           "rtl_toggle_coverage", "cqp_hang_after_ns", "function_reset_at_ns"});
+           "rtl_toggle_coverage", "cqp_hang_after_ns", "function_reset_at_ns", "cqe_main_half_first"});
   d.generation = uint8_t(m.u32("generation", d.generation, 2, 3));
   d.cqe_64byte = d.generation >= 3;  // GEN_3 reports FEATURE_64_BYTE_CQE unless told not to
   d.clock_mhz = m.f64("clock_mhz", d.clock_mhz, 1, 10000);
@@ -166,7 +166,11 @@ void read_device(const YamlMap& m, device::DeviceConfig& d) {
     d.cq_writer_timing = device::CqWriterTiming(m.choice("cq_writer_timing", 0, {"rtl", "model"}));
   d.rtl_toggle_coverage = m.boolean("rtl_toggle_coverage", d.rtl_toggle_coverage);
   d.rtl_vcd = m.str("rtl_vcd", d.rtl_vcd);
+  d.cqe_main_half_first = m.boolean("cqe_main_half_first", d.cqe_main_half_first);
   if (const std::string unused = device::unused_rtl_setting(d); !unused.empty()) m.fail(unused);
+  if (d.cqe_main_half_first && d.cqe_64byte)
+    m.fail("key 'cqe_main_half_first': with 64-byte CQEs only an extended CQE writes its slot's second half, whose "
+           "valid bit may then be two passes old and read as current: the main half must land last");
   d.mac = m.u64("mac", d.mac, 0, (1ull << 48) - 1);
   d.ud_vlan_tci = uint16_t(m.u32("ud_vlan_tci", d.ud_vlan_tci, 0, 0xFFFF));
   d.ud_ipv4 = m.boolean("ud_ipv4", d.ud_ipv4);

@@ -45,6 +45,7 @@ struct WorkloadCounters {
   uint64_t retired_ring_completions = 0;  // polled from rings a resize retired
   uint64_t corrupt_cqes = 0;  // skipped by the poll path: unknown QP or WQE index
   uint64_t destroyed_qp_cqes = 0;  // dropped by the poll path: their QP was being destroyed
+  uint64_t ext_half_waits = 0;  // polls that met a CQE whose extended half had not landed
   uint64_t doorbells = 0;
   uint64_t post_errors = 0;
   uint64_t idle_polls = 0;  // times the posting thread had nothing to do and slept

@@ -110,7 +110,9 @@ void garbage_wqe_round(system::Simulation& sim, ibcore::ib_cq* cq, Rng& rng, Gar
         if (!outstanding.erase(wc[i].wr_id)) fail("wr_id " + std::to_string(wc[i].wr_id) + " unknown or twice");
         if (wc[i].status > IB_WC_GENERAL_ERR) fail("status " + std::to_string(wc[i].status) + " out of range");
         if (healthy.erase(wc[i].wr_id) && wc[i].status != IB_WC_SUCCESS)
-          fail("the valid SEND of a fresh pair, or its receive, failed");
+          fail("the valid SEND of a fresh pair, or its receive, failed: wr_id " + std::to_string(wc[i].wr_id) +
+               ", status " + std::to_string(wc[i].status) + ", vendor_err " + std::to_string(wc[i].vendor_err) +
+               ", opcode " + std::to_string(wc[i].opcode) + ", QP " + std::to_string(wc[i].qp->qp_num));
         stats.completions++;
         stats.errors += wc[i].status != IB_WC_SUCCESS;
       }

@@ -12,8 +12,10 @@ set -eu
 run=$1 out=$2
 seeds=${3:-"1 2 3 4 5 6 7 8 9 10"}
 here=$(cd "$(dirname "$0")" && pwd)
+# cqe_halves.yaml's device writes main halves first, which the RTL writer does not (it
+# refuses the setting).
 for w in tlm rtl rtl:model; do
-  SEEDS=$seeds RUN_ARGS="--cq-writer $w" "$here/scenario_outputs.sh" "$run" "$out/$(echo "$w" | tr : _)" >/dev/null
+  EXCLUDE=cqe_halves SEEDS=$seeds RUN_ARGS="--cq-writer $w" "$here/scenario_outputs.sh" "$run" "$out/$(echo "$w" | tr : _)" >/dev/null
 done
 failures=0
 for w in rtl rtl_model; do

@@ -9,7 +9,8 @@
 # With SYNC=loose, every scenario runs in the loosely timed mode instead (its copy, with
 # `sync: {mode: loose}` under its `config:`, is kept in OUT/scenarios). SEEDS (default
 # "1 2 3") chooses the seeds, RUN_ARGS adds arguments to every run (e.g. --cq-writer rtl);
-# the report's RTL section (cq_writer) is left out of its checksum, as its wall time is.
+# the report's RTL section (cq_writer) is left out of its checksum, as its wall time is;
+# EXCLUDE (names, e.g. "cqe_halves") leaves scenarios out.
 set -eu
 run=$1 out=$2
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,6 +26,7 @@ if [ "${SYNC:-approximate}" != approximate ]; then
   done
 fi
 for scenario in "$scenarios"/*.yaml; do
+  case " ${EXCLUDE:-} " in *" $(basename "$scenario" .yaml) "*) continue ;; esac
   for seed in ${SEEDS:-1 2 3}; do
     dir="$out/$(basename "$scenario" .yaml)-seed$seed"
     # shellcheck disable=SC2086 # RUN_ARGS is a list of words

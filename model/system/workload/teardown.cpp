@@ -15,6 +15,7 @@ void Workload::count_cq_stats(ib_cq* cq) {
   irdma::irdmadv_query_cq(cq, &stats);
   counters_.corrupt_cqes += stats.corrupt_cqes;
   counters_.destroyed_qp_cqes += stats.destroyed_qp_cqes;
+  counters_.ext_half_waits += stats.ext_half_waits;
   counters_.retired_ring_completions += stats.retired_polled;
 }
 
