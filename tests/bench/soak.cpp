@@ -3,7 +3,8 @@
 //   irdma-sim-soak [COMPLETIONS] [PAIRS] [OUT] [SEED]   (bad arguments: usage, exit 2)
 // COMPLETIONS (default 10^7) over PAIRS loopback RC pairs (default 500), each QP with a CQ
 // of its own (1000 CQs) on four vectors, consumed through interrupts. Faults: the link's
-// (posted writes held and split, MSI-X lost, duplicated and late: the driver's watchdog
+// (posted writes held and split, so extended CQEs' main halves, written first, land before
+// their extended halves; MSI-X lost, duplicated and late: the driver's watchdog
 // recovers; vectors masked by the host: the device holds their messages; WQE fetches and
 // arm reads refused: a QP in error, a CQ lost and its pair torn down), failed requests
 // on a tenth of the pairs (a code each, drawn at a rate that strikes mid-run) and a CQ too
@@ -58,7 +59,7 @@ std::string soak_scenario(uint64_t completions, uint64_t pairs) {
                                "loc_len_err", "fatal_err", "retry_exc_err"};
   std::string s = "name: soak\nseed: 1\nconfig:\n"
                   "  device: {max_qp: " + std::to_string(queues) + ", max_cq: " + std::to_string(queues) +
-                  ", num_ceqs: 4}\n"
+                  ", num_ceqs: 4, cqe_main_half_first: true}\n"
                   "  driver: {eq_watchdog_us: 50}\n"
                   "  host: {cpus: 4, memory_mb: " + std::to_string(std::max<uint64_t>(1024, pairs * 4)) + "}\n"
                   "  link:\n    faults: {posted_delay_rate: 0.001, posted_delay_max_ns: 3000, split_rate: 0.01,\n"
