@@ -3,9 +3,10 @@
 // loopback RC pair on `cq`, a SEND that must succeed (the device is not wedged by what came
 // before), then random qwords behind a valid bit straight into the SQ, half of them with a
 // real opcode and a consistent fragment count so that they reach fragment parsing, remote
-// keys and DMA at random addresses (and at times the second receive garbled too). Whatever
-// the device makes of it, the simulation must go on, every completion must name one of the
-// pair's work requests once, and both QPs must be destroyable; a broken rule goes to `fail`.
+// keys and DMA at random addresses (and at times the second receive garbled too), never
+// through the global key. Whatever the device makes of it, the simulation must go on,
+// every completion must name one of the pair's work requests once, and both QPs must be
+// destroyable; a broken rule goes to `fail`.
 #pragma once
 
 #include <functional>
@@ -26,6 +27,16 @@ struct GarbageWqeStats {
   uint64_t completions = 0;
   uint64_t errors = 0;  // completions with an error status
 };
+
+// The global key (STag 0) reaches all of host memory unchecked, as a kernel ULP's unsafe
+// global rkey does: garbage that used it could write over anything, the driver's rings and
+// the next round's QP among them, and no rule about later rounds would hold. So the STag
+// (bits 31:0) of every fragment slot, and the SQ header's remote STag, never stay 0.
+constexpr uint64_t kStagBits = 0xFFFFFFFFull;
+inline void keep_off_the_global_key(uint64_t* wqe, uint32_t qwords) {
+  for (uint32_t q = 1; q < qwords; q += q == 1 ? 4 : 2)  // slot 0's qword 1, then 5, 7, ...
+    if (!(wqe[q] & kStagBits)) wqe[q] |= 1;
+}
 
 template <class Rng>
 void garbage_wqe_round(system::Simulation& sim, ibcore::ib_cq* cq, Rng& rng, GarbageWqeStats& stats,
@@ -61,6 +72,7 @@ void garbage_wqe_round(system::Simulation& sim, ibcore::ib_cq* cq, Rng& rng, Gar
       for (uint32_t q = 0; q < (4u << ruk.rq_shift); q++)
         if (q != 3) rwqe[q] = rng();
       rwqe[3] = (rng() & ~irdma::IRDMAQPSQ_VALID) | (rwqe[3] & irdma::IRDMAQPSQ_VALID);
+      keep_off_the_global_key(rwqe, 4u << ruk.rq_shift);
     }
     const ib_sge sge = x->send_sge(0, 16);
     ib_send_wr wr;
@@ -92,6 +104,8 @@ void garbage_wqe_round(system::Simulation& sim, ibcore::ib_cq* cq, Rng& rng, Gar
         if (pick(2)) wqe[0] = x->send_sge(1, 16).addr;  // a real buffer now and then
       }
       hdr = (hdr & ~irdma::IRDMAQPSQ_VALID) | (uint64_t(uk.swqe_polarity) << 63);
+      if (!(hdr & kStagBits)) hdr |= 1;
+      keep_off_the_global_key(wqe, 4 * quanta);
       const uint64_t wr_id = 1000 + n;
       uk.sq_wrtrk_array[idx] = {wr_id, 0, uint16_t(quanta), uint8_t((hdr >> 32) & 0x3F)};
       outstanding.insert(wr_id);
