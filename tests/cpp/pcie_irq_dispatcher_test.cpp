@@ -1,6 +1,7 @@
 // IrqDispatcher over the vfio-user client and the toy device: vectors allocated as the PCI
 // core does and capped, handlers on the epoll thread for their own vector, the request_irq
-// contract, spurious signals, free_irq racing a running handler, and destruction.
+// contract, spurious signals, free_irq racing a running handler, destruction, and the
+// function's error IRQ.
 #include <gtest/gtest.h>
 #include <pthread.h>
 
@@ -231,6 +232,46 @@ TEST(IrqDispatcher, AnIdleDispatcherStopsAtOnce) {
   const auto start = std::chrono::steady_clock::now();
   rig.irq.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(100));
+}
+
+// VFIO's error IRQ, as the host's AER reports an uncorrectable error: its handler on the
+// epoll thread, apart from the MSI-X vectors' counts; taken away, its eventfd goes back.
+TEST(IrqDispatcher, TheErrorIrqRunsItsHandlerUntilTakenAway) {
+  Rig rig;
+  std::atomic<int> errors{0};
+  std::atomic<bool> on_epoll_thread{false};
+  ASSERT_EQ(rig.irq->request_error_irq([&] {
+    on_epoll_thread = thread_name() == "pcie-irq";
+    errors++;
+  }), 0);
+  ASSERT_TRUE(rig.toy.server.trigger_irq(vfio::kErrIrqIndex, 0));
+  ASSERT_TRUE(eventually([&] { return errors == 1; }));
+  EXPECT_TRUE(on_epoll_thread);
+  EXPECT_EQ(rig.irq->delivered(), 0u);
+  EXPECT_EQ(rig.irq->spurious(), 0u);
+  EXPECT_EQ(rig.irq->request_error_irq([&] { errors += 10; }), 0) << "a new handler on the same eventfd";
+  ASSERT_TRUE(rig.toy.server.trigger_irq(vfio::kErrIrqIndex, 0));
+  ASSERT_TRUE(eventually([&] { return errors == 11; }));
+  EXPECT_EQ(rig.irq->request_error_irq(nullptr), 0);
+  EXPECT_FALSE(rig.toy.server.trigger_irq(vfio::kErrIrqIndex, 0)) << "its eventfd given back";
+  EXPECT_EQ(rig.irq->request_error_irq(nullptr), 0) << "twice is harmless";
+}
+
+TEST(IrqDispatcher, NoErrorIrqOrARefusingTransportIsSaid) {
+  Rig none(ToyLayout{true, true, kMsixVectors, false});
+  EXPECT_EQ(none.irq->request_error_irq([] {}), -EOPNOTSUPP);
+  for (const char* refused : {"irq_info", "set_irq_eventfds"}) {
+    ServedToy toy({}, 1, "irq");
+    auto client = connect(toy);
+    CountingTransport transport(*client);
+    transport.refuse = refused;
+    PcieConfig config(transport);
+    IrqDispatcher irq(transport, config);
+    EXPECT_EQ(irq.request_error_irq([] {}), -EIO) << refused;
+    transport.refuse.clear();
+    EXPECT_EQ(irq.request_error_irq([] {}), 0) << "nothing half-done stands in the way";
+    EXPECT_TRUE(toy.server.trigger_irq(vfio::kErrIrqIndex, 0));
+  }
 }
 
 }  // namespace

@@ -59,6 +59,7 @@ struct ToyLayout {
   bool bar0 = true;
   bool msix_capability = true;
   uint16_t msix_table_size = kMsixVectors;  // as the capability says; the server signals kMsixVectors
+  bool error_irq = true;  // VFIO's ERR index: one
 };
 
 class ToyDevice final : public VfioUserEndpoint {
@@ -83,7 +84,9 @@ class ToyDevice final : public VfioUserEndpoint {
     if (!layout_.bar0) return {bar2};
     return {bar0, bar2};
   }
-  uint32_t irq_count(uint32_t index) const override { return index == vfio::kMsixIrqIndex ? kMsixVectors : 0; }
+  uint32_t irq_count(uint32_t index) const override {
+    return index == vfio::kMsixIrqIndex ? kMsixVectors : index == vfio::kErrIrqIndex && layout_.error_irq ? 1 : 0;
+  }
 
   int config_read(uint64_t offset, void* data, size_t size) override {
     if (int error = config_read_error.load()) return error;

@@ -41,6 +41,49 @@ IrqDispatcher::~IrqDispatcher() {
   if (::write(wake_.get(), &one, sizeof(one)) != sizeof(one)) std::terminate();  // cannot happen to an eventfd
   thread_.join();
   if (msix_cap_) disable_msix(msix_cap_, msix_flags_);
+  if (error_eventfd_.valid()) disable_error_irq();
+}
+
+void IrqDispatcher::disable_error_irq() {
+  try {
+    transport_.disable_irqs(vfio::kErrIrqIndex);
+  } catch (const PciTransportError&) {
+    // A transport that is gone reports nothing any more either.
+  }
+  error_eventfd_ = UniqueFd();  // closed: out of the epoll set
+}
+
+int IrqDispatcher::request_error_irq(std::function<void()> handler) {
+  std::unique_lock lock(mutex_);
+  if (!handler) {
+    if (!error_eventfd_.valid()) return 0;
+    disable_error_irq();
+    error_handler_.reset();
+    if (std::this_thread::get_id() != thread_.get_id())
+      handler_returned_.wait(lock, [&] { return running_ != kErrorVector; });
+    return 0;
+  }
+  if (!error_eventfd_.valid()) {
+    IrqInfo info;
+    try {
+      info = transport_.irq_info(vfio::kErrIrqIndex);
+    } catch (const PciTransportError&) {
+      return -EIO;
+    }
+    if (info.count == 0 || !(info.flags & vfio::kIrqInfoEventfd)) return -EOPNOTSUPP;
+    UniqueFd fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    epoll_event event{EPOLLIN, {}};
+    event.data.u64 = tag(kErrorVector, fd.get());
+    if (!fd.valid() || ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd.get(), &event) != 0) return -errno;
+    try {
+      transport_.set_irq_eventfds(vfio::kErrIrqIndex, 0, {fd.get()});
+    } catch (const PciTransportError&) {
+      return -EIO;
+    }
+    error_eventfd_ = std::move(fd);
+  }
+  error_handler_ = std::make_shared<const std::function<void()>>(std::move(handler));
+  return 0;
 }
 
 void IrqDispatcher::disable_msix(uint8_t cap, uint16_t flags) {
@@ -143,17 +186,25 @@ void IrqDispatcher::run() {
 
 void IrqDispatcher::dispatch(unsigned vector) {
   std::shared_ptr<const Handler> handler;
+  std::shared_ptr<const std::function<void()>> error_handler;
   {
     std::lock_guard lock(mutex_);
-    if (vector < handlers_.size()) handler = handlers_[vector];
-    if (!handler) {
+    if (vector == kErrorVector)
+      error_handler = error_handler_;
+    else if (vector < handlers_.size())
+      handler = handlers_[vector];
+    if (!handler && !error_handler) {
       spurious_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     running_ = vector;
-    delivered_.fetch_add(1, std::memory_order_relaxed);
+    if (handler) delivered_.fetch_add(1, std::memory_order_relaxed);
   }
-  (*handler)(vector);  // our reference keeps it alive even if free_irq dropped it meanwhile
+  // Our reference keeps it alive even if free_irq or request_error_irq dropped it meanwhile.
+  if (handler)
+    (*handler)(vector);
+  else
+    (*error_handler)();
   {
     std::lock_guard lock(mutex_);
     running_ = kNoVector;

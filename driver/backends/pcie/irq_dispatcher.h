@@ -7,11 +7,13 @@
 // later. The MSI-X table itself is the transport's (VFIO forbids writing it). An eventfd
 // that fires for a vector with no handler is counted as spurious. free_irq returns only
 // once the vector's handler is not running (synchronize_irq), so a handler never runs
-// after free_irq returned.
+// after free_irq returned. The function's error IRQ (VFIO's ERR index: the host's AER
+// reports an uncorrectable error) has an eventfd of its own, on the same thread.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -43,22 +45,29 @@ class IrqDispatcher final : public hal::Interrupts {
   unsigned num_vectors() const override;
   int request_irq(unsigned vector, Handler handler) override;
   void free_irq(unsigned vector) override;
+  // Also -EOPNOTSUPP when the transport offers no error IRQ, -EIO when it refuses. Null
+  // takes the handler away once it is not running.
+  int request_error_irq(std::function<void()> handler) override;
 
   uint64_t delivered() const { return delivered_.load(std::memory_order_relaxed); }  // handler calls
   uint64_t spurious() const { return spurious_.load(std::memory_order_relaxed); }
 
  private:
   static constexpr unsigned kNoVector = ~0u;
+  static constexpr unsigned kErrorVector = ~1u;  // dispatch()'s name for the error IRQ
 
   void run();
   void dispatch(unsigned vector);
   void disable_msix(uint8_t cap, uint16_t flags);
+  void disable_error_irq();  // mutex_ held
 
   PciTransport& transport_;
   hal::PciConfig& config_;
   UniqueFd epoll_;
   UniqueFd wake_;  // written once, to stop the thread
   std::vector<UniqueFd> eventfds_;  // one per allocated vector
+  UniqueFd error_eventfd_;
+  std::shared_ptr<const std::function<void()>> error_handler_;
 
   mutable std::mutex mutex_;
   std::condition_variable handler_returned_;
