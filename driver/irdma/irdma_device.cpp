@@ -30,10 +30,11 @@ irdma_device::~irdma_device() {
 
 irdma_event_counters irdma_device::event_counters() const {
   const auto get = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
-  return {get(events_.interrupts), get(events_.ceqes),     get(events_.stale_ceqes), get(events_.comp_events),
-          get(events_.aeqes),      get(events_.cq_errors), get(events_.stale_cq_errors), get(events_.cqes_cleaned), get(events_.ceqes_left), get(events_.cqes_left),
-          get(events_.missed_interrupts), get(events_.resets_requested), get(events_.pci_errors),
-          get(events_.function_resets)};
+  return {get(events_.interrupts),     get(events_.ceqes),          get(events_.stale_ceqes),
+          get(events_.comp_events),    get(events_.aeqes),          get(events_.cq_errors),
+          get(events_.stale_cq_errors), get(events_.cqes_cleaned),  get(events_.ceqes_left),
+          get(events_.cqes_left),      get(events_.missed_interrupts), get(events_.resets_requested),
+          get(events_.pci_errors),     get(events_.function_resets)};
 }
 
 // Next-fit over the id space, as irdma allocates CQ and QP numbers.

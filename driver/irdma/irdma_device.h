@@ -247,8 +247,8 @@ class irdma_device final : public ibcore::ib_device {
   // Counters several threads bump (handlers of different vectors, destroys).
   struct event_stats {
     std::atomic<uint64_t> interrupts{0}, ceqes{0}, stale_ceqes{0}, comp_events{0}, aeqes{0},
-        cq_errors{0}, stale_cq_errors{0}, cqes_cleaned{0}, ceqes_left{0}, cqes_left{0}, missed_interrupts{0}, resets_requested{0}, pci_errors{0},
-        function_resets{0};
+        cq_errors{0}, stale_cq_errors{0}, cqes_cleaned{0}, ceqes_left{0}, cqes_left{0}, missed_interrupts{0},
+        resets_requested{0}, pci_errors{0}, function_resets{0};
   };
   static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
 
