@@ -1,7 +1,8 @@
 """A device that writes an extended CQE's main half first (config.device.cqe_main_half_first),
 as a driver developer uses it: the shipped scenario holds over seeds 1-20 with polls meeting
 main halves whose extended half had not landed; the device's usual order never shows the
-poll path one; 64-byte CQEs, where the order is unsafe, and the RTL CQ writer refuse it."""
+poll path one; a served model writes so too; 64-byte CQEs, where the order is unsafe, and the
+RTL CQ writer refuse it."""
 
 import irdma_sim
 
@@ -45,3 +46,14 @@ def test_64_byte_cqes_refuse_it(refused_variant):
     err = refused_variant("cqe_halves.yaml", "    cqe_main_half_first: true\n",
                           "    cqe_main_half_first: true\n    generation: 3\n")
     assert "with 64-byte CQEs" in err, "GEN_3's default CQE size is 64 bytes"
+
+
+def test_a_served_model_writes_main_halves_first_too(scenario, run_scenario_file, tmp_path):
+    # The device's order is its own (the link's faults are the in-process simulation's).
+    text = open(scenario("cqe_halves.yaml")).read()
+    start, end = text.index("  link:\n"), text.index("  host:\n")
+    path = tmp_path / "served.yaml"
+    path.write_text(text[:start] + text[end:])
+    proc = run_scenario_file(str(path), tmp_path / "out", "--no-trace", "--backend", "vfio-user", timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASSED" in proc.stdout
