@@ -90,19 +90,26 @@ TEST(IrqDispatcher, EveryVectorsEventfdGoesToTheTransportInOneCall) {
   EXPECT_TRUE(eventually([&] { return calls == 1; }));
 }
 
+// A dispatcher over a transport that refuses the operation `refused` until told otherwise.
+struct RefusingRig {
+  explicit RefusingRig(const char* refused) : toy({}, 1, "irq"), client(connect(toy)), transport(*client) {
+    transport.refuse = refused;
+  }
+  ServedToy toy;
+  std::unique_ptr<VfioUserClient> client;
+  CountingTransport transport;
+  PcieConfig config{transport};
+  IrqDispatcher irq{transport, config};
+};
+
 TEST(IrqDispatcher, ATransportThatRefusesGivesEioAndLeavesMsixOff) {
   for (const char* refused : {"irq_info", "set_irq_eventfds"}) {
-    ServedToy toy({}, 1, "irq");
-    auto client = connect(toy);
-    CountingTransport transport(*client);
-    transport.refuse = refused;
-    PcieConfig config(transport);
-    IrqDispatcher irq(transport, config);
-    EXPECT_EQ(irq.alloc_irq_vectors(1, 4), -EIO) << refused;
-    EXPECT_EQ(irq.num_vectors(), 0u);
-    EXPECT_FALSE(config.read16(kMsixCap + hal::PCI_MSIX_FLAGS) & hal::PCI_MSIX_FLAGS_ENABLE) << refused;
-    transport.refuse.clear();
-    EXPECT_EQ(irq.alloc_irq_vectors(1, 4), 4) << "nothing half-done stands in the way";
+    RefusingRig rig(refused);
+    EXPECT_EQ(rig.irq.alloc_irq_vectors(1, 4), -EIO) << refused;
+    EXPECT_EQ(rig.irq.num_vectors(), 0u);
+    EXPECT_FALSE(rig.config.read16(kMsixCap + hal::PCI_MSIX_FLAGS) & hal::PCI_MSIX_FLAGS_ENABLE) << refused;
+    rig.transport.refuse.clear();
+    EXPECT_EQ(rig.irq.alloc_irq_vectors(1, 4), 4) << "nothing half-done stands in the way";
   }
 }
 
@@ -261,16 +268,11 @@ TEST(IrqDispatcher, NoErrorIrqOrARefusingTransportIsSaid) {
   Rig none(ToyLayout{true, true, kMsixVectors, false});
   EXPECT_EQ(none.irq->request_error_irq([] {}), -EOPNOTSUPP);
   for (const char* refused : {"irq_info", "set_irq_eventfds"}) {
-    ServedToy toy({}, 1, "irq");
-    auto client = connect(toy);
-    CountingTransport transport(*client);
-    transport.refuse = refused;
-    PcieConfig config(transport);
-    IrqDispatcher irq(transport, config);
-    EXPECT_EQ(irq.request_error_irq([] {}), -EIO) << refused;
-    transport.refuse.clear();
-    EXPECT_EQ(irq.request_error_irq([] {}), 0) << "nothing half-done stands in the way";
-    EXPECT_TRUE(toy.server.trigger_irq(vfio::kErrIrqIndex, 0));
+    RefusingRig rig(refused);
+    EXPECT_EQ(rig.irq.request_error_irq([] {}), -EIO) << refused;
+    rig.transport.refuse.clear();
+    EXPECT_EQ(rig.irq.request_error_irq([] {}), 0) << "nothing half-done stands in the way";
+    EXPECT_TRUE(rig.toy.server.trigger_irq(vfio::kErrIrqIndex, 0));
   }
 }
 
