@@ -126,7 +126,8 @@ void garbage_wqe_round(system::Simulation& sim, ibcore::ib_cq* cq, Rng& rng, Gar
         if (healthy.erase(wc[i].wr_id) && wc[i].status != IB_WC_SUCCESS)
           fail("the valid SEND of a fresh pair, or its receive, failed: wr_id " + std::to_string(wc[i].wr_id) +
                ", status " + std::to_string(wc[i].status) + ", vendor_err " + std::to_string(wc[i].vendor_err) +
-               ", opcode " + std::to_string(wc[i].opcode) + ", QP " + std::to_string(wc[i].qp->qp_num));
+               ", opcode " + std::to_string(wc[i].opcode) +
+               (wc[i].qp ? ", QP " + std::to_string(wc[i].qp->qp_num) : std::string(", no QP")));
         stats.completions++;
         stats.errors += wc[i].status != IB_WC_SUCCESS;
       }
