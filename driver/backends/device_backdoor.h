@@ -64,6 +64,7 @@ struct DeviceCounters {
   uint64_t cqe_writes_failed = 0;    // CQE, CEQE and AEQE writes the link's faults refused
   uint64_t ceqe_writes_failed = 0;
   uint64_t aeqe_writes_failed = 0;
+  uint64_t payload_writes_poisoned = 0;  // payload writes the device poisoned, the root port dropped
   uint64_t cq_catastrophic = 0;      // CQs put in error for good by an unreadable shadow area
   // Function level resets (config.device.function_reset_at_ns, the host's FLR or DEVICE_RESET)
   // and the BAR accesses a reset function refused until the host enabled it again.
@@ -80,10 +81,18 @@ class DeviceBackdoor {
   virtual bool inject_fault(uint32_t qp, uint64_t nth_request, uint16_t flush_minor) = 0;
   // Sends MSI-X `vector` now, as its table entry says: a masked entry counts, sends nothing.
   virtual void force_msix(unsigned vector) = 0;
-  // Calls `listener` as each SQ WQE fetch the link's faults refuse is refused (QP, and its
-  // request at the SQ's head, NOPs not counted), from the device's thread; the bench must
-  // expect that QP's error. Only a device whose link is in this process can.
-  virtual void on_wqe_fetch_fault(std::function<void(uint32_t qp, uint64_t request)> listener) {}
+  // An access the link's faults struck that the bench must know of to expect what follows.
+  struct StruckAccess {
+    enum Kind {
+      wqe_fetch,         // refused: `qp` goes to error at `request` (its SQ's head, NOPs not counted)
+      payload_poisoned,  // dropped: the data `qp`'s next completions report may not have landed
+    } kind;
+    uint32_t qp;
+    uint64_t request;  // wqe_fetch only
+  };
+  // Calls `listener` as each is struck, from the device's thread (before the completion
+  // that follows from it is written). Only a device whose link is in this process can.
+  virtual void on_struck_access(std::function<void(const StruckAccess&)> listener) {}
 };
 
 }  // namespace backends

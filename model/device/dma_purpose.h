@@ -11,12 +11,13 @@ namespace irdma_sim::device {
 
 struct DmaPurpose {
   enum Kind : uint8_t {
-    other,       // contexts, CQP rings, payloads, flushes: never struck
+    other,       // contexts, CQP rings, flushes: never struck
     wqe_fetch,   // SQ WQEs on their way to execution: `object` is the QP, `request` the one at the head
     cq_arm,      // a CQ's shadow area, read for its arm: `object` is the CQ (never the CCQ)
     cqe_write,   // a CQE (either half): `object` is the CQ (never the CCQ)
     ceqe_write,  // `object` is the CEQ
     aeqe_write,
+    payload_write,  // a message's data landing in host memory: `object` is the QP whose completion reports it
   };
   Kind kind = other;
   uint32_t object = 0;

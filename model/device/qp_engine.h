@@ -153,7 +153,8 @@ class QpEngine {
   Result execute_atomic(QpContext& qp, const uint64_t* wqe, uint8_t op);
   // A remote access under the WQE's STag: the extents land in remote_ (0 or a flush code).
   uint16_t remote_extents(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access, uint32_t pd);
-  uint64_t move_payload(const Extent* src, size_t src_n, const Extent* dst, size_t dst_n);
+  // `reported_by`: the QP whose completion reports the data (the link's faults may poison it).
+  uint64_t move_payload(const Extent* src, size_t src_n, const Extent* dst, size_t dst_n, uint32_t reported_by);
   uint8_t receive_opcode(uint8_t sq_op, bool imm) const;
   void complete_rq(QpContext& peer, CqeFields& rq);
   void complete_sq(const QpContext& qp, uint8_t op, uint16_t major, uint16_t minor);

@@ -69,8 +69,9 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
     enter_error(qp, err);
     return Result::failed;
   }
-  const uint64_t moved = read ? move_payload(remote_.data(), remote_.size(), local.begin(), local.count)
-                              : move_payload(local.begin(), local.count, remote_.data(), remote_.size());
+  const uint64_t moved = read ? move_payload(remote_.data(), remote_.size(), local.begin(), local.count, qp.id)
+                              : move_payload(local.begin(), local.count, remote_.data(), remote_.size(),
+                                             send ? peer.id : qp.id);
   // A READ's remote buffer, or the sender's own buffer, could not be read. A torn message
   // is never completed at the responder: its receive stays posted.
   if (moved < total) return fail(qp, read ? FLUSH_REM_ACCESS_ERR : FLUSH_PROT_ERR);
@@ -137,7 +138,7 @@ QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_
       rq.error = true;
       rq.major_err = MSG_ERROR_MAJOR;
       rq.minor_err = FLUSH_LOC_LEN_ERR;
-    } else if (move_payload(local.begin(), local.count, receive.begin(), receive.count) == total) {
+    } else if (move_payload(local.begin(), local.count, receive.begin(), receive.count, peer.id) == total) {
       // No GRH is placed in the buffer: the drivers read none (a model choice).
       rq.payload_len = uint32_t(total);
       rq.extended = true;
@@ -188,10 +189,11 @@ QpEngine::Result QpEngine::execute_atomic(QpContext& qp, const uint64_t* wqe, ui
   const uint64_t updated = op == SQ_ATOMIC_FETCH_ADD ? original + wqe[4]
                            : original == wqe[5]      ? wqe[4]
                                                      : original;
-  if (updated != original) dma_.write(remote, &updated, 8);
+  const DmaPurpose purpose{DmaPurpose::payload_write, qp.id};
+  if (updated != original) dma_.write(remote, &updated, 8, purpose);
   const uint8_t* bytes = reinterpret_cast<const uint8_t*>(&original);
   for (unsigned i = 0, done = 0; i < result.count && done < 8; done += unsigned(result.at[i++].len))
-    dma_.write(result.at[i].addr, bytes + done, uint32_t(std::min<uint64_t>(result.at[i].len, 8 - done)));
+    dma_.write(result.at[i].addr, bytes + done, uint32_t(std::min<uint64_t>(result.at[i].len, 8 - done)), purpose);
   counters_.messages++;
   counters_.bytes_moved += 8;
   if (bit(wqe[3], SQ_WQE_SIGCOMPL)) complete_sq(qp, op, 0, 0);
@@ -205,14 +207,16 @@ uint16_t QpEngine::remote_extents(uint32_t stag, uint64_t va, uint64_t len, Remo
 
 // Copies the message through a bounce buffer of one chunk, so no message size, however
 // large or corrupt, makes the device allocate it whole. Returns the bytes moved.
-uint64_t QpEngine::move_payload(const Extent* src, size_t src_n, const Extent* dst, size_t dst_n) {
+uint64_t QpEngine::move_payload(const Extent* src, size_t src_n, const Extent* dst, size_t dst_n,
+                                uint32_t reported_by) {
+  const DmaPurpose purpose{DmaPurpose::payload_write, reported_by};
   uint64_t moved = 0;
   size_t si = 0, di = 0;
   uint64_t s_off = 0, d_off = 0;
   while (si < src_n && di < dst_n) {
     const uint32_t n = uint32_t(std::min({uint64_t(kChunk), src[si].len - s_off, dst[di].len - d_off}));
     if (!dma_.read(src[si].addr + s_off, bounce_.data(), n)) return moved;
-    dma_.write(dst[di].addr + d_off, bounce_.data(), n);
+    dma_.write(dst[di].addr + d_off, bounce_.data(), n, purpose);
     moved += n;
     if ((s_off += n) == src[si].len) {
       si++;

@@ -61,12 +61,15 @@ bool LinkFaults::read_fails(const device::DmaPurpose& purpose) {
   }
 }
 
-bool LinkFaults::write_fails(const device::DmaPurpose& purpose) {
+LinkFaults::Write LinkFaults::write_fate(const device::DmaPurpose& purpose) {
+  const auto refused = [&](double rate, uint64_t& count) { return strikes(rate, count) ? Write::refused : Write::lands; };
   switch (purpose.kind) {
-    case device::DmaPurpose::cqe_write: return strikes(cfg_.cqe_write_error_rate, counters_.cqe_writes_failed);
-    case device::DmaPurpose::ceqe_write: return strikes(cfg_.ceqe_write_error_rate, counters_.ceqe_writes_failed);
-    case device::DmaPurpose::aeqe_write: return strikes(cfg_.aeqe_write_error_rate, counters_.aeqe_writes_failed);
-    default: return false;
+    case device::DmaPurpose::cqe_write: return refused(cfg_.cqe_write_error_rate, counters_.cqe_writes_failed);
+    case device::DmaPurpose::ceqe_write: return refused(cfg_.ceqe_write_error_rate, counters_.ceqe_writes_failed);
+    case device::DmaPurpose::aeqe_write: return refused(cfg_.aeqe_write_error_rate, counters_.aeqe_writes_failed);
+    case device::DmaPurpose::payload_write:
+      return strikes(cfg_.payload_write_poison_rate, counters_.payload_writes_poisoned) ? Write::poisoned : Write::lands;
+    default: return Write::lands;
   }
 }
 

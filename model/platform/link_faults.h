@@ -11,7 +11,11 @@
 //    refused it), for the reads of one purpose (device/dma_purpose.h): an SQ WQE fetch, or
 //    a CQ's shadow area read for its arm;
 //  - a CQE, CEQE or AEQE write the host refuses (Unsupported Request: an IOMMU fault):
-//    posted, so the device is not told; the root port reports it to the host (AER).
+//    posted, so the device is not told; the root port reports it to the host (AER);
+//  - a payload write the device poisons (EP set: its copy of the data went bad inside it,
+//    a parity or ECC error it forwards). This host's root port forwards no poison into
+//    memory: it drops the write and reports Poisoned TLP Received (AER). The device goes
+//    on and completes the work as if the data had landed.
 #pragma once
 
 #include <cstdint>
@@ -38,15 +42,18 @@ struct LinkFaultConfig {
   double cqe_write_error_rate = 0;    // of CQE writes (each half one)
   double ceqe_write_error_rate = 0;
   double aeqe_write_error_rate = 0;
+  double payload_write_poison_rate = 0;  // of payload writes (each TLP one)
   uint64_t seed = 1;
 
   bool writes() const { return posted_delay_rate > 0 || split_rate > 0; }
   bool reads() const { return wqe_read_error_rate > 0 || shadow_read_error_rate > 0; }
-  bool refused_writes() const {
-    return cqe_write_error_rate > 0 || ceqe_write_error_rate > 0 || aeqe_write_error_rate > 0;
+  // Writes the root port drops (refused or poisoned) and reports.
+  bool dropped_writes() const {
+    return cqe_write_error_rate > 0 || ceqe_write_error_rate > 0 || aeqe_write_error_rate > 0 ||
+           payload_write_poison_rate > 0;
   }
   bool any() const {
-    return writes() || reads() || refused_writes() || msix_lost_rate > 0 || msix_duplicated_rate > 0 || msix_delayed_rate > 0 ||
+    return writes() || reads() || dropped_writes() || msix_lost_rate > 0 || msix_duplicated_rate > 0 || msix_delayed_rate > 0 ||
            msix_mask_rate > 0;
   }
 };
@@ -63,6 +70,7 @@ struct LinkFaultCounters {
   uint64_t cqe_writes_failed = 0;
   uint64_t ceqe_writes_failed = 0;
   uint64_t aeqe_writes_failed = 0;
+  uint64_t payload_writes_poisoned = 0;
 };
 
 class LinkFaults {
@@ -84,7 +92,8 @@ class LinkFaults {
   uint64_t msix_delay_ps();            // 0: on time
   uint64_t msix_mask_ps();             // 0: left unmasked
   bool read_fails(const device::DmaPurpose& purpose);  // completed with Completer Abort
-  bool write_fails(const device::DmaPurpose& purpose);  // refused (Unsupported Request)
+  enum class Write { lands, refused, poisoned };  // refused: Unsupported Request
+  Write write_fate(const device::DmaPurpose& purpose);
 
  private:
   bool draw(double rate);

@@ -18,9 +18,10 @@ uint64_t ps(const sc_time& t) { return t.value(); }
 
 // A faulted access's trace fields: what it was for, and the queue it was of.
 void describe(trace::TraceLog::Event&& ev, const device::DmaPurpose& p, uint64_t addr, uint32_t len) {
-  static const char* const kinds[] = {"other", "wqe_fetch", "cq_arm", "cqe_write", "ceqe_write", "aeqe_write"};
-  static const char* const objects[] = {nullptr, "qp", "cq", "cq", "ceq", nullptr};
-  static_assert(std::size(kinds) == device::DmaPurpose::aeqe_write + 1 && std::size(objects) == std::size(kinds));
+  static const char* const kinds[] = {"other", "wqe_fetch", "cq_arm", "cqe_write", "ceqe_write", "aeqe_write",
+                                      "payload_write"};
+  static const char* const objects[] = {nullptr, "qp", "cq", "cq", "ceq", nullptr, "qp"};
+  static_assert(std::size(kinds) == device::DmaPurpose::payload_write + 1 && std::size(objects) == std::size(kinds));
   ev.str("purpose", kinds[p.kind]);
   if (objects[p.kind]) ev.num(objects[p.kind], p.object);
   ev.addr("addr", addr).num("len", len);
@@ -123,7 +124,7 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
       return;
     }
     // Posted: the device is told OK; an unmapped target shows up as a dma_error event.
-    if (faults_ && refused_write(trans, arrival)) return;
+    if (faults_ && dropped_write(trans, arrival)) return;
     if (defer_) {
       if (posted_.size() >= kPostedCredits && initiator_can_wait()) {
         wait_for_posted_credit(delay);
@@ -225,16 +226,21 @@ bool PcieLink::aborted_read(tlm::tlm_generic_payload& trans, sc_time& delay) {
            trans.get_address(), trans.get_data_length());
   delay = at_host + payload_time(0) + dma_latency_;
   trans.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
-  if (on_read_fault) on_read_fault(ext->purpose);
+  if (on_struck_access) on_struck_access(ext->purpose);
   return true;
 }
 
-// A posted write the faults refuse never lands; the device is not told, the root port
-// reports the error to the host when the write arrives.
-bool PcieLink::refused_write(tlm::tlm_generic_payload& trans, sc_time arrival) {
+// A posted write the faults refuse or poison never lands; the device is not told, the
+// root port reports the error to the host when the write arrives.
+bool PcieLink::dropped_write(tlm::tlm_generic_payload& trans, sc_time arrival) {
   const auto* ext = trans.get_extension<device::DmaPurposeExtension>();
-  if (!ext || !faults_->write_fails(ext->purpose)) return false;
-  describe(trace_.event(ps(arrival), "dma_write_fault"), ext->purpose, trans.get_address(), trans.get_data_length());
+  if (!ext) return false;
+  const LinkFaults::Write fate = faults_->write_fate(ext->purpose);
+  if (fate == LinkFaults::Write::lands) return false;
+  const bool poisoned = fate == LinkFaults::Write::poisoned;
+  describe(trace_.event(ps(arrival), poisoned ? "dma_write_poisoned" : "dma_write_fault"), ext->purpose,
+           trans.get_address(), trans.get_data_length());
+  if (poisoned && on_struck_access) on_struck_access(ext->purpose);
   if (on_pci_error) on_pci_error(arrival);
   return true;
 }
@@ -334,7 +340,7 @@ bool PcieLink::dma_get_dmi(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi) {
   ext->terms = this;
   // Deferred posted writes land through the link's queue, in order, and writes that may be
   // refused are transported, where their purpose is seen: reads only.
-  if (defer_ || (faults_ && faults_->config().refused_writes())) dmi.allow_read();
+  if (defer_ || (faults_ && faults_->config().dropped_writes())) dmi.allow_read();
   return true;
 }
 

@@ -57,10 +57,11 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms {
 
   // Where MSI writes go: (data, arrival time).
   std::function<void(uint32_t data, sc_core::sc_time at)> on_msi;
-  // Told of every read the faults refused, as it is refused (for the test bench).
-  std::function<void(const device::DmaPurpose&)> on_read_fault;
-  // The root port's report of an uncorrectable error (a write the faults refused), at `at`:
-  // the host's AER.
+  // Told of every read the faults refused and every write they poisoned, as it happens
+  // (for the test bench).
+  std::function<void(const device::DmaPurpose&)> on_struck_access;
+  // The root port's report of an uncorrectable error (a write the faults refused or
+  // poisoned), at `at`: the host's AER.
   std::function<void(sc_core::sc_time at)> on_pci_error;
 
   // For a host that takes interrupts by vector rather than as writes (a served model's
@@ -88,8 +89,8 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms {
   void written(uint64_t addr, uint32_t len, sc_core::sc_time& delay) override;
   // A read the faults refuse: answered with Completer Abort, `delay` past its completion.
   bool aborted_read(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
-  // A posted write the faults refuse, arriving at `arrival`: dropped, and reported.
-  bool refused_write(tlm::tlm_generic_payload& trans, sc_core::sc_time arrival);
+  // A posted write the faults refuse or poison, arriving at `arrival`: dropped, and reported.
+  bool dropped_write(tlm::tlm_generic_payload& trans, sc_core::sc_time arrival);
   // A read issued `delay` past the kernel's time reaches host memory at the returned offset.
   sc_core::sc_time read_at_host(const sc_core::sc_time& delay) const;
   // Logs a read that reached host memory; `delay` becomes when its data is back.

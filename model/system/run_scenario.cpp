@@ -159,15 +159,25 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
                 std::to_string(ev.stale_ceqes) + " for no CQ), " + std::to_string(ev.ceqes_left) +
                 " left in CEQs destroyed under them, " + std::to_string(dev->cq_ack_doorbells) + " CQACKs; " +
                 std::to_string(ev.interrupts) + " interrupts handled" + given_up_note);
+  // Every write the root port dropped is an error it reported, on which the driver gave the
+  // device up once. A poisoned message's data may be reported done before that: at both
+  // ends for an RDMA WRITE with immediate, at most.
   const uint64_t writes_refused = dev->cqe_writes_failed + dev->ceqe_writes_failed + dev->aeqe_writes_failed;
+  const uint64_t poisoned = dev->payload_writes_poisoned;
+  const bool dropped_reported = ev.pci_errors == writes_refused + poisoned && ev.resets_requested == 1 &&
+                                wl.device_fatal == 1;
+  const std::string reported = std::to_string(ev.pci_errors) + " PCIe error(s) reported to the driver, " +
+                               std::to_string(ev.resets_requested) + " reset(s) requested, " +
+                               std::to_string(wl.device_fatal) + " IB_EVENT_DEVICE_FATAL";
   if (writes_refused)
-    sb.record("every_refused_write_reported",
-              ev.pci_errors == writes_refused && ev.resets_requested == 1 && wl.device_fatal == 1,
+    sb.record("every_refused_write_reported", dropped_reported,
               std::to_string(dev->cqe_writes_failed) + " CQE, " + std::to_string(dev->ceqe_writes_failed) +
-                  " CEQE and " + std::to_string(dev->aeqe_writes_failed) + " AEQE write(s) refused; " +
-                  std::to_string(ev.pci_errors) + " PCIe error(s) reported to the driver, " +
-                  std::to_string(ev.resets_requested) + " reset(s) requested, " + std::to_string(wl.device_fatal) +
-                  " IB_EVENT_DEVICE_FATAL");
+                  " CEQE and " + std::to_string(dev->aeqe_writes_failed) + " AEQE write(s) refused; " + reported);
+  if (poisoned)
+    sb.record("every_poisoned_write_reported", dropped_reported && wl.poisoned_payloads_delivered <= 2 * poisoned,
+              std::to_string(poisoned) + " payload write(s) poisoned; " + reported + "; " +
+                  std::to_string(wl.poisoned_payloads_delivered) +
+                  " completion(s) reported work done whose data never landed");
   if (dev->cqp_hung)
     sb.record("device_given_up_after_cqp_hang", ev.resets_requested == 1 && wl.device_fatal == 1,
               "the control QP wedged; " + std::to_string(ev.resets_requested) +
@@ -204,7 +214,8 @@ void warn_of_idle_faults(const SimConfig& cfg, const backends::DeviceCounters& c
                {"shadow_read_error_rate", f.shadow_read_error_rate, c.shadow_reads_failed},
                {"cqe_write_error_rate", f.cqe_write_error_rate, c.cqe_writes_failed},
                {"ceqe_write_error_rate", f.ceqe_write_error_rate, c.ceqe_writes_failed},
-               {"aeqe_write_error_rate", f.aeqe_write_error_rate, c.aeqe_writes_failed}};
+               {"aeqe_write_error_rate", f.aeqe_write_error_rate, c.aeqe_writes_failed},
+               {"payload_write_poison_rate", f.payload_write_poison_rate, c.payload_writes_poisoned}};
   for (const auto& k : kinds)
     if (k.rate > 0 && k.struck == 0) {
       char rate[32];
@@ -300,6 +311,8 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
       .num("cqe_writes_failed", dev.cqe_writes_failed)
       .num("ceqe_writes_failed", dev.ceqe_writes_failed)
       .num("aeqe_writes_failed", dev.aeqe_writes_failed)
+      .num("payload_writes_poisoned", dev.payload_writes_poisoned)
+      .num("poisoned_payloads_delivered", wl.poisoned_payloads_delivered)
       .num("pci_errors", ev.pci_errors)
       .num("wqe_fetch_errors", dev.wqe_fetch_errors)
       .num("cqs_catastrophic", dev.cq_catastrophic)

@@ -203,7 +203,7 @@ void read_link_faults(const YamlMap& m, platform::LinkFaultConfig& f) {
   m.allow({"posted_delay_rate", "posted_delay_max_ns", "split_rate", "split_gap_ns", "split_reversed",
            "msix_lost_rate", "msix_duplicated_rate", "msix_delayed_rate", "msix_delay_max_ns", "msix_mask_rate",
            "msix_mask_max_ns", "wqe_read_error_rate", "shadow_read_error_rate", "cqe_write_error_rate",
-           "ceqe_write_error_rate", "aeqe_write_error_rate", "seed"});
+           "ceqe_write_error_rate", "aeqe_write_error_rate", "payload_write_poison_rate", "seed"});
   f.posted_delay_rate = m.f64("posted_delay_rate", f.posted_delay_rate, 0, 1);
   f.posted_delay_max_ns = m.f64("posted_delay_max_ns", f.posted_delay_max_ns, 1, 1e7);
   f.split_rate = m.f64("split_rate", f.split_rate, 0, 1);
@@ -220,6 +220,7 @@ void read_link_faults(const YamlMap& m, platform::LinkFaultConfig& f) {
   f.cqe_write_error_rate = m.f64("cqe_write_error_rate", f.cqe_write_error_rate, 0, 1);
   f.ceqe_write_error_rate = m.f64("ceqe_write_error_rate", f.ceqe_write_error_rate, 0, 1);
   f.aeqe_write_error_rate = m.f64("aeqe_write_error_rate", f.aeqe_write_error_rate, 0, 1);
+  f.payload_write_poison_rate = m.f64("payload_write_poison_rate", f.payload_write_poison_rate, 0, 1);
   f.seed = m.u64("seed", f.seed, 0, UINT64_MAX);
   // A kind's shape without its rate would be read and do nothing.
   const std::pair<const char*, std::pair<const char*, double>> shapes[] = {

@@ -108,7 +108,7 @@ void Scoreboard::check_send(unsigned qp, const ib_wc& wc, bool payload_ok) {
     return;
   }
   compare("send", e, wc);
-  if (!payload_ok) fail(kPayload, "send " + wr(wc.wr_id) + ": the RDMA data moved is not what was expected");
+  if (!payload_ok) payload_differs(qp, "send " + wr(wc.wr_id) + ": the RDMA data moved is not what was expected");
 }
 
 // The first error of a queue carries the QP's flush code (an injected fault), retries
@@ -193,7 +193,14 @@ void Scoreboard::check_recv(unsigned qp, const ib_wc& wc, bool payload_ok) {
   msgs.pop_front();
   e.wr_id = wc.wr_id;
   compare("receive", e, wc);
-  if (!payload_ok) fail(kPayload, "receive " + wr(wc.wr_id) + ": buffer differs from the bytes sent");
+  if (!payload_ok) payload_differs(qp, "receive " + wr(wc.wr_id) + ": buffer differs from the bytes sent");
+}
+
+void Scoreboard::payload_differs(unsigned qp, const std::string& detail) {
+  if (state_[qp].payload_poisoned)
+    poisoned_delivered_++;
+  else
+    fail(kPayload, detail);
 }
 
 void Scoreboard::record(const std::string& name, bool passed, const std::string& detail) {

@@ -71,6 +71,10 @@ class Scoreboard {
   // QP `qp`'s peer is faulted: its queues may flush (retries exceeded, or moved to error
   // by the workload).
   void expect_peer_fault(unsigned qp) { state_[qp].peer_faulted = true; }
+  // Data one of QP `qp`'s completions reports was poisoned on its way and never landed:
+  // from now on a completion of it whose data differs is no failure, but counted
+  // (poisoned_payloads_delivered: work reported done whose data is not there).
+  void expect_poisoned_payload(unsigned qp) { state_[qp].payload_poisoned = true; }
   // QP `qp` was torn down: nothing more is expected of it, and what it still delivers (a
   // drain's) is not checked.
   void abandon(unsigned qp) {
@@ -94,11 +98,14 @@ class Scoreboard {
 
   std::vector<Check> checks() const;
   uint64_t completions_checked() const { return checked_; }
+  uint64_t poisoned_payloads_delivered() const { return poisoned_delivered_; }
   size_t outstanding_sends() const;
   size_t undelivered_messages() const;
 
  private:
   void fail(const std::string& check, const std::string& detail);
+  // A successful completion's data is not what was sent: a failure, unless poisoned.
+  void payload_differs(unsigned qp, const std::string& detail);
   void compare(const char* what, const ExpectedCompletion& e, const ibcore::ib_wc& wc);
   struct QpState {
     bool faulted = false;
@@ -109,6 +116,7 @@ class Scoreboard {
     bool sq_error = false;  // the SQ reported its first error
     bool rq_error = false;
     bool abandoned = false;
+    bool payload_poisoned = false;
   };
   // An error completion of QP `qp`'s SQ (`sq`) or RQ for `e`.
   void check_error(unsigned qp, bool sq, const ExpectedCompletion& e, const ibcore::ib_wc& wc);
@@ -128,6 +136,7 @@ class Scoreboard {
   std::map<std::string, Failures> failures_;
   std::vector<Check> recorded_;
   uint64_t checked_ = 0;
+  uint64_t poisoned_delivered_ = 0;
 };
 
 }  // namespace irdma_sim::system

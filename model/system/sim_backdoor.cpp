@@ -62,17 +62,19 @@ backends::DeviceCounters SimBackdoor::counters() {
     c.cqe_writes_failed = f->cqe_writes_failed;
     c.ceqe_writes_failed = f->ceqe_writes_failed;
     c.aeqe_writes_failed = f->aeqe_writes_failed;
+    c.payload_writes_poisoned = f->payload_writes_poisoned;
   }
   return c;
 }
 
-void SimBackdoor::on_wqe_fetch_fault(std::function<void(uint32_t, uint64_t)> listener) {
+void SimBackdoor::on_struck_access(std::function<void(const StruckAccess&)> listener) {
   if (!listener) {
-    link_.on_read_fault = nullptr;
+    link_.on_struck_access = nullptr;
     return;
   }
-  link_.on_read_fault = [listener = std::move(listener)](const device::DmaPurpose& p) {
-    if (p.kind == device::DmaPurpose::wqe_fetch) listener(p.object, p.request);
+  link_.on_struck_access = [listener = std::move(listener)](const device::DmaPurpose& p) {
+    if (p.kind == device::DmaPurpose::wqe_fetch) listener({StruckAccess::wqe_fetch, p.object, p.request});
+    if (p.kind == device::DmaPurpose::payload_write) listener({StruckAccess::payload_poisoned, p.object, 0});
   };
 }
 

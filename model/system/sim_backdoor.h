@@ -23,7 +23,7 @@ class SimBackdoor final : public backends::DeviceBackdoor {
     if (recorder_) recorder_->force_msix(vector);
     dev_.schedule_msix(vector);
   }
-  void on_wqe_fetch_fault(std::function<void(uint32_t qp, uint64_t request)> listener) override;
+  void on_struck_access(std::function<void(const StruckAccess&)> listener) override;
 
  private:
   device::IrdmaDevice& dev_;

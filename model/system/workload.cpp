@@ -30,7 +30,8 @@ void Workload::run() {
   const std::lock_guard<hal::Lock> held(*lock_);
   if (ready) traffic();
   teardown();
-  if (host_.backdoor()) host_.backdoor()->on_wqe_fetch_fault(nullptr);
+  if (host_.backdoor()) host_.backdoor()->on_struck_access(nullptr);
+  counters_.poisoned_payloads_delivered = sb_.poisoned_payloads_delivered();
   sb_.record("no_driver_warnings", warnings == 0,
              warnings ? std::to_string(warnings) + " warning(s); first: " + first_warning
                       : "ib-core raised no warnings");

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "driver/backends/device_backdoor.h"
 #include "driver/core/ib_device.h"
 #include "driver/core/ib_qp.h"
 #include "driver/irdma/irdma_device.h"
@@ -46,6 +47,7 @@ struct WorkloadCounters {
   uint64_t corrupt_cqes = 0;  // skipped by the poll path: unknown QP or WQE index
   uint64_t destroyed_qp_cqes = 0;  // dropped by the poll path: their QP was being destroyed
   uint64_t ext_half_waits = 0;  // polls that met a CQE whose extended half had not landed
+  uint64_t poisoned_payloads_delivered = 0;  // successful completions whose poisoned data never landed
   uint64_t doorbells = 0;
   uint64_t post_errors = 0;
   uint64_t idle_polls = 0;  // times the posting thread had nothing to do and slept
@@ -106,9 +108,10 @@ class Workload {
   bool out_of(int err, const char* key, uint64_t limit, const std::string& what);
   void inject_faults();
   // The SQ WQE fetches the link's faults refuse, which put their QPs in error with
-  // FLUSH_FATAL_ERR: reported from the device's thread into struck_, and expected of the
-  // scoreboard (expect_struck) before the next completion is checked.
-  void listen_for_fetch_faults();
+  // FLUSH_FATAL_ERR, and the payload writes they poison, whose data never lands: reported
+  // from the device's thread into struck_, and expected of the scoreboard (expect_struck)
+  // before the next completion is checked.
+  void listen_for_struck_accesses();
   void expect_struck();
   // memory_keys.cpp
   bool make_keys(Qp& q);
@@ -209,7 +212,7 @@ class Workload {
   std::vector<bool> delivered_on_;  // by CQ number
   // Never held across a wait: the device's thread takes it while host threads may hold lock_.
   std::mutex struck_lock_;
-  std::vector<std::pair<uint32_t, uint64_t>> struck_;  // (QP number, request)
+  std::vector<backends::DeviceBackdoor::StruckAccess> struck_;
 };
 
 }  // namespace irdma_sim::system

@@ -225,7 +225,7 @@ TEST(LinkFaults, ARefusedReadReachesNoMemoryAndSaysWhoseItWas) {
   f.wqe_read_error_rate = 1;
   LinkBench b("bench", f);
   std::vector<device::DmaPurpose> struck;
-  b.link.on_read_fault = [&](const device::DmaPurpose& p) { struck.push_back(p); };
+  b.link.on_struck_access = [&](const device::DmaPurpose& p) { struck.push_back(p); };
   std::vector<bool> ok;
   uint64_t refused = 0x77, read_back = 0, arm_read = 0;
   b.script = [&](LinkBench& b, sc_time& d) {
@@ -270,6 +270,41 @@ TEST(LinkFaults, ARefusedWriteNeverLandsAndIsReportedWhenItArrives) {
   ASSERT_EQ(reported.size(), 1u);
   EXPECT_GT(reported[0], sc_time(300, SC_NS)) << "reported before the write could arrive";
   EXPECT_EQ(b.link.fault_counters()->cqe_writes_failed, 1u);
+}
+
+// A poisoned payload write never lands either; the bench hears which QP's data it was, and
+// the root port reports it. Entry writes and writes of no purpose are never poisoned.
+TEST(LinkFaults, APoisonedPayloadWriteIsDroppedAndReported) {
+  platform::LinkFaultConfig f;
+  f.payload_write_poison_rate = 1;
+  LinkBench b("bench", f);
+  std::vector<sc_time> reported;
+  std::vector<device::DmaPurpose> struck;
+  b.link.on_pci_error = [&](sc_time at) { reported.push_back(at); };
+  b.link.on_struck_access = [&](const device::DmaPurpose& p) { struck.push_back(p); };
+  std::vector<bool> ok;
+  b.script = [&](LinkBench& b, sc_time& d) {
+    std::vector<uint8_t> bytes(32, 0xDD);
+    device::DmaPurposeExtension ext;
+    ext.purpose = {device::DmaPurpose::payload_write, 7};
+    ok.push_back(b.transact(tlm::TLM_WRITE_COMMAND, b.ring.iova, bytes.data(), 32, d, &ext));
+    ext.purpose = {device::DmaPurpose::cqe_write, 4};
+    ok.push_back(b.transact(tlm::TLM_WRITE_COMMAND, b.ring.iova + 64, bytes.data(), 32, d, &ext));
+    b.write(d, 128, 8, 0x11);
+  };
+  sc_core::sc_start();
+  EXPECT_EQ(ok, (std::vector<bool>{true, true})) << "a poisoned write's fate reached the device";
+  EXPECT_EQ(b.seen[0], sc_time()) << "the poisoned payload landed";
+  EXPECT_NE(b.seen[8], sc_time()) << "a CQE write was poisoned";
+  EXPECT_NE(b.seen[16], sc_time()) << "a write of no purpose did not land";
+  ASSERT_EQ(struck.size(), 1u);
+  EXPECT_EQ(struck[0].kind, device::DmaPurpose::payload_write);
+  EXPECT_EQ(struck[0].object, 7u);
+  ASSERT_EQ(reported.size(), 1u);
+  EXPECT_GT(reported[0], sc_time(300, SC_NS)) << "reported before the write could arrive";
+  EXPECT_EQ(b.link.fault_counters()->payload_writes_poisoned, 1u);
+  EXPECT_EQ(b.link.fault_counters()->cqe_writes_failed, 0u);
+  EXPECT_EQ(b.link.dma_errors(), 0u);
 }
 
 TEST(LinkFaults, FaultsOnPostedWritesNeedWritesThatLandWhenTheyArrive) {

@@ -43,6 +43,33 @@ TEST(Scoreboard, AFailedCheckCountsItsFailures) {
   EXPECT_TRUE(named(checks, "every_message_received_once_in_order").passed);
 }
 
+// Data that differs on a QP told of a poisoned write is counted, not failed; on another QP
+// it still fails.
+TEST(Scoreboard, DataAPoisonedWriteLeftIsCountedNotFailed) {
+  Scoreboard sb(2);
+  ib_qp qp[2];
+  sb.expect_poisoned_payload(0);
+  for (unsigned q = 0; q < 2; q++)
+    for (uint64_t id = 1; id <= 2; id++) {
+      sb.expect_recv(q, id, &qp[q]);
+      sb.expect_message(q, {0, &qp[q], 0, IB_WC_RECV, 8});
+    }
+  for (unsigned q = 0; q < 2; q++)
+    for (uint64_t id = 1; id <= 2; id++) {
+      ib_wc wc{};
+      wc.wr_id = id;
+      wc.opcode = IB_WC_RECV;
+      wc.byte_len = 8;
+      wc.qp = &qp[q];
+      sb.check_recv(q, wc, id == 1);
+    }
+  EXPECT_EQ(sb.poisoned_payloads_delivered(), 1u);
+  const auto checks = sb.checks();
+  const Check& payload = named(checks, "payload_integrity");
+  EXPECT_FALSE(payload.passed);
+  EXPECT_EQ(payload.detail, "1 of 4 completions failed it; first: receive wr_id 2: buffer differs from the bytes sent");
+}
+
 // Three signaled sends; the error completion `minor` (a flush, major 1) reports the first.
 std::vector<Check> first_send_flushed(Scoreboard& sb, const ib_qp& qp, uint16_t minor, ib_wc_status status) {
   for (uint64_t seq = 0; seq < 3; seq++) {

@@ -60,7 +60,7 @@ def test_bad_read_fault_settings_are_scenario_errors(old, new, message, refused_
 
 @pytest.mark.parametrize("args,message", [
     (["--record"], "--record with link.faults"),
-    (["--backend", "vfio-user"], "config.link.faults.wqe_read_error_rate: a served model cannot tell"),
+    (["--backend", "vfio-user"], "config.link.faults.shadow_read_error_rate: a served model cannot tell"),
     (["--backend", "vfio:0000:00:00.0"], "is silicon"),
 ])
 def test_runs_that_cannot_carry_read_faults_refuse_them(args, message, refused_run):

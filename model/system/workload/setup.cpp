@@ -130,7 +130,7 @@ bool Workload::setup() {
   for (auto& q : qps_)
     if (!make_keys(*q)) return false;
   inject_faults();
-  listen_for_fetch_faults();
+  listen_for_struck_accesses();
   counters_.pool_cqs = 0;
   for (const auto& pool : dev_.cq_pools) counters_.pool_cqs += pool.size();
   for (auto& q : qps_) {
@@ -201,25 +201,33 @@ void Workload::inject_faults() {
   }
 }
 
-void Workload::listen_for_fetch_faults() {
-  if (!sc_.config.link.faults.wqe_read_error_rate || !host_.backdoor()) return;
-  host_.backdoor()->on_wqe_fetch_fault([this](uint32_t qp, uint64_t request) {
+void Workload::listen_for_struck_accesses() {
+  const platform::LinkFaultConfig& f = sc_.config.link.faults;
+  if ((!f.wqe_read_error_rate && !f.payload_write_poison_rate) || !host_.backdoor()) return;
+  host_.backdoor()->on_struck_access([this](const backends::DeviceBackdoor::StruckAccess& access) {
     const std::lock_guard<std::mutex> held(struck_lock_);
-    struck_.emplace_back(qp, request);
+    struck_.push_back(access);
   });
 }
 
 void Workload::expect_struck() {
-  std::vector<std::pair<uint32_t, uint64_t>> struck;
+  using StruckAccess = backends::DeviceBackdoor::StruckAccess;
+  std::vector<StruckAccess> struck;
   {
     const std::lock_guard<std::mutex> held(struck_lock_);
     if (struck_.empty()) return;
     struck.swap(struck_);
   }
-  for (const auto& [qp_num, request] : struck)
+  for (const StruckAccess& access : struck)
     for (auto& q : qps_)
-      if (q->bq && q->bq->qp_num() == qp_num) {
-        sb_.expect_fetch_fault(q->index, request, irdma::FLUSH_FATAL_ERR);
+      if (q->bq && q->bq->qp_num() == access.qp) {
+        if (access.kind == StruckAccess::payload_poisoned) {
+          // An RDMA WRITE with immediate's data is checked at both ends.
+          sb_.expect_poisoned_payload(q->index);
+          sb_.expect_poisoned_payload(q->peer->index);
+          continue;
+        }
+        sb_.expect_fetch_fault(q->index, access.request, irdma::FLUSH_FATAL_ERR);
         sb_.expect_peer_fault(q->peer->index);
       }
 }

@@ -1,0 +1,80 @@
+"""Payload writes the device poisons (config.link.faults.payload_write_poison_rate), as a
+validation engineer uses them: the shipped scenario holds over seeds 1-20, every poisoned
+write is reported and the device given up once, work reported done whose data never landed
+is counted rather than failed, and runs that cannot carry them refuse them."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import irdma_sim
+
+from conftest import failed_checks
+
+
+def test_every_poisoned_write_gives_the_device_up_once_over_seeds_1_to_20(scenario, tmp_path):
+    delivered = 0
+    for seed in range(1, 21):
+        report = irdma_sim.run(scenario("poisoned_writes.yaml"), tmp_path / str(seed), seed=seed, trace=False)
+        assert report["passed"], (seed, failed_checks(report))
+        counts = report["counts"]
+        assert counts["payload_writes_poisoned"] == 1, (seed, counts)  # the first ends the device's part
+        assert counts["pci_errors"] == 1 and counts["device_resets_requested"] == 1, (seed, counts)
+        assert counts["device_fatal_events"] == 1, seed
+        assert "every_poisoned_write_reported" in {c["name"] for c in report["checks"]}
+        assert counts["poisoned_payloads_delivered"] <= 2, (seed, counts)
+        delivered += counts["poisoned_payloads_delivered"]
+    # The window the fault opens: some seed reports poisoned work done before the driver
+    # hears of the error.
+    assert delivered > 0
+
+
+def test_a_poisoned_write_is_traced_and_never_lands(scenario, tmp_path):
+    report = irdma_sim.run(scenario("poisoned_writes.yaml"), tmp_path / "out", seed=1)
+    assert report["passed"], failed_checks(report)
+    events = [json.loads(line) for line in open(tmp_path / "out" / "trace.jsonl")]
+    poisoned = [e for e in events if e["ev"] == "dma_write_poisoned"]
+    assert len(poisoned) == 1, poisoned
+    assert poisoned[0]["purpose"] == "payload_write" and "qp" in poisoned[0], poisoned[0]
+    landed = [e for e in events if e["ev"] == "dma_write" and e["t_ps"] == poisoned[0]["t_ps"]
+              and e["addr"] == poisoned[0]["addr"]]
+    assert not landed, landed
+
+
+def test_without_poison_the_scenario_tests_nothing_and_says_so(variant, tmp_path):
+    path = variant("poisoned_writes.yaml", "payload_write_poison_rate: 0.0003", "payload_write_poison_rate: 0.0000001")
+    report = irdma_sim.run(path, tmp_path / "out", seed=1, trace=False)
+    assert report["passed"], failed_checks(report)
+    assert report["counts"]["payload_writes_poisoned"] == 0
+    assert "every_poisoned_write_reported" not in {c["name"] for c in report["checks"]}
+    assert any("payload_write_poison_rate" in w and "struck nothing" in w for w in report["warnings"]), report["warnings"]
+
+
+@pytest.mark.parametrize("new,message", [
+    ("payload_write_poison_rate: 2", "config.link.faults.payload_write_poison_rate"),
+    ("payload_write_poisn_rate: 0.0003", "unknown key"),
+])
+def test_bad_poison_settings_are_scenario_errors(new, message, refused_variant):
+    stderr = refused_variant("poisoned_writes.yaml", "payload_write_poison_rate: 0.0003", new)
+    assert message in stderr, stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--record"], "--record with link.faults"),
+    (["--backend", "vfio-user"], "payload_write_poison_rate: a served model has no root port"),
+])
+def test_runs_that_cannot_carry_poisoned_writes_refuse_them(args, message, refused_run):
+    stderr = refused_run("poisoned_writes.yaml", *args)
+    assert message in stderr, stderr
+
+
+def test_a_served_model_refuses_poisoned_writes(tmp_path):
+    config = tmp_path / "config.yaml"
+    config.write_text("link:\n  faults: {payload_write_poison_rate: 0.1}\n")
+    serve = os.path.join(os.environ["IRDMA_SIM_BIN"], "..", "model", "system", "irdma-sim-serve")
+    proc = subprocess.run([serve, "--socket", str(tmp_path / "s.sock"), "--config", str(config), "--once"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "config.link.faults.payload_write_poison_rate: a served model has no root port" in proc.stderr
