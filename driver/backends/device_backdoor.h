@@ -86,9 +86,11 @@ class DeviceBackdoor {
     enum Kind {
       wqe_fetch,         // refused: `qp` goes to error at `request` (its SQ's head, NOPs not counted)
       payload_poisoned,  // dropped: the data `qp`'s next completions report may not have landed
+      cqe_refused,       // a half of a CQE of CQ `cq` never landed
     } kind;
-    uint32_t qp;
-    uint64_t request;  // wqe_fetch only
+    uint32_t qp;       // wqe_fetch, payload_poisoned
+    uint64_t request;  // wqe_fetch
+    uint32_t cq;       // cqe_refused
   };
   // Calls `listener` as each is struck, from the device's thread (before the completion
   // that follows from it is written). Only a device whose link is in this process can.

@@ -85,19 +85,27 @@ void PcieLink::mmio_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay)
     dev_bar->b_transport(trans, arrival);
     trace_event(ps(sc_core::sc_time_stamp() + delay + mmio_latency_), config ? "cfg_write" : "mmio_write",
                 region, off, len, value);
-    if (config) delay = arrival + payload_time(0) + mmio_latency_;
+    if (config) {  // non-posted: its completion comes back
+      delay = arrival + payload_time(0) + mmio_latency_;
+      behind_posted_writes(delay);
+    }
   } else {
     sc_time at_device = delay + payload_time(0) + mmio_latency_;
     dev_bar->b_transport(trans, at_device);
     std::memcpy(&value, trans.get_data_ptr(), std::min<uint32_t>(len, 8));
     trace_event(ps(sc_core::sc_time_stamp() + at_device), config ? "cfg_read" : "mmio_read", region, off, len, value);
     delay = at_device + payload_time(len) + mmio_latency_;
-    // A read completion does not pass the device's posted writes: a driver that reads a
-    // register the device set after writing memory finds the memory written.
-    if (!posted_.empty())
-      delay = std::max(delay, posted_.back().arrival + sc_time::from_value(1) - sc_core::sc_time_stamp());
+    behind_posted_writes(delay);
   }
   if (!trans.is_response_ok()) mmio_errors_++;
+}
+
+// A completion does not pass the device's posted writes: a driver that reads a register the
+// device set after writing memory finds the memory written, and one whose configuration
+// write stopped the device mastering the bus finds all it wrote before landed.
+void PcieLink::behind_posted_writes(sc_time& delay) const {
+  if (!posted_.empty())
+    delay = std::max(delay, posted_.back().arrival + sc_time::from_value(1) - sc_core::sc_time_stamp());
 }
 
 void PcieLink::trace_event(uint64_t t_ps, const char* kind, uint64_t region, uint64_t off, uint32_t len,
@@ -240,7 +248,7 @@ bool PcieLink::dropped_write(tlm::tlm_generic_payload& trans, sc_time arrival) {
   const bool poisoned = fate == LinkFaults::Write::poisoned;
   describe(trace_.event(ps(arrival), poisoned ? "dma_write_poisoned" : "dma_write_fault"), ext->purpose,
            trans.get_address(), trans.get_data_length());
-  if (poisoned && on_struck_access) on_struck_access(ext->purpose);
+  if (on_struck_access) on_struck_access(ext->purpose);
   if (on_pci_error) on_pci_error(arrival);
   return true;
 }

@@ -57,8 +57,8 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms {
 
   // Where MSI writes go: (data, arrival time).
   std::function<void(uint32_t data, sc_core::sc_time at)> on_msi;
-  // Told of every read the faults refused and every write they poisoned, as it happens
-  // (for the test bench).
+  // Told of every read and write the faults refused or poisoned, as it happens (for the
+  // test bench).
   std::function<void(const device::DmaPurpose&)> on_struck_access;
   // The root port's report of an uncorrectable error (a write the faults refused or
   // poisoned), at `at`: the host's AER.
@@ -81,6 +81,9 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms {
   // serialisation() of a payload in max-payload TLPs, from a table for the usual sizes.
   sc_core::sc_time payload_time(uint32_t bytes) const;
   void mmio_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
+  // Holds a completion back (`delay` ahead of the kernel) until the posted writes queued
+  // before it have landed.
+  void behind_posted_writes(sc_core::sc_time& delay) const;
   void trace_event(uint64_t t_ps, const char* kind, uint64_t region, uint64_t off, uint32_t len, uint64_t value);
   void dma_b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   bool dma_get_dmi(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi);

@@ -75,6 +75,12 @@ class Scoreboard {
   // from now on a completion of it whose data differs is no failure, but counted
   // (poisoned_payloads_delivered: work reported done whose data is not there).
   void expect_poisoned_payload(unsigned qp) { state_[qp].payload_poisoned = true; }
+  // A half of a CQE on QP `qp`'s CQ never landed (refused). In a 64-byte slot the other
+  // half may be read with it: an extended half last written two passes before carries the
+  // current valid bit, and neither the driver nor irdma can tell it stale. From now on a
+  // completion of the QP whose immediate data or UD source fields differ is no failure,
+  // but counted (stale_extended_delivered).
+  void expect_stale_extended(unsigned qp) { state_[qp].stale_extended = true; }
   // QP `qp` was torn down: nothing more is expected of it, and what it still delivers (a
   // drain's) is not checked.
   void abandon(unsigned qp) {
@@ -99,6 +105,7 @@ class Scoreboard {
   std::vector<Check> checks() const;
   uint64_t completions_checked() const { return checked_; }
   uint64_t poisoned_payloads_delivered() const { return poisoned_delivered_; }
+  uint64_t stale_extended_delivered() const { return stale_extended_delivered_; }
   size_t outstanding_sends() const;
   size_t undelivered_messages() const;
 
@@ -106,7 +113,8 @@ class Scoreboard {
   void fail(const std::string& check, const std::string& detail);
   // A successful completion's data is not what was sent: a failure, unless poisoned.
   void payload_differs(unsigned qp, const std::string& detail);
-  void compare(const char* what, const ExpectedCompletion& e, const ibcore::ib_wc& wc);
+  // `qp`: whose completion it is.
+  void compare(unsigned qp, const char* what, const ExpectedCompletion& e, const ibcore::ib_wc& wc);
   struct QpState {
     bool faulted = false;
     uint64_t fault_request = 0;
@@ -117,6 +125,7 @@ class Scoreboard {
     bool rq_error = false;
     bool abandoned = false;
     bool payload_poisoned = false;
+    bool stale_extended = false;
   };
   // An error completion of QP `qp`'s SQ (`sq`) or RQ for `e`.
   void check_error(unsigned qp, bool sq, const ExpectedCompletion& e, const ibcore::ib_wc& wc);
@@ -137,6 +146,7 @@ class Scoreboard {
   std::vector<Check> recorded_;
   uint64_t checked_ = 0;
   uint64_t poisoned_delivered_ = 0;
+  uint64_t stale_extended_delivered_ = 0;
 };
 
 }  // namespace irdma_sim::system

@@ -73,8 +73,9 @@ void SimBackdoor::on_struck_access(std::function<void(const StruckAccess&)> list
     return;
   }
   link_.on_struck_access = [listener = std::move(listener)](const device::DmaPurpose& p) {
-    if (p.kind == device::DmaPurpose::wqe_fetch) listener({StruckAccess::wqe_fetch, p.object, p.request});
-    if (p.kind == device::DmaPurpose::payload_write) listener({StruckAccess::payload_poisoned, p.object, 0});
+    if (p.kind == device::DmaPurpose::wqe_fetch) listener({StruckAccess::wqe_fetch, p.object, p.request, 0});
+    if (p.kind == device::DmaPurpose::payload_write) listener({StruckAccess::payload_poisoned, p.object, 0, 0});
+    if (p.kind == device::DmaPurpose::cqe_write) listener({StruckAccess::cqe_refused, 0, 0, p.object});
   };
 }
 

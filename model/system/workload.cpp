@@ -32,6 +32,7 @@ void Workload::run() {
   teardown();
   if (host_.backdoor()) host_.backdoor()->on_struck_access(nullptr);
   counters_.poisoned_payloads_delivered = sb_.poisoned_payloads_delivered();
+  counters_.stale_extended_delivered = sb_.stale_extended_delivered();
   sb_.record("no_driver_warnings", warnings == 0,
              warnings ? std::to_string(warnings) + " warning(s); first: " + first_warning
                       : "ib-core raised no warnings");

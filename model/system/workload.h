@@ -48,6 +48,7 @@ struct WorkloadCounters {
   uint64_t destroyed_qp_cqes = 0;  // dropped by the poll path: their QP was being destroyed
   uint64_t ext_half_waits = 0;  // polls that met a CQE whose extended half had not landed
   uint64_t poisoned_payloads_delivered = 0;  // successful completions whose poisoned data never landed
+  uint64_t stale_extended_delivered = 0;  // completions read with a stale extended half (a refused one)
   uint64_t doorbells = 0;
   uint64_t post_errors = 0;
   uint64_t idle_polls = 0;  // times the posting thread had nothing to do and slept

@@ -12,6 +12,7 @@
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
+#include "model/device/pci_config.h"
 #include "model/platform/host_memory.h"
 #include "model/platform/pcie_link.h"
 
@@ -22,7 +23,7 @@ using sc_core::sc_time;
 using sc_core::SC_NS;
 
 // A device that runs `script` (posted writes and MSIs, with its own time in `delay`), a CPU
-// that reads a register at `read_at`, and a watcher that notes when each watched qword of
+// that reads a register (or writes configuration space) at `read_at`, and a watcher that notes when each watched qword of
 // host memory first changes.
 struct LinkBench : sc_core::sc_module {
   SC_HAS_PROCESS(LinkBench);
@@ -96,8 +97,8 @@ struct LinkBench : sc_core::sc_module {
     uint32_t value = 0;
     sc_time delay = sc_core::SC_ZERO_TIME;
     tlm::tlm_generic_payload t;
-    t.set_command(tlm::TLM_READ_COMMAND);
-    t.set_address(0);
+    t.set_command(config_write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+    t.set_address(config_write ? uint64_t(device::kConfigRegion) << device::kRegionShift : 0);
     t.set_data_ptr(reinterpret_cast<uint8_t*>(&value));
     t.set_data_length(4);
     t.set_streaming_width(4);
@@ -120,6 +121,7 @@ struct LinkBench : sc_core::sc_module {
   };
   std::vector<Msi> msis;
   sc_time read_at, read_done;
+  bool config_write = false;  // at read_at, instead of the read
   bool written_when_read = false;
 };
 
@@ -172,6 +174,22 @@ TEST(LinkFaults, ARegisterReadCompletesOnlyAfterTheWritesIssuedBeforeIt) {
   b.read_at = sc_time(10, SC_NS);
   sc_core::sc_start();
   EXPECT_TRUE(b.written_when_read) << "the read completion passed a posted write issued before the read";
+  EXPECT_GE(b.read_done, b.seen[0]);
+}
+
+// A configuration write is non-posted: its completion, as a read's, comes back behind the
+// device's posted writes (a driver that stops the device mastering the bus finds all it
+// wrote before landed).
+TEST(LinkFaults, AConfigWriteCompletesOnlyAfterTheWritesIssuedBeforeIt) {
+  platform::LinkFaultConfig f;
+  f.posted_delay_rate = 1;
+  f.posted_delay_max_ns = 1'000'000;
+  LinkBench b("bench", f);
+  b.script = [](LinkBench& b, sc_time& d) { b.write(d, 0, 8, 0x5A); };
+  b.read_at = sc_time(10, SC_NS);
+  b.config_write = true;
+  sc_core::sc_start();
+  EXPECT_TRUE(b.written_when_read) << "the configuration write's completion passed a posted write issued before it";
   EXPECT_GE(b.read_done, b.seen[0]);
 }
 

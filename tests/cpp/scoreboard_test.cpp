@@ -70,6 +70,57 @@ TEST(Scoreboard, DataAPoisonedWriteLeftIsCountedNotFailed) {
   EXPECT_EQ(payload.detail, "1 of 4 completions failed it; first: receive wr_id 2: buffer differs from the bytes sent");
 }
 
+// A wrong immediate on a QP whose CQ lost a CQE half is counted as read stale, not failed.
+TEST(Scoreboard, AStaleExtendedHalfIsCountedOnlyWhereACqeHalfWasRefused) {
+  Scoreboard sb(2);
+  ib_qp qp[2];
+  sb.expect_stale_extended(0);
+  for (unsigned q = 0; q < 2; q++) {
+    sb.expect_recv(q, 1, &qp[q]);
+    ExpectedCompletion m{0, &qp[q], 0, IB_WC_RECV, 8};
+    m.with_imm = true;
+    m.imm_data = 0x1234;
+    sb.expect_message(q, m);
+    ib_wc wc{};
+    wc.wr_id = 1;
+    wc.opcode = IB_WC_RECV;
+    wc.byte_len = 8;
+    wc.wc_flags = IB_WC_WITH_IMM;
+    wc.ex.imm_data = __builtin_bswap32(0x9999);
+    wc.qp = &qp[q];
+    sb.check_recv(q, wc, true);
+  }
+  EXPECT_EQ(sb.stale_extended_delivered(), 1u);
+  const auto checks = sb.checks();
+  EXPECT_EQ(named(checks, "expected_byte_len_and_immediate").detail,
+            "1 of 2 completions failed it; first: receive wr_id 1: immediate data differs from what was sent");
+}
+
+// A RoCE UD error completion carries the GRH and network header type flags, as irdma
+// reports them whatever the status; an RC one carries none.
+TEST(Scoreboard, AUdErrorCompletionCarriesItsGrhFlags) {
+  for (const bool ud : {true, false})
+    for (const int flags : {0, IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE}) {
+      Scoreboard sb(1);
+      ib_qp qp;
+      qp.qp_type = ud ? IB_QPT_UD : IB_QPT_RC;
+      ExpectedCompletion e;
+      e.wr_id = 1;
+      e.qp = &qp;
+      sb.expect_send(0, e);
+      ib_wc wc{};
+      wc.wr_id = 1;
+      wc.status = IB_WC_WR_FLUSH_ERR;
+      wc.vendor_err = 0x10000u | 0x1;  // a general flush
+      wc.wc_flags = flags;
+      wc.qp = &qp;
+      sb.expect_peer_fault(0);
+      sb.check_send(0, wc);
+      const auto checks = sb.checks();
+      EXPECT_EQ(named(checks, "expected_byte_len_and_immediate").passed, (flags != 0) == ud) << ud << " " << flags;
+    }
+}
+
 // Three signaled sends; the error completion `minor` (a flush, major 1) reports the first.
 std::vector<Check> first_send_flushed(Scoreboard& sb, const ib_qp& qp, uint16_t minor, ib_wc_status status) {
   for (uint64_t seq = 0; seq < 3; seq++) {

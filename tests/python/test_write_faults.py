@@ -73,3 +73,27 @@ def test_a_served_model_refuses_refused_writes(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "aeqe_write_error_rate: a served model has no root port" in proc.stderr, proc.stderr
     assert "serving at" not in proc.stderr
+
+
+def test_a_refused_extended_half_of_a_64_byte_cqe_is_read_stale_and_counted(tmp_path):
+    # GEN_3's 64-byte slots: an extended half refused where the slot's last one was written
+    # two passes before keeps the current valid bit, so the driver (as irdma) reads it with
+    # the main half. The scoreboard counts the stale immediate data instead of failing.
+    path = tmp_path / "gen3_refused.yaml"
+    path.write_text(
+        "name: gen3_refused\nseed: 1\nconfig:\n  device: {generation: 3, num_ceqs: 2}\n"
+        "  link:\n    faults: {cqe_write_error_rate: 0.0005, msix_lost_rate: 0.01}\n"
+        "  driver: {eq_watchdog_us: 50}\n"
+        "qp_pairs:\n"
+        "  - {name: atom, sq_depth: 16, rq_depth: 16, ops: [fetch_add, cmp_swap, send, read]}\n"
+        "  - {name: dgram, type: ud, sq_depth: 16, rq_depth: 16}\n"
+        "  - {name: w, cq: own, cq_vector: 1, sq_depth: 16, rq_depth: 16, ops: [write_imm, write]}\n"
+        "traffic: {sends_per_qp: 800, min_bytes: 0, max_bytes: 2000}\n")
+    stale = 0
+    for seed in range(1, 11):
+        report = irdma_sim.run(str(path), tmp_path / str(seed), seed=seed, trace=False)
+        assert report["passed"], (seed, failed_checks(report))
+        counts = report["counts"]
+        assert counts["stale_extended_delivered"] <= counts["cqe_writes_failed"], (seed, counts)
+        stale += counts["stale_extended_delivered"]
+    assert stale > 0

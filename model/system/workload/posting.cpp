@@ -147,9 +147,10 @@ int Workload::post_sends(Qp& q) {
   int posted = 0;
   while (uint32_t(posted) < t.batch && q.sends_posted < q.sends_total && room(q)) {
     const TrafficOp op = (*q.ops)[q.sends_posted % q.ops->size()];
-    // A datagram with no receive posted for it is dropped: a UD sender waits for credit.
+    // A datagram with no receive posted for it is dropped: a UD sender waits for credit,
+    // unless the peer's receive queue is in error and none will come.
     const Qp& to = *q.peer;
-    if (q.ud && to.recvs_posted <= to.recvs_done + to.incoming.size()) break;
+    if (q.ud && !to.rq_error && to.recvs_posted <= to.recvs_done + to.incoming.size()) break;
     const uint64_t seq = q.sends_posted++;
     const uint32_t slot = uint32_t(seq % bq.sq_depth());
     const bool atomic = op == TrafficOp::fetch_add || op == TrafficOp::cmp_swap;

@@ -203,7 +203,10 @@ void Workload::inject_faults() {
 
 void Workload::listen_for_struck_accesses() {
   const platform::LinkFaultConfig& f = sc_.config.link.faults;
-  if ((!f.wqe_read_error_rate && !f.payload_write_poison_rate) || !host_.backdoor()) return;
+  // A refused CQE half matters only in a 64-byte slot, whose extended half may be read
+  // stale (scoreboard.h, expect_stale_extended).
+  const bool stale_ext = f.cqe_write_error_rate && sc_.config.device.cqe_64byte;
+  if ((!f.wqe_read_error_rate && !f.payload_write_poison_rate && !stale_ext) || !host_.backdoor()) return;
   host_.backdoor()->on_struck_access([this](const backends::DeviceBackdoor::StruckAccess& access) {
     const std::lock_guard<std::mutex> held(struck_lock_);
     struck_.push_back(access);
@@ -220,7 +223,9 @@ void Workload::expect_struck() {
   }
   for (const StruckAccess& access : struck)
     for (auto& q : qps_)
-      if (q->bq && q->bq->qp_num() == access.qp) {
+      if (access.kind == StruckAccess::cqe_refused) {
+        if (q->cq_num == access.cq) sb_.expect_stale_extended(q->index);
+      } else if (q->bq && q->bq->qp_num() == access.qp) {
         if (access.kind == StruckAccess::payload_poisoned) {
           // An RDMA WRITE with immediate's data is checked at both ends.
           sb_.expect_poisoned_payload(q->index);
