@@ -4,8 +4,6 @@ write is reported and the device given up once, work reported done whose data ne
 is counted rather than failed, and runs that cannot carry them refuse them."""
 
 import json
-import os
-import subprocess
 
 import pytest
 
@@ -69,12 +67,3 @@ def test_runs_that_cannot_carry_poisoned_writes_refuse_them(args, message, refus
     stderr = refused_run("poisoned_writes.yaml", *args)
     assert message in stderr, stderr
 
-
-def test_a_served_model_refuses_poisoned_writes(tmp_path):
-    config = tmp_path / "config.yaml"
-    config.write_text("link:\n  faults: {payload_write_poison_rate: 0.1}\n")
-    serve = os.path.join(os.environ["IRDMA_SIM_BIN"], "..", "model", "system", "irdma-sim-serve")
-    proc = subprocess.run([serve, "--socket", str(tmp_path / "s.sock"), "--config", str(config), "--once"],
-                          capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "config.link.faults.payload_write_poison_rate: a served model has no root port" in proc.stderr

@@ -63,15 +63,16 @@ def test_runs_that_cannot_carry_refused_writes_refuse_them(args, message, refuse
     assert message in stderr, stderr
 
 
-def test_a_served_model_refuses_refused_writes(tmp_path):
+@pytest.mark.parametrize("key", ["aeqe_write_error_rate", "payload_write_poison_rate"])
+def test_a_served_model_refuses_refused_and_poisoned_writes(key, tmp_path):
     # Served alone, as `irdma-sim serve` does: no root port to report them to the client's host.
     config = tmp_path / "config.yaml"
-    config.write_text("link:\n  faults: {aeqe_write_error_rate: 0.1}\n")
+    config.write_text("link:\n  faults: {%s: 0.1}\n" % key)
     serve = os.path.join(os.environ["IRDMA_SIM_BIN"], "..", "model", "system", "irdma-sim-serve")
     proc = subprocess.run([serve, "--socket", str(tmp_path / "s.sock"), "--config", str(config), "--once"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "aeqe_write_error_rate: a served model has no root port" in proc.stderr, proc.stderr
+    assert "config.link.faults.%s: a served model has no root port" % key in proc.stderr, proc.stderr
     assert "serving at" not in proc.stderr
 
 
