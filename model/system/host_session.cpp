@@ -361,7 +361,12 @@ uint64_t HostSession::now_ps() const { return host_->now_ps(); }
 std::map<std::string, uint64_t> HostSession::counters() const {
   const HostCounters host = host_->host_counters();
   // Without a backdoor, what the host saw; with one, the device's counters too.
-  std::map<std::string, uint64_t> out{{"sim_time_ps", host_->now_ps()}, {"dma_errors", host.dma_errors}};
+  // What the driver was told of the device's errors, whatever the backend.
+  const irdma::irdma_event_counters ev = host_->driver().event_counters();
+  std::map<std::string, uint64_t> out{{"sim_time_ps", host_->now_ps()},
+                                      {"dma_errors", host.dma_errors},
+                                      {"pci_errors", ev.pci_errors},
+                                      {"device_resets_requested", ev.resets_requested}};
   backends::DeviceBackdoor* backdoor = host_->backdoor();
   if (!backdoor) return out;
   const backends::DeviceCounters d = backdoor->counters();
@@ -380,6 +385,10 @@ std::map<std::string, uint64_t> HostSession::counters() const {
               {"mmio_reads", d.mmio_reads},
               {"wqe_reads_failed", d.wqe_reads_failed},
               {"shadow_reads_failed", d.shadow_reads_failed},
+              {"cqe_writes_failed", d.cqe_writes_failed},
+              {"ceqe_writes_failed", d.ceqe_writes_failed},
+              {"aeqe_writes_failed", d.aeqe_writes_failed},
+              {"payload_writes_poisoned", d.payload_writes_poisoned},
               {"wqe_fetch_errors", d.wqe_fetch_errors},
               {"cqs_catastrophic", d.cq_catastrophic},
               {"bad_mmio", d.bad_mmio},

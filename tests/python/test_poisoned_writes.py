@@ -67,3 +67,22 @@ def test_runs_that_cannot_carry_poisoned_writes_refuse_them(args, message, refus
     stderr = refused_run("poisoned_writes.yaml", *args)
     assert message in stderr, stderr
 
+
+
+def test_a_session_sees_its_poisoned_write_reported_and_the_data_missing(run_python):
+    # A Session has no scoreboard: what it sees is a receive completed as done whose buffer
+    # never got the bytes, and the counts that say why.
+    proc = run_python(
+        "from irdma_sim import Session\n"
+        "s = Session(config_yaml='link: {faults: {payload_write_poison_rate: 1}}')\n"
+        "cq = s.pool_get(64, comp_vector=-1, poll_ctx='softirq')\n"
+        "a, b = s.create_qp_pair(cq, cq, sq_depth=8, rq_depth=8, max_msg_bytes=256)\n"
+        "s.post_recv(b); s.post_send(a, b'hello')\n"
+        "s.run_for_ns(50000)\n"
+        "recv = [c for c in s.poll(cq) if c['opcode'] == 128]\n"
+        "c = s.counters()\n"
+        "print(recv[0]['status'], recv[0]['data'] != b'hello', c['payload_writes_poisoned'], c['pci_errors'],\n"
+        "      c['device_resets_requested'])\n"
+        "s.shutdown()\n")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.split() == ["0", "True", "1", "1", "1"], proc.stdout
