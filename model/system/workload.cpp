@@ -30,6 +30,9 @@ void Workload::run() {
   const std::lock_guard<hal::Lock> held(*lock_);
   if (ready) traffic();
   teardown();
+  if (!counters_.device_fatal)
+    for (const auto& [check, why] : lost_with_the_device_)
+      sb_.record(check, false, why + ", and the device was never given up");
   if (host_.backdoor()) host_.backdoor()->on_struck_access(nullptr);
   counters_.poisoned_payloads_delivered = sb_.poisoned_payloads_delivered();
   counters_.stale_extended_delivered = sb_.stale_extended_delivered();

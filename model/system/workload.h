@@ -154,9 +154,11 @@ class Workload {
   // recovery.cpp: broken connections, CQ errors, resizes, stopping early.
   void cq_error(const ibcore::ib_event& ev);
   void device_fatal(const ibcore::ib_event& ev);
-  // A verb that failed because the device was given up (a CQP command timed out, or later
-  // ones refused): expected once IB_EVENT_DEVICE_FATAL came.
-  bool lost_with_the_device(int ret) const;
+  // A verb that failed, recorded as check `check` failing with `detail` and its errno;
+  // unless the device was given up, when a CQP command times out (ETIMEDOUT) and later ones
+  // are refused (EBUSY). The driver stops its CQP before it raises IB_EVENT_DEVICE_FATAL,
+  // so a verb on another thread may fail that way before the event: judged at the end.
+  void verb_failed(const char* check, int ret, const std::string& detail);
   int tear_down_pair(Qp& q);
   int flush_peer(Qp& q);
   int maybe_resize(Qp& q);
@@ -204,6 +206,9 @@ class Workload {
   bool stopped_early_ = false;             // the traffic was stopped with work in flight
   std::string limit_error_;
   std::vector<std::string> warnings_;
+  // Verbs that failed as on a device given up before IB_EVENT_DEVICE_FATAL came: (check,
+  // detail), failed at the end of the run if it never came.
+  std::vector<std::pair<const char*, std::string>> lost_with_the_device_;
   bool interrupted_ = false;               // by Control::stop
   uint64_t interrupted_at_ps_ = 0;
   Control control_;

@@ -86,3 +86,29 @@ def test_a_session_sees_its_poisoned_write_reported_and_the_data_missing(run_pyt
         "s.shutdown()\n")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.split() == ["0", "True", "1", "1", "1"], proc.stdout
+
+
+def test_a_resize_the_device_loss_refuses_before_its_event_is_no_failure(tmp_path):
+    # The driver stops its control QP before it raises IB_EVENT_DEVICE_FATAL, so a resize on
+    # another thread may be refused (EBUSY) or cut short (ETIMEDOUT) by a poisoned write's
+    # error before the workload hears the device was given up: judged at the end of the run.
+    path = tmp_path / "poison_resize.yaml"
+    path.write_text(
+        "name: poison_resize\nseed: 1\nconfig:\n"
+        "  device: {num_ceqs: 2, max_cqe: 1024, cqe_64byte: true, ceq_itr_us: 10}\n"
+        "  driver: {eq_watchdog_us: 40}\n"
+        "  link:\n    faults: {payload_write_poison_rate: 0.0002, msix_lost_rate: 0.01, msix_delayed_rate: 0.01}\n"
+        "qp_pairs:\n"
+        "  - {name: a, cq: own, cq_vector: 0, sq_depth: 32, rq_depth: 32, ops: [send, write_imm, read, write]}\n"
+        "  - {name: b, cq: own, cq_vector: 1, sq_depth: 16, rq_depth: 16, poll_ctx: workqueue}\n"
+        "  - {name: c, sq_depth: 16, rq_depth: 16}\n"
+        "traffic: {sends_per_qp: 2000, max_bytes: 2048, resize_every: 300, resize_cqes: [96, 200, 64], batch: 3}\n")
+    given_up = 0
+    for seed in range(1, 11):
+        report = irdma_sim.run(str(path), tmp_path / str(seed), seed=seed, trace=False)
+        assert report["passed"], (seed, failed_checks(report))
+        counts = report["counts"]
+        assert counts["device_fatal_events"] == counts["payload_writes_poisoned"] <= 1, (seed, counts)
+        assert counts["cq_resizes"] > 0, seed
+        given_up += counts["device_fatal_events"]
+    assert given_up >= 5

@@ -40,8 +40,13 @@ void Workload::device_fatal(const ib_event& ev) {
   completed_->signal();
 }
 
-bool Workload::lost_with_the_device(int ret) const {
-  return counters_.device_fatal && (ret == -ETIMEDOUT || ret == -EBUSY);
+void Workload::verb_failed(const char* check, int ret, const std::string& detail) {
+  const std::string why = detail + " failed, errno " + std::to_string(-ret);
+  if (ret != -ETIMEDOUT && ret != -EBUSY) {
+    sb_.record(check, false, why);
+  } else if (!counters_.device_fatal) {
+    lost_with_the_device_.emplace_back(check, why);
+  }
 }
 
 // The recovery a ULP makes of a CQ error: both QPs of the pair destroyed (their unpolled
@@ -97,8 +102,8 @@ int Workload::maybe_resize(Qp& q) {
   if (!q.own_cq || !t.resize_every || q.completions - q.resized_at < t.resize_every) return 0;
   q.resized_at = q.completions;
   const uint32_t cqe = t.resize_cqes[q.resizes++ % t.resize_cqes.size()];
-  if (int ret = unlocked([&] { return ib_resize_cq(q.cq, int(cqe)); }); ret && !lost_with_the_device(ret))
-    sb_.record("resize_cq", false, "resizing a CQ to " + std::to_string(cqe) + " failed, errno " + std::to_string(-ret));
+  if (int ret = unlocked([&] { return ib_resize_cq(q.cq, int(cqe)); }))
+    verb_failed("resize_cq", ret, "resizing a CQ to " + std::to_string(cqe));
   counters_.cq_resizes++;
   return 1;
 }
