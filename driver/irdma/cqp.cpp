@@ -195,10 +195,27 @@ void irdma_cqp::give_up() {
   wedged_ = true;
 }
 
+void irdma_cqp::quiesced() {
+  std::lock_guard<hal::Lock> guard(*lock_);
+  quiesced_ = true;
+}
+
+void irdma_cqp::wait_quiesced(std::unique_lock<hal::Lock>& guard) {
+  const uint64_t start = hw_.exec.now_ns();
+  while (!quiesced_ && hw_.exec.now_ns() - start <= timeout_ns_) {
+    guard.unlock();
+    hw_.exec.delay_ns(kBackoffNs);
+    guard.lock();
+  }
+}
+
 int irdma_cqp::exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
                     cqp_completion* out) {
   std::unique_lock<hal::Lock> guard(*lock_);
-  if (wedged_) return releases(opcode) ? 0 : -EBUSY;
+  if (wedged_) {
+    wait_quiesced(guard);
+    return releases(opcode) ? 0 : -EBUSY;
+  }
   // Before the CCQ only probe posts: the whole command under the lock.
   if (!ccq_ready_) return host_ctx_ ? exec_polled(opcode, fill, out) : -ENODEV;
   // A full ring backs the command up until completions free a slot (irdma's backlog).
@@ -225,7 +242,10 @@ int irdma_cqp::wait_for(std::unique_lock<hal::Lock>& guard, const std::function<
   uint64_t last_progress = hw_.exec.now_ns();
   uint64_t last_presence_check = last_progress;
   while (!ready()) {
-    if (wedged_) return -ETIMEDOUT;  // another command's wait gave up on the device
+    if (wedged_) {  // another command's wait gave up on the device
+      wait_quiesced(guard);
+      return -ETIMEDOUT;
+    }
     if (process_ccq() > 0) {
       last_progress = last_presence_check = hw_.exec.now_ns();
       continue;

@@ -51,16 +51,20 @@ class irdma_cqp {
   // completed it with an error, see `out`), -ETIMEDOUT, or -ENODEV without a CQP or once
   // the device reads as all ones (gone).
   // A command on the CCQ that times out, or finds the device gone, wedges the CQP for good,
-  // as Linux's rf->reset does: on_timeout runs (once, no lock held), commands waiting give
-  // up with -ETIMEDOUT, and
-  // later ones never reach the device. One that releases an object (a destroy, a dealloc,
-  // a flush) succeeds, timed out or refused, as the function's reset releases it; any
-  // other fails with -ETIMEDOUT, or -EBUSY once refused.
+  // as Linux's rf->reset does: on_timeout runs (once, no lock held), later commands never
+  // reach the device, and commands waiting give up with -ETIMEDOUT. One that releases an
+  // object (a destroy, a dealloc, a flush) succeeds, timed out or refused, as the
+  // function's reset releases it; any other fails with -ETIMEDOUT, or -EBUSY once refused.
+  // Either returns only once quiesced() was called (or a timeout later): its caller may
+  // free memory the command named, which the device may still be writing until then.
   int exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
            cqp_completion* out = nullptr);
   std::function<void()> on_timeout;
   // The device was given up for another reason: the CQP behaves as if a command timed out.
   void give_up();
+  // The device masters the bus no more: commands waiting on a wedged CQP, or refused by it,
+  // may return.
+  void quiesced();
 
  private:
   bool full() const;
@@ -68,6 +72,8 @@ class irdma_cqp {
   int exec_polled(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>& fill,
                   cqp_completion* out);
   int wait_for(std::unique_lock<hal::Lock>& guard, const std::function<bool()>& ready);
+  // On a wedged CQP: until quiesced(), or timeout_ns_ without it.
+  void wait_quiesced(std::unique_lock<hal::Lock>& guard);
   int wait_by_tail(uint32_t old_tail, cqp_completion* out);
   cqp_completion read_errcodes();
   // Consumes every CCQ CQE there is; returns how many.
@@ -87,6 +93,7 @@ class irdma_cqp {
   irdma_cq_uk ccq_;
   bool ccq_ready_ = false;
   bool wedged_ = false;
+  bool quiesced_ = false;
   struct slot {
     bool pending = false;
     bool done = false;

@@ -12,14 +12,17 @@ namespace irdma {
 // (pci_clear_master), so that nothing it still holds is written into memory freed after
 // this; every QP's outstanding work completes in software as flushed, as later posts do;
 // and ib-core's client is told (IB_EVENT_DEVICE_FATAL). The CQP refuses commands from now
-// on (irdma_cqp::exec), so destroys go on without the device. Once only.
+// on (irdma_cqp::exec), so destroys go on without the device, once the function masters the
+// bus no more: until then a command's caller may not free what it named. Once only.
 void irdma_device::request_reset() {
   if (given_up_.exchange(true)) return;
   given_up_ns_.store(std::max<uint64_t>(hw_.exec.now_ns(), 1));
   cqp_.give_up();
   bump(events_.resets_requested);
   const uint16_t cmd = hw_.config.read16(hal::PCI_COMMAND);
+  // Non-posted: it completes after every write the device sent before it has landed.
   hw_.config.write(hal::PCI_COMMAND, 2, cmd & ~hal::PCI_COMMAND_MASTER);
+  cqp_.quiesced();
   {
     // A QP still in the table has not reached free_qp's cancel of its flush work.
     std::lock_guard<hal::Lock> guard(*rsrc_lock_);

@@ -96,6 +96,37 @@ TEST(Scoreboard, AStaleExtendedHalfIsCountedOnlyWhereACqeHalfWasRefused) {
             "1 of 2 completions failed it; first: receive wr_id 1: immediate data differs from what was sent");
 }
 
+// A stale extended half carries stale valid bits too: a UD receive whose SMAC bit and
+// source MAC are both missing is one completion counted; a main-half flag wrong still fails.
+TEST(Scoreboard, AStaleExtendedHalfsValidBitsAreCountedOnceAndMainHalfFlagsStillChecked) {
+  Scoreboard sb(2);
+  ib_qp qp[2];
+  for (unsigned q = 0; q < 2; q++) sb.expect_stale_extended(q);
+  for (unsigned q = 0; q < 2; q++) {
+    sb.expect_recv(q, 1, &qp[q]);
+    ExpectedCompletion m{0, &qp[q], 0, IB_WC_RECV, 8};
+    m.grh = true;
+    m.with_smac = true;
+    m.smac = 0x001b21a0c0de;
+    sb.expect_message(q, m);
+    ib_wc wc{};
+    wc.wr_id = 1;
+    wc.opcode = IB_WC_RECV;
+    wc.byte_len = 8;
+    // QP 0's extended half is stale (no SMAC bit, no MAC); QP 1's is right, but its
+    // completion lost the GRH flag, which the main half carries.
+    wc.wc_flags = q ? IB_WC_WITH_NETWORK_HDR_TYPE | IB_WC_WITH_SMAC : IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE;
+    wc.network_hdr_type = m.network_hdr_type;
+    if (q) wc.smac = {0x00, 0x1b, 0x21, 0xa0, 0xc0, 0xde};
+    wc.qp = &qp[q];
+    sb.check_recv(q, wc, true);
+  }
+  EXPECT_EQ(sb.stale_extended_delivered(), 1u);
+  const auto checks = sb.checks();
+  EXPECT_EQ(named(checks, "expected_byte_len_and_immediate").detail,
+            "1 of 2 completions failed it; first: receive wr_id 1: wc_flags 80, expected 81");
+}
+
 // A RoCE UD error completion carries the GRH and network header type flags, as irdma
 // reports them whatever the status; an RC one carries none.
 TEST(Scoreboard, AUdErrorCompletionCarriesItsGrhFlags) {

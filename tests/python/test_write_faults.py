@@ -98,3 +98,38 @@ def test_a_refused_extended_half_of_a_64_byte_cqe_is_read_stale_and_counted(tmp_
         assert counts["stale_extended_delivered"] <= counts["cqe_writes_failed"], (seed, counts)
         stale += counts["stale_extended_delivered"]
     assert stale > 0
+
+
+@pytest.mark.parametrize("device,faults", [
+    # 64-byte slots whose extended halves (immediate data, UD source MAC, and their valid
+    # bits) may be read stale after a refused write.
+    ("generation: 3, cqe_64byte: true", "cqe_write_error_rate: 0.0003, msix_lost_rate: 0.01"),
+    # Split writes back the link up, so the configuration write that stops the device
+    # mastering the bus completes long after the error: resizes in flight must not free
+    # their new rings before then, though the device took them.
+    ("generation: 3", "ceqe_write_error_rate: 0.001, split_rate: 0.05"),
+])
+def test_refused_writes_under_resizes_atomics_and_ud_over_seeds_1_to_20(device, faults, tmp_path):
+    path = tmp_path / "mixed.yaml"
+    path.write_text(
+        "name: mixed\nseed: 1\nconfig:\n"
+        "  device: {num_ceqs: 2, max_cqe: 1024, %s}\n"
+        "  driver: {eq_watchdog_us: 40}\n"
+        "  link:\n    faults: {%s}\n"
+        "qp_pairs:\n"
+        "  - {name: a, cq: own, cq_vector: 0, sq_depth: 32, rq_depth: 32, ops: [send, write_imm, read, write]}\n"
+        "  - {name: b, cq: own, cq_vector: 1, sq_depth: 16, rq_depth: 16, poll_ctx: workqueue}\n"
+        "  - {name: c, sq_depth: 16, rq_depth: 16, ops: [fetch_add, cmp_swap, send]}\n"
+        "  - {name: d, type: ud, sq_depth: 16, rq_depth: 16}\n"
+        "  - {name: e, cq: own, cq_entries: 8, sq_depth: 16, rq_depth: 16}\n"
+        "traffic: {sends_per_qp: 1500, max_bytes: 2048, resize_every: 250, resize_cqes: [96, 200, 64], batch: 3,"
+        " imm_every: 2}\n"
+        "faults:\n  - {pair: b, side: a, rate: 0.001, code: rem_access_err}\n" % (device, faults))
+    refused = 0
+    for seed in range(1, 21):
+        report = irdma_sim.run(str(path), tmp_path / str(seed), seed=seed, trace=False)
+        assert report["passed"], (seed, failed_checks(report))
+        counts = report["counts"]
+        refused += counts["cqe_writes_failed"] + counts["ceqe_writes_failed"]
+        assert counts["stale_extended_delivered"] <= counts["cqe_writes_failed"], (seed, counts)
+    assert refused >= 10
