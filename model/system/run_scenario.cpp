@@ -188,13 +188,18 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
                   " reset(s) requested by the driver on its CQP timeout, " + std::to_string(wl.device_fatal) +
                   " IB_EVENT_DEVICE_FATAL; " + std::to_string(dev->dma_blocked) +
                   " DMA access(es) the quiesced device did not send");
+  // The watchdog looks for a reset only while the device is the driver's: one given up for
+  // another fault first is given up already.
+  const bool given_up_before = ev.pci_errors || dev->cqp_hung;
   if (dev->function_resets)
     sb.record("device_given_up_after_function_reset",
-              dev->function_resets == 1 && ev.function_resets == 1 && ev.resets_requested == 1 && wl.device_fatal == 1,
+              dev->function_resets == 1 && (ev.function_resets == 1 || given_up_before) &&
+                  ev.resets_requested == 1 && wl.device_fatal == 1,
               std::to_string(dev->function_resets) + " reset(s) of the function, " + std::to_string(ev.function_resets) +
                   " found by the driver's watchdog, " + std::to_string(ev.resets_requested) + " reset(s) requested, " +
                   std::to_string(wl.device_fatal) + " IB_EVENT_DEVICE_FATAL; " +
-                  std::to_string(dev->mmio_refused_in_reset) + " BAR access(es) refused in between");
+                  std::to_string(dev->mmio_refused_in_reset) + " BAR access(es) refused in between" +
+                  (given_up_before && !ev.function_resets ? "; the device was given up for another fault first" : ""));
   sb.record("no_control_command_errors", dev->cqp_errors == 0,
             std::to_string(dev->cqp_commands) + " CQP commands, " + std::to_string(dev->cqp_errors) + " failed");
 }
