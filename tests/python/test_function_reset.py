@@ -97,8 +97,11 @@ def test_a_session_recovers_by_probing_the_driver_again(run_python):
             raise AssertionError("a new CQ on a device given up")
         except VerbsError as e:
             assert e.errno == 16, e
+        assert s.counters()["device_resets_requested"] == 1
         s.recover()
         assert exchange(*pair()) == [0, 0], "the driver probed again drives the device"
+        # The new driver counts from 0; the device goes on counting (the recovery's FLR too).
+        assert s.counters()["device_resets_requested"] == 0 and s.counters()["function_resets"] == 2
         s.shutdown()
         print("recovered")
     """))
