@@ -70,6 +70,7 @@ struct DeviceCounters {
   // and the BAR accesses a reset function refused until the host enabled it again.
   uint64_t function_resets = 0;
   uint64_t mmio_refused_in_reset = 0;
+  uint64_t first_function_reset_ps = 0;  // when the first struck, on the device's clock (0: none)
 };
 
 class DeviceBackdoor {

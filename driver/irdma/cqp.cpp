@@ -218,16 +218,24 @@ int irdma_cqp::exec(uint8_t opcode, const std::function<uint64_t(uint64_t* wqe)>
   }
   // Before the CCQ only probe posts: the whole command under the lock.
   if (!ccq_ready_) return host_ctx_ ? exec_polled(opcode, fill, out) : -ENODEV;
-  // A full ring backs the command up until completions free a slot (irdma's backlog).
-  if (int ret = wait_for(guard, [&] { return !full(); })) return ret;
-  const int64_t idx = post(opcode, fill);
-  if (int ret = wait_for(guard, [&] { return slots_[idx].done; })) {
-    slots_[idx].pending = false;
+  // A full ring backs the command up until completions free a slot (irdma's backlog): a
+  // wait that gives up there is the device's as much as one for the command's completion.
+  int64_t idx = -1;
+  int ret = wait_for(guard, [&] { return !full(); });
+  if (!ret) {
+    idx = post(opcode, fill);
+    ret = wait_for(guard, [&] { return slots_[idx].done; });
+  }
+  if (ret) {
+    if (idx >= 0) slots_[idx].pending = false;
     if (ret != -ETIMEDOUT && ret != -ENODEV) return ret;
     const bool first = !wedged_;  // else the device was given up meanwhile
     wedged_ = true;
     guard.unlock();
     if (first && on_timeout) on_timeout();
+    // The device may have been given up on another thread first, its reset still under way.
+    guard.lock();
+    wait_quiesced(guard);
     return releases(opcode) ? 0 : ret;
   }
   const cqp_completion result = slots_[idx].result;

@@ -42,7 +42,7 @@ void irdma_device::eq_watchdog() {
     }
     if (!given_up_.load() && function_lost()) {
       bump(events_.function_resets);
-      request_reset();
+      request_reset(reset_cause::function_lost);
     }
   }
   watchdog_running_.store(false);

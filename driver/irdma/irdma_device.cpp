@@ -12,7 +12,7 @@ irdma_device::irdma_device(hal::Platform& hw, const irdma_params& params)
       rsrc_lock_(hw.exec.make_lock()),
       flush_lock_(hw.exec.make_lock()) {
   num_online_cpus = hw.exec.num_cpus();
-  cqp_.on_timeout = [this] { request_reset(); };
+  cqp_.on_timeout = [this] { request_reset(reset_cause::cqp_timeout); };
 }
 
 // Only rsrc_lock_ is taken, which nothing holds across a wait: a simulation may have ended
@@ -34,7 +34,8 @@ irdma_event_counters irdma_device::event_counters() const {
           get(events_.comp_events),    get(events_.aeqes),          get(events_.cq_errors),
           get(events_.stale_cq_errors), get(events_.cqes_cleaned),  get(events_.ceqes_left),
           get(events_.cqes_left),      get(events_.missed_interrupts), get(events_.resets_requested),
-          get(events_.pci_errors),     get(events_.function_resets)};
+          get(events_.pci_errors),     get(events_.function_resets), get(events_.resets_on_cqp_timeout),
+          get(events_.resets_on_pci_error), get(events_.resets_on_function_lost), given_up_ns_.load()};
 }
 
 // Next-fit over the id space, as irdma allocates CQ and QP numbers.

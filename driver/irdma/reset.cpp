@@ -14,11 +14,14 @@ namespace irdma {
 // and ib-core's client is told (IB_EVENT_DEVICE_FATAL). The CQP refuses commands from now
 // on (irdma_cqp::exec), so destroys go on without the device, once the function masters the
 // bus no more: until then a command's caller may not free what it named. Once only.
-void irdma_device::request_reset() {
+void irdma_device::request_reset(reset_cause cause) {
   if (given_up_.exchange(true)) return;
   given_up_ns_.store(std::max<uint64_t>(hw_.exec.now_ns(), 1));
   cqp_.give_up();
   bump(events_.resets_requested);
+  bump(cause == reset_cause::cqp_timeout ? events_.resets_on_cqp_timeout
+       : cause == reset_cause::pci_error ? events_.resets_on_pci_error
+                                         : events_.resets_on_function_lost);
   const uint16_t cmd = hw_.config.read16(hal::PCI_COMMAND);
   // Non-posted: it completes after every write the device sent before it has landed.
   hw_.config.write(hal::PCI_COMMAND, 2, cmd & ~hal::PCI_COMMAND_MASTER);
@@ -64,7 +67,7 @@ bool irdma_device::function_lost() {
 // pci_error_handlers::error_detected: whatever the error, the function is reset.
 void irdma_device::pci_error_detected() {
   bump(events_.pci_errors);
-  request_reset();
+  request_reset(reset_cause::pci_error);
 }
 
 }  // namespace irdma

@@ -305,6 +305,7 @@ void IrdmaDevice::run_due_control() {
 void IrdmaDevice::function_reset(const char* cause) {
   const uint64_t now = sc_core::sc_time_stamp().value();
   counters_.function_resets++;
+  if (!counters_.first_function_reset_ps) counters_.first_function_reset_ps = std::max<uint64_t>(now, 1);
   trace_.event(now, "function_reset").str("cause", cause);
   config_.reset();
   std::fill(msix_.begin(), msix_.end(), MsixEntry{});

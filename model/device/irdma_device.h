@@ -48,6 +48,7 @@ struct DeviceCounters {
   uint64_t msix_sent_on_unmask = 0;  // of the held ones, sent when their entry or the function was unmasked
   uint64_t bad_doorbells = 0;  // CQARM for a CQ that does not exist
   uint64_t function_resets = 0;
+  uint64_t first_function_reset_ps = 0;  // when the first struck (0: none)
   uint64_t mmio_refused_in_reset = 0;  // BAR accesses refused from a reset until the host enables memory again (not in bad_mmio)
 };
 

@@ -51,6 +51,7 @@ struct SystemCounters {
   ibcore::ib_poll_counters polls;
   uint64_t trace_events = 0;
   uint64_t late_trace_events = 0;
+  uint32_t eq_watchdog_us = 0;  // the driver's watchdog period, for the checks
 };
 
 // `server`: the child serving the device, if any; when it has gone, the error says how.
@@ -73,6 +74,7 @@ SystemCounters counters_of(Host& host, ServerChild* server) {
                              "): " + e.what());
   }
   c.events = host.driver().event_counters();
+  c.eq_watchdog_us = host.driver().params().eq_watchdog_us;
   if (host.driver().poll_workers) c.polls = host.driver().poll_workers->counters();
   if (host.trace()) {
     c.trace_events = host.trace()->events_written();
@@ -188,18 +190,22 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
                   " reset(s) requested by the driver on its CQP timeout, " + std::to_string(wl.device_fatal) +
                   " IB_EVENT_DEVICE_FATAL; " + std::to_string(dev->dma_blocked) +
                   " DMA access(es) the quiesced device did not send");
-  // The watchdog looks for a reset only while the device is the driver's: one given up for
-  // another fault first is given up already.
-  const bool given_up_before = ev.pci_errors || dev->cqp_hung;
+  // The watchdog looks for a reset only while the device is the driver's: it may be given
+  // up for another fault before the reset, or before the watchdog's look after it (which
+  // other work on its CPU may hold back for up to a period).
+  const uint64_t watchdog_ps = 2 * uint64_t(sys.eq_watchdog_us) * 1'000'000;
+  const bool given_up_first = !ev.resets_on_function_lost && ev.given_up_ns &&
+                              ev.given_up_ns * 1000 <= dev->first_function_reset_ps + watchdog_ps;
   if (dev->function_resets)
     sb.record("device_given_up_after_function_reset",
-              dev->function_resets == 1 && (ev.function_resets == 1 || given_up_before) &&
+              dev->function_resets == 1 && (ev.resets_on_function_lost == 1 || given_up_first) &&
                   ev.resets_requested == 1 && wl.device_fatal == 1,
-              std::to_string(dev->function_resets) + " reset(s) of the function, " + std::to_string(ev.function_resets) +
-                  " found by the driver's watchdog, " + std::to_string(ev.resets_requested) + " reset(s) requested, " +
-                  std::to_string(wl.device_fatal) + " IB_EVENT_DEVICE_FATAL; " +
-                  std::to_string(dev->mmio_refused_in_reset) + " BAR access(es) refused in between" +
-                  (given_up_before && !ev.function_resets ? "; the device was given up for another fault first" : ""));
+              std::to_string(dev->function_resets) + " reset(s) of the function, " +
+                  std::to_string(ev.resets_on_function_lost) + " found by the driver's watchdog, " +
+                  std::to_string(ev.resets_requested) + " reset(s) requested, " + std::to_string(wl.device_fatal) +
+                  " IB_EVENT_DEVICE_FATAL; " + std::to_string(dev->mmio_refused_in_reset) +
+                  " BAR access(es) refused in between" +
+                  (given_up_first ? "; the device was given up for another fault first" : ""));
   sb.record("no_control_command_errors", dev->cqp_errors == 0,
             std::to_string(dev->cqp_commands) + " CQP commands, " + std::to_string(dev->cqp_errors) + " failed");
 }
@@ -331,6 +337,9 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
       .num("function_resets_found", ev.function_resets)
       .num("mmio_refused_in_reset", dev.mmio_refused_in_reset)
       .num("device_resets_requested", ev.resets_requested)
+      .num("device_resets_on_cqp_timeout", ev.resets_on_cqp_timeout)
+      .num("device_resets_on_pci_error", ev.resets_on_pci_error)
+      .num("device_resets_on_function_reset", ev.resets_on_function_lost)
       .num("device_fatal_events", wl.device_fatal)
       .num("dma_blocked", dev.dma_blocked)
       .num("cqes_refused", dev.cqes_refused)

@@ -212,9 +212,10 @@ std::atomic<ServedDevice*> g_served{nullptr};
 }  // namespace
 
 // One client: the model in this process. Client after client: each gets a device fresh from
-// power-on in a process of its own (the model has no reset of its engines), accepted from
-// one listening socket this loop keeps, so that a client that connects meanwhile waits in
-// its backlog for the next. The transaction log of client N > 1 goes to TRACE.N.
+// power-on in a process of its own (nothing a client left, its clock included, reaches the
+// next), accepted from one listening socket this loop keeps, so that a client that connects
+// meanwhile waits in its backlog for the next. The transaction log of client N > 1 goes to
+// TRACE.N.
 int serve_device(const SimConfig& config, const std::string& socket_path, const ServeOptions& options) {
   const StopSignals signals([] {
     if (ServedDevice* served = g_served.load()) served->stop();

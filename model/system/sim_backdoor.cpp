@@ -41,6 +41,7 @@ backends::DeviceCounters SimBackdoor::counters() {
   c.bad_mmio = d.bad_mmio;
   c.function_resets = d.function_resets;
   c.mmio_refused_in_reset = d.mmio_refused_in_reset;
+  c.first_function_reset_ps = d.first_function_reset_ps;
   c.cq_arm_doorbells = d.cq_arms;
   c.cq_ack_doorbells = d.cq_acks;
   c.interrupts_raised = vec.interrupts;

@@ -7,13 +7,9 @@ from conftest import failed_checks
 
 
 def first_cause(counts):
-    # What told the driver: a PCIe error (a refused or poisoned write), the watchdog finding
-    # the function reset, or else the wedged control QP's timeout.
-    if counts["pci_errors"]:
-        return "pci_error"
-    if counts["function_resets_found"]:
-        return "function_reset"
-    return "cqp_timeout" if counts["cqp_hung"] else None
+    causes = [c for c in ("cqp_timeout", "pci_error", "function_reset") if counts["device_resets_on_" + c]]
+    assert len(causes) == 1, counts  # given up once, for one cause
+    return causes[0]
 
 
 def test_whichever_fatal_fault_strikes_first_gives_the_device_up_once_over_seeds_1_to_20(scenario, tmp_path):
@@ -24,7 +20,5 @@ def test_whichever_fatal_fault_strikes_first_gives_the_device_up_once_over_seeds
         counts = report["counts"]
         assert counts["device_resets_requested"] == 1 and counts["device_fatal_events"] == 1, (seed, counts)
         assert counts["function_resets"] == 1, seed  # 4 ms in, after the device was given up or not
-        cause = first_cause(counts)
-        assert cause, (seed, counts)
-        causes.add(cause)
-    assert causes == {"pci_error", "function_reset", "cqp_timeout"}, causes
+        causes.add(first_cause(counts))
+    assert causes == {"pci_error", "function_reset", "cqp_timeout"}, causes  # each cause comes first in some run
