@@ -34,12 +34,15 @@ void irdma_device::eq_watchdog() {
       bump(events_.missed_interrupts);
       process_ceq(k);
     }
-    std::lock_guard<hal::Lock> irq(*aeq_.irq_lock);
-    const uint64_t info = READ_ONCE(static_cast<const uint64_t*>(aeq_.ring.cpu)[2ull * aeq_.tail + 1]);
-    if (eq_overdue(aeq_.watch, FIELD_GET(IRDMA_AEQE_VALID, info) == aeq_.polarity)) {
-      bump(events_.missed_interrupts);
-      process_aeq();
+    {
+      std::lock_guard<hal::Lock> irq(*aeq_.irq_lock);
+      const uint64_t info = READ_ONCE(static_cast<const uint64_t*>(aeq_.ring.cpu)[2ull * aeq_.tail + 1]);
+      if (eq_overdue(aeq_.watch, FIELD_GET(IRDMA_AEQE_VALID, info) == aeq_.polarity)) {
+        bump(events_.missed_interrupts);
+        process_aeq();
+      }
     }
+    // No lock held: giving the device up runs the consumers' handlers.
     if (!given_up_.load() && function_lost()) {
       bump(events_.function_resets);
       request_reset(reset_cause::function_lost);
