@@ -222,9 +222,13 @@ int irdma_uk_rdma_read(irdma_qp_uk* qp, const irdma_post_sq_info& info);
 // FETCH_AND_ADD / COMPARE_AND_SWAP on 8 remote bytes; the first SGE receives the original
 // value. Two quanta: the operands in the second.
 int irdma_uk_atomic(irdma_qp_uk* qp, const irdma_post_sq_info& info);
-// Takes `quanta` SQ quanta at head, padding with unsignaled NOPs so no WQE crosses an
-// 8-quanta chunk (and so never the ring's end). Returns the WQE index or -ENOMEM.
+// Finds `quanta` SQ quanta at head, padding with unsignaled NOPs so no WQE crosses an
+// 8-quanta chunk (and so never the ring's end). Returns the WQE index or -ENOMEM; head
+// stays put until irdma_qp_publish_send_wqe.
 int64_t irdma_qp_get_next_send_wqe(irdma_qp_uk* qp, uint32_t quanta);
+// Records the WQE at `idx` and only then moves head past it: the CQ's poller, on another
+// thread, reads the tracking entry of every outstanding WQE when it flushes the SQ.
+void irdma_qp_publish_send_wqe(irdma_qp_uk* qp, uint32_t idx, const irdma_sq_wr_trk_info& trk);
 
 // One-quantum WQEs on memory keys (uk_mr.cpp). LOCAL_INV invalidates STag
 // `info.remote_stag` here.

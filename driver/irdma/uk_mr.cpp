@@ -17,7 +17,7 @@ int post_local_wqe(irdma_qp_uk* qp, uint64_t wr_id, uint8_t op, bool signaled, u
   wqe[0] = q0;
   wqe[1] = q1;
   wqe[2] = q2;
-  qp->sq_wrtrk_array[idx] = {wr_id, 0, 1, op};
+  irdma_qp_publish_send_wqe(qp, uint32_t(idx), {wr_id, 0, 1, op});
   const uint64_t hdr = flags | FIELD_PREP(IRDMAQPSQ_OPCODE, op) |
                        FIELD_PREP(IRDMAQPSQ_SIGCOMPL, signaled) |
                        FIELD_PREP(IRDMAQPSQ_VALID, qp->swqe_polarity);

@@ -56,8 +56,6 @@ uint32_t write_fragments(uint64_t* wqe, uint32_t first, const irdma_sge* sges, u
 
 }  // namespace
 
-// Takes `quanta` SQ quanta at head, padding with unsignaled NOPs so no WQE crosses an
-// 8-quanta chunk (and so never the ring's end). Returns the WQE index or -ENOMEM.
 int64_t irdma_qp_get_next_send_wqe(irdma_qp_uk* qp, uint32_t quanta) {
   const uint32_t pad = (qp->sq_ring.head % IRDMA_MAX_QUANTA_PER_WR) + quanta > IRDMA_MAX_QUANTA_PER_WR
                            ? IRDMA_MAX_QUANTA_PER_WR - qp->sq_ring.head % IRDMA_MAX_QUANTA_PER_WR
@@ -72,13 +70,16 @@ int64_t irdma_qp_get_next_send_wqe(irdma_qp_uk* qp, uint32_t quanta) {
     hal::dma_wmb();
     WRITE_ONCE(nop[3], FIELD_PREP(IRDMAQPSQ_OPCODE, IRDMA_OP_TYPE_NOP) |
                            FIELD_PREP(IRDMAQPSQ_VALID, qp->swqe_polarity));
-    qp->sq_wrtrk_array[idx] = {0, 0, 1, IRDMA_OP_TYPE_NOP};
-    smp_store_release(qp->sq_ring.head, ring_next(idx, qp->sq_ring.size));
+    irdma_qp_publish_send_wqe(qp, idx, {0, 0, 1, IRDMA_OP_TYPE_NOP});
   }
   const uint32_t idx = qp->sq_ring.head;
   if (idx == 0) qp->swqe_polarity ^= 1;
-  smp_store_release(qp->sq_ring.head, ring_add(idx, quanta, qp->sq_ring.size));
   return idx;
+}
+
+void irdma_qp_publish_send_wqe(irdma_qp_uk* qp, uint32_t idx, const irdma_sq_wr_trk_info& trk) {
+  qp->sq_wrtrk_array[idx] = trk;
+  smp_store_release(qp->sq_ring.head, ring_add(idx, trk.quanta, qp->sq_ring.size));
 }
 
 uint32_t irdma_uk_sq_depth_quanta(uint32_t sq_wrs, uint32_t max_sq_frags) {
@@ -147,7 +148,7 @@ int post_sq_wqe(irdma_qp_uk* qp, const irdma_post_sq_info& info, uint64_t qword2
   } else {
     addfragcnt = write_fragments(wqe, 0, info.sg_list, info.num_sges, qp->swqe_polarity);
   }
-  qp->sq_wrtrk_array[idx] = {info.wr_id, total_len, uint16_t(quanta), info.op_type};
+  irdma_qp_publish_send_wqe(qp, uint32_t(idx), {info.wr_id, total_len, uint16_t(quanta), info.op_type});
 
   const uint64_t hdr = FIELD_PREP(IRDMAQPSQ_REMSTAG, info.remote_stag) |
                        FIELD_PREP(IRDMAQPSQ_OPCODE, info.op_type) |
@@ -193,7 +194,7 @@ int irdma_uk_atomic(irdma_qp_uk* qp, const irdma_post_sq_info& info) {
   wqe[4] = info.atomic_data;
   wqe[5] = info.op_type == IRDMA_OP_TYPE_ATOMIC_COMPARE_AND_SWAP ? info.atomic_compare : 0;
   wqe[6] = 0;
-  qp->sq_wrtrk_array[idx] = {info.wr_id, 0, uint16_t(kQuanta), info.op_type};
+  irdma_qp_publish_send_wqe(qp, uint32_t(idx), {info.wr_id, 0, uint16_t(kQuanta), info.op_type});
   hal::dma_wmb();
   WRITE_ONCE(wqe[7], FIELD_PREP(IRDMAQPSQ_VALID, qp->swqe_polarity));
   const uint64_t hdr = FIELD_PREP(IRDMAQPSQ_REMSTAG, info.remote_stag) |
@@ -212,11 +213,12 @@ int irdma_uk_post_receive(irdma_qp_uk* qp, uint64_t wr_id, const irdma_sge* sg_l
   if (ring_used(qp->rq_ring) + 1 >= qp->rq_ring.size) return -ENOMEM;
   const uint32_t idx = qp->rq_ring.head;
   if (idx == 0) qp->rwqe_polarity ^= 1;
-  smp_store_release(qp->rq_ring.head, ring_next(idx, qp->rq_ring.size));
   uint64_t* wqe = qp->rq_base + (uint64_t(idx) << (2 + qp->rq_shift));
   wqe[0] = wqe[1] = wqe[2] = 0;  // slots past ADDFRAGCNT are never read
   const uint32_t addfragcnt = write_fragments(wqe, 0, sg_list, num_sges, qp->rwqe_polarity);
   qp->rq_wrid_array[idx] = wr_id;
+  // Published after its wr_id: a flush on the CQ's poller reads every outstanding entry.
+  smp_store_release(qp->rq_ring.head, ring_next(idx, qp->rq_ring.size));
   const uint64_t hdr = FIELD_PREP(IRDMAQPSQ_ADDFRAGCNT, addfragcnt) |
                        FIELD_PREP(IRDMAQPSQ_VALID, qp->rwqe_polarity);
   hal::dma_wmb();

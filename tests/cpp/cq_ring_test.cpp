@@ -254,6 +254,23 @@ TEST(QpRings, DepthsBeyondWhatA15BitIndexReachesAreRefused) {
   EXPECT_EQ(irdma_uk_qp_init(&qp, 2, 8, 16384, 3, 3), -EINVAL);
 }
 
+// A WQE is outstanding (and so readable by a poller flushing the queue on another thread)
+// only once its tracking entry is written: reserving room leaves head where it is.
+TEST(QpRings, AWqeBecomesOutstandingOnlyWhenItsTrackingEntryIsPublished) {
+  irdma_qp_uk qp;
+  ASSERT_EQ(irdma_uk_qp_init(&qp, 2, 64, 8, 2, 1), 0);
+  std::vector<uint64_t> sq(4 * qp.sq_ring.size);
+  qp.sq_base = sq.data();
+  qp.sq_ring.head = qp.sq_ring.tail = 7;  // two quanta more would cross an 8-quanta chunk
+  const int64_t idx = irdma_qp_get_next_send_wqe(&qp, 2);
+  ASSERT_EQ(idx, 8) << "padded to the chunk";
+  EXPECT_EQ(qp.sq_ring.head, 8u) << "the pad NOP is published, the WQE is not";
+  EXPECT_EQ(qp.sq_wrtrk_array[7].op, IRDMA_OP_TYPE_NOP);
+  irdma_qp_publish_send_wqe(&qp, uint32_t(idx), {42, 64, 2, IRDMA_OP_TYPE_SEND});
+  EXPECT_EQ(qp.sq_ring.head, 10u);
+  EXPECT_EQ(qp.sq_wrtrk_array[8].wrid, 42u);
+}
+
 TEST(CqRing, DestroyPendingQpCompletionsAreConsumedNotReported) {
   Fixture fx(8);
   irdma_cq_poll_info info;

@@ -107,7 +107,7 @@ void garbage_wqe_round(system::Simulation& sim, ibcore::ib_cq* cq, Rng& rng, Gar
       if (!(hdr & kStagBits)) hdr |= 1;
       keep_off_the_global_key(wqe, 4 * quanta);
       const uint64_t wr_id = 1000 + n;
-      uk.sq_wrtrk_array[idx] = {wr_id, 0, uint16_t(quanta), uint8_t((hdr >> 32) & 0x3F)};
+      irdma::irdma_qp_publish_send_wqe(&uk, uint32_t(idx), {wr_id, 0, uint16_t(quanta), uint8_t((hdr >> 32) & 0x3F)});
       outstanding.insert(wr_id);
       hal::dma_wmb();
       irdma::WRITE_ONCE(wqe[3], hdr);
