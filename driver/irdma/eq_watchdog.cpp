@@ -43,10 +43,7 @@ void irdma_device::eq_watchdog() {
       }
     }
     // No lock held: giving the device up runs the consumers' handlers.
-    if (!given_up_.load() && function_lost()) {
-      bump(events_.function_resets);
-      request_reset(reset_cause::function_lost);
-    }
+    if (!given_up_.load() && function_lost()) request_reset(reset_cause::function_lost);
   }
   watchdog_running_.store(false);
 }

@@ -355,8 +355,6 @@ void execute_sq(PlainDevice& device, const irdma_qp* qp, int n) {
   }
 }
 
-// Pollers, re-arming, posters and the device on one CQ; one of its QPs flushed meanwhile:
-// every work request completes exactly once, flushed ones as flushes, and the handler runs.
 TEST(IrdmaOnOsThreads, ABar0TooSmallForTheRegistersFailsTheProbeSayingSo) {
   irdma_sim::testing::HeapDma dma;
   PlainDevice device;
@@ -370,6 +368,8 @@ TEST(IrdmaOnOsThreads, ABar0TooSmallForTheRegistersFailsTheProbeSayingSo) {
   EXPECT_EQ(device.doorbells.load(), 0u);
 }
 
+// Pollers, re-arming, posters and the device on one CQ; one of its QPs flushed meanwhile:
+// every work request completes exactly once, flushed ones as flushes, and the handler runs.
 TEST(IrdmaOnOsThreads, PollNotifyPostAndFlushOnOneCq) {
   Host h;
   irdma_cq* cq = h.create_cq(128);

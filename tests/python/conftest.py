@@ -3,6 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import irdma_sim
 import pytest
 
 pytest_plugins = ["irdma_sim.pytest_plugin"]
@@ -88,3 +89,10 @@ def failed_checks(report):
     """A report's failed checks: name -> detail."""
     return {c["name"]: c["detail"] for c in report["checks"] if not c["passed"]}
 
+
+def passing_runs(path, out_dir, seeds):
+    """Runs the scenario at each seed (no trace), asserting every check passed: (seed, report)."""
+    for seed in seeds:
+        report = irdma_sim.run(str(path), out_dir / str(seed), seed=seed, trace=False)
+        assert report["passed"], (seed, failed_checks(report))
+        yield seed, report

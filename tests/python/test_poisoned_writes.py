@@ -9,14 +9,12 @@ import pytest
 
 import irdma_sim
 
-from conftest import failed_checks
+from conftest import failed_checks, passing_runs
 
 
 def test_every_poisoned_write_gives_the_device_up_once_over_seeds_1_to_20(scenario, tmp_path):
     delivered = 0
-    for seed in range(1, 21):
-        report = irdma_sim.run(scenario("poisoned_writes.yaml"), tmp_path / str(seed), seed=seed, trace=False)
-        assert report["passed"], (seed, failed_checks(report))
+    for seed, report in passing_runs(scenario("poisoned_writes.yaml"), tmp_path, range(1, 21)):
         counts = report["counts"]
         assert counts["payload_writes_poisoned"] == 1, (seed, counts)  # the first ends the device's part
         assert counts["pci_errors"] == 1 and counts["device_resets_requested"] == 1, (seed, counts)
@@ -104,9 +102,7 @@ def test_a_resize_the_device_loss_refuses_before_its_event_is_no_failure(tmp_pat
         "  - {name: c, sq_depth: 16, rq_depth: 16}\n"
         "traffic: {sends_per_qp: 2000, max_bytes: 2048, resize_every: 300, resize_cqes: [96, 200, 64], batch: 3}\n")
     given_up = 0
-    for seed in range(1, 11):
-        report = irdma_sim.run(str(path), tmp_path / str(seed), seed=seed, trace=False)
-        assert report["passed"], (seed, failed_checks(report))
+    for seed, report in passing_runs(path, tmp_path, range(1, 11)):
         counts = report["counts"]
         assert counts["device_fatal_events"] == counts["payload_writes_poisoned"] <= 1, (seed, counts)
         assert counts["cq_resizes"] > 0, seed

@@ -10,14 +10,12 @@ import pytest
 
 import irdma_sim
 
-from conftest import failed_checks
+from conftest import failed_checks, passing_runs
 
 
 def test_every_refused_write_gives_the_device_up_once_over_seeds_1_to_20(scenario, tmp_path):
     struck = {"cqe_writes_failed": 0, "ceqe_writes_failed": 0, "aeqe_writes_failed": 0}
-    for seed in range(1, 21):
-        report = irdma_sim.run(scenario("write_faults.yaml"), tmp_path / str(seed), seed=seed, trace=False)
-        assert report["passed"], (seed, failed_checks(report))
+    for seed, report in passing_runs(scenario("write_faults.yaml"), tmp_path, range(1, 21)):
         counts = report["counts"]
         for kind in struck:
             struck[kind] += counts[kind]
@@ -91,9 +89,7 @@ def test_a_refused_extended_half_of_a_64_byte_cqe_is_read_stale_and_counted(tmp_
         "  - {name: w, cq: own, cq_vector: 1, sq_depth: 16, rq_depth: 16, ops: [write_imm, write]}\n"
         "traffic: {sends_per_qp: 800, min_bytes: 0, max_bytes: 2000}\n")
     stale = 0
-    for seed in range(1, 11):
-        report = irdma_sim.run(str(path), tmp_path / str(seed), seed=seed, trace=False)
-        assert report["passed"], (seed, failed_checks(report))
+    for seed, report in passing_runs(path, tmp_path, range(1, 11)):
         counts = report["counts"]
         assert counts["stale_extended_delivered"] <= counts["cqe_writes_failed"], (seed, counts)
         stale += counts["stale_extended_delivered"]
@@ -126,9 +122,7 @@ def test_refused_writes_under_resizes_atomics_and_ud_over_seeds_1_to_20(device, 
         " imm_every: 2}\n"
         "faults:\n  - {pair: b, side: a, rate: 0.001, code: rem_access_err}\n" % (device, faults))
     refused = stale = 0
-    for seed in range(1, 21):
-        report = irdma_sim.run(str(path), tmp_path / str(seed), seed=seed, trace=False)
-        assert report["passed"], (seed, failed_checks(report))
+    for seed, report in passing_runs(path, tmp_path, range(1, 21)):
         counts = report["counts"]
         refused += counts["cqe_writes_failed"] + counts["ceqe_writes_failed"]
         stale += counts["stale_extended_delivered"]
