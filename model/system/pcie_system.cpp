@@ -29,7 +29,10 @@ uint64_t PcieSystem::now_ps() const {
 
 HostCounters PcieSystem::host_counters() const {
   HostCounters c;
-  c.mmio_errors = backend_->bar0().errors().count() + backend_->config().errors().count();
+  const pcie::TransportErrors& bar0 = backend_->bar0().errors();
+  const pcie::TransportErrors& config = backend_->config().errors();
+  c.mmio_errors = bar0.count() + config.count();
+  c.last_mmio_error = bar0.count() ? bar0.last() : config.last();
   c.dma_bytes_mapped = backend_->dma().mapped_bytes();
   c.msix_delivered = backend_->irq().delivered();
   c.spurious_interrupts = backend_->irq().spurious();

@@ -99,7 +99,8 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
   const uint64_t mmio_errors = h.mmio_errors - std::min(h.mmio_errors, in_reset) + (dev ? dev->bad_mmio : 0);
   sb.record("no_mmio_errors", mmio_errors == 0,
             std::to_string(mmio_errors) + " MMIO access(es) the device refused" +
-                (in_reset ? " (and " + std::to_string(in_reset) + " it refused while reset)" : ""));
+                (in_reset ? " (and " + std::to_string(in_reset) + " it refused while reset)" : "") +
+                (h.last_mmio_error.empty() ? "" : "; the last: " + h.last_mmio_error));
   sb.record("no_dma_memory_left_mapped", h.dma_bytes_mapped == 0,
             std::to_string(h.dma_bytes_mapped) + " bytes of DMA memory still mapped after teardown");
   sb.record("no_spurious_interrupts", h.spurious_interrupts == 0,
