@@ -29,6 +29,11 @@ constexpr uint32_t kReadWrite = vfio::kRegionFlagRead | vfio::kRegionFlagWrite;
 // How long the server waits for a message when the model has nothing to do: it also bounds
 // how late stop() is seen.
 constexpr int kIdleWaitMs = 20;
+// The model catches up with the wall clock in slices of at most kSlice, for at most
+// kMaxCatchUp of wall time before the next message: a model slower than real time (RNR
+// retries storming under a slow client) falls behind instead of starving the socket.
+const sc_core::sc_time kSlice(10, sc_core::SC_US);
+constexpr auto kMaxCatchUp = std::chrono::microseconds(50);
 const sc_core::sc_time kSettle(10, sc_core::SC_US);
 
 }  // namespace
@@ -112,21 +117,33 @@ void ServedDevice::stop() {
 }
 
 // Messages are served between slices of simulated time that keep the model level with the
-// wall clock; with nothing pending in the model the server sleeps until a message comes.
+// wall clock (as far as it keeps up); with nothing pending in the model the server sleeps
+// until a message comes.
 void ServedDevice::run() {
   const auto start = std::chrono::steady_clock::now();
   const uint64_t sim_start_ps = sc_core::sc_time_stamp().value();
+  // The simulated time the wall clock has reached.
+  const auto wall_ps = [&] {
+    return sim_start_ps + uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now() - start).count()) * 1000;
+  };
   while (!stop_) {
-    // Sleep in the socket until a message comes or the model's next event is due.
+    // Sleep in the socket until a message comes or the model's next event is due on the
+    // wall clock (at once, for a model that has fallen behind it).
     int wait_ms = kIdleWaitMs;
-    if (sc_core::sc_pending_activity())
-      wait_ms = int(std::min<double>(kIdleWaitMs, sc_core::sc_time_to_pending_activity().to_seconds() * 1e3));
+    if (sc_core::sc_pending_activity()) {
+      const uint64_t due_ps = sc_core::sc_time_stamp().value() + sc_core::sc_time_to_pending_activity().value();
+      const uint64_t wall = wall_ps();
+      wait_ms = due_ps > wall ? int(std::min<uint64_t>(kIdleWaitMs, (due_ps - wall) / 1'000'000'000)) : 0;
+    }
     if (!server_->serve_one_message(wait_ms)) break;
     had_client_ = had_client_ || server_->client_connected();
-    const uint64_t wall_ps = uint64_t(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count()) * 1000;
-    const uint64_t now_ps = sc_core::sc_time_stamp().value();
-    if (sim_start_ps + wall_ps > now_ps) sc_core::sc_start(sc_core::sc_time::from_value(sim_start_ps + wall_ps - now_ps));
+    const uint64_t target_ps = wall_ps();
+    const auto deadline = std::chrono::steady_clock::now() + kMaxCatchUp;
+    for (uint64_t now_ps; (now_ps = sc_core::sc_time_stamp().value()) < target_ps;) {
+      sc_core::sc_start(std::min(kSlice, sc_core::sc_time::from_value(target_ps - now_ps)));
+      if (std::chrono::steady_clock::now() >= deadline) break;
+    }
     trace_.flush();
   }
 }
