@@ -19,6 +19,16 @@ const Check& named(const std::vector<Check>& checks, const std::string& name) {
   return *it;
 }
 
+// An 8-byte receive's completion, as the driver reports it.
+ib_wc recv_wc(uint64_t wr_id, ib_qp* qp) {
+  ib_wc wc{};
+  wc.wr_id = wr_id;
+  wc.opcode = IB_WC_RECV;
+  wc.byte_len = 8;
+  wc.qp = qp;
+  return wc;
+}
+
 // Three receives complete, two with the wrong bytes: the check says how many failed, out
 // of how many completions, and names the first.
 TEST(Scoreboard, AFailedCheckCountsItsFailures) {
@@ -29,12 +39,7 @@ TEST(Scoreboard, AFailedCheckCountsItsFailures) {
     sb.expect_message(0, {0, &qp, 0, IB_WC_RECV, 8});
   }
   for (uint64_t id = 1; id <= 3; id++) {
-    ib_wc wc{};
-    wc.wr_id = id;
-    wc.opcode = IB_WC_RECV;
-    wc.byte_len = 8;
-    wc.qp = &qp;
-    sb.check_recv(0, wc, id == 1);
+    sb.check_recv(0, recv_wc(id, &qp), id == 1);
   }
   const auto checks = sb.checks();
   const Check& payload = named(checks, "payload_integrity");
@@ -56,12 +61,7 @@ TEST(Scoreboard, DataAPoisonedWriteLeftIsCountedNotFailed) {
     }
   for (unsigned q = 0; q < 2; q++)
     for (uint64_t id = 1; id <= 2; id++) {
-      ib_wc wc{};
-      wc.wr_id = id;
-      wc.opcode = IB_WC_RECV;
-      wc.byte_len = 8;
-      wc.qp = &qp[q];
-      sb.check_recv(q, wc, id == 1);
+      sb.check_recv(q, recv_wc(id, &qp[q]), id == 1);
     }
   EXPECT_EQ(sb.poisoned_payloads_delivered(), 1u);
   const auto checks = sb.checks();
@@ -81,13 +81,9 @@ TEST(Scoreboard, AStaleExtendedHalfIsCountedOnlyWhereACqeHalfWasRefused) {
     m.with_imm = true;
     m.imm_data = 0x1234;
     sb.expect_message(q, m);
-    ib_wc wc{};
-    wc.wr_id = 1;
-    wc.opcode = IB_WC_RECV;
-    wc.byte_len = 8;
+    ib_wc wc = recv_wc(1, &qp[q]);
     wc.wc_flags = IB_WC_WITH_IMM;
     wc.ex.imm_data = __builtin_bswap32(0x9999);
-    wc.qp = &qp[q];
     sb.check_recv(q, wc, true);
   }
   EXPECT_EQ(sb.stale_extended_delivered(), 1u);
@@ -109,16 +105,12 @@ TEST(Scoreboard, AStaleExtendedHalfsValidBitsAreCountedOnceAndMainHalfFlagsStill
     m.with_smac = true;
     m.smac = 0x001b21a0c0de;
     sb.expect_message(q, m);
-    ib_wc wc{};
-    wc.wr_id = 1;
-    wc.opcode = IB_WC_RECV;
-    wc.byte_len = 8;
+    ib_wc wc = recv_wc(1, &qp[q]);
     // QP 0's extended half is stale (no SMAC bit, no MAC); QP 1's is right, but its
     // completion lost the GRH flag, which the main half carries.
     wc.wc_flags = q ? IB_WC_WITH_NETWORK_HDR_TYPE | IB_WC_WITH_SMAC : IB_WC_GRH | IB_WC_WITH_NETWORK_HDR_TYPE;
     wc.network_hdr_type = m.network_hdr_type;
     if (q) wc.smac = {0x00, 0x1b, 0x21, 0xa0, 0xc0, 0xde};
-    wc.qp = &qp[q];
     sb.check_recv(q, wc, true);
   }
   EXPECT_EQ(sb.stale_extended_delivered(), 1u);

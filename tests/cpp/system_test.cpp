@@ -36,6 +36,32 @@ ibcore::ib_qp_init_attr attr_for(ibcore::ib_cq* cq, uint32_t depth) {
   return attr;
 }
 
+// Two QPs of 4 on `cq`, connected to each other.
+std::pair<irdma::irdma_qp*, irdma::irdma_qp*> connected_pair(irdma::irdma_device& dev, ibcore::ib_cq* cq) {
+  ibcore::ib_qp_init_attr attr = attr_for(cq, 4);
+  irdma::irdma_qp* a = dev.create_qp(attr).get();
+  irdma::irdma_qp* b = dev.create_qp(attr).get();
+  dev.connect_qp(a, b->qp_num);
+  dev.connect_qp(b, a->qp_num);
+  return {a, b};
+}
+
+// One receive on `b` and one signaled send on `a`; what `cq` holds 20 us later (up to 4).
+int send_once(irdma::irdma_device& dev, ibcore::ib_cq* cq, irdma::irdma_qp* a, const ibcore::ib_sge& send_sge,
+              irdma::irdma_qp* b, const ibcore::ib_sge& recv_sge, ibcore::ib_wc (&wc)[4]) {
+  ibcore::ib_recv_wr rwr;
+  rwr.sg_list = &recv_sge;
+  rwr.num_sge = 1;
+  dev.post_recv(b, &rwr, nullptr);
+  ibcore::ib_send_wr swr;
+  swr.sg_list = &send_sge;
+  swr.num_sge = 1;
+  swr.send_flags = ibcore::IB_SEND_SIGNALED;
+  dev.post_send(a, &swr, nullptr);
+  dev.hw().exec.delay_ns(20000);
+  return ibcore::ib_poll_cq(cq, 4, wc);
+}
+
 // A session with one pool CQ and a loopback QP pair on it.
 struct PairSession {
   HostSession s{SimConfig{}};
@@ -156,25 +182,11 @@ TEST(System, DmaToUnmappedMemoryIsReportedNotFatal) {
   int failures = 0;
   sim.run_on_host([&] {
     auto cq = ibcore::ib_alloc_cq(&dev, nullptr, 16, 0, ibcore::IB_POLL_DIRECT);  // polled here
-    ibcore::ib_qp_init_attr attr = attr_for(cq.get(), 4);
-    auto a = dev.create_qp(attr);
-    auto b = dev.create_qp(attr);
-    dev.connect_qp(a.get(), b->qp_num);
-    dev.connect_qp(b.get(), a->qp_num);
+    auto [a, b] = connected_pair(dev, cq.get());
     // A receive buffer and a send buffer nobody mapped.
-    ibcore::ib_sge nowhere{0x7000'0000'0000ull, 64, 0};
-    ibcore::ib_recv_wr rwr;
-    rwr.sg_list = &nowhere;
-    rwr.num_sge = 1;
-    dev.post_recv(b.get(), &rwr, nullptr);
-    ibcore::ib_send_wr swr;
-    swr.sg_list = &nowhere;
-    swr.num_sge = 1;
-    swr.send_flags = ibcore::IB_SEND_SIGNALED;
-    dev.post_send(a.get(), &swr, nullptr);
-    dev.hw().exec.delay_ns(20000);
+    const ibcore::ib_sge nowhere{0x7000'0000'0000ull, 64, 0};
     ibcore::ib_wc wc[4]{};
-    const int n = ibcore::ib_poll_cq(cq.get(), 4, wc);
+    const int n = send_once(dev, cq.get(), a, nowhere, b, nowhere, wc);
     for (int i = 0; i < n; i++) {
       if (wc[i].status == ibcore::IB_WC_SUCCESS) continue;
       failures++;
@@ -182,7 +194,7 @@ TEST(System, DmaToUnmappedMemoryIsReportedNotFatal) {
       // and the flush reports the send with it.
       EXPECT_EQ(wc[i].status, ibcore::IB_WC_LOC_PROT_ERR);
       EXPECT_EQ(wc[i].vendor_err, 0x00010002u);
-      EXPECT_EQ(wc[i].qp, static_cast<ibcore::ib_qp*>(a.get()));
+      EXPECT_EQ(wc[i].qp, static_cast<ibcore::ib_qp*>(a));
     }
   });
   EXPECT_GT(sim.link().dma_errors() + sim.device().dma_errors(), 0u);
@@ -407,25 +419,11 @@ TEST(System, ASendTooLargeForItsReceiveFailsBothSides) {
   std::map<uint32_t, std::pair<int, uint32_t>> seen;  // qp -> (status, vendor_err)
   sim.run_on_host([&] {
     auto cq = ibcore::ib_alloc_cq(&dev, nullptr, 16, 0, ibcore::IB_POLL_DIRECT);
-    ibcore::ib_qp_init_attr attr = attr_for(cq.get(), 4);
-    auto a = dev.create_qp(attr);
-    auto b = dev.create_qp(attr);
-    dev.connect_qp(a.get(), b->qp_num);
-    dev.connect_qp(b.get(), a->qp_num);
+    auto [a, b] = connected_pair(dev, cq.get());
     hal::DmaBuffer buf = dev.hw().dma.alloc_coherent(4096, 64);
-    ibcore::ib_sge small{buf.iova, 16, 0}, large{buf.iova + 1024, 64, 0};
-    ibcore::ib_recv_wr rwr;
-    rwr.sg_list = &small;
-    rwr.num_sge = 1;
-    dev.post_recv(b.get(), &rwr, nullptr);
-    ibcore::ib_send_wr swr;
-    swr.sg_list = &large;
-    swr.num_sge = 1;
-    swr.send_flags = ibcore::IB_SEND_SIGNALED;
-    dev.post_send(a.get(), &swr, nullptr);
-    dev.hw().exec.delay_ns(20000);
+    const ibcore::ib_sge small{buf.iova, 16, 0}, large{buf.iova + 1024, 64, 0};
     ibcore::ib_wc wc[4]{};
-    const int n = ibcore::ib_poll_cq(cq.get(), 4, wc);
+    const int n = send_once(dev, cq.get(), a, large, b, small, wc);
     for (int i = 0; i < n; i++) seen[wc[i].qp->qp_num] = {wc[i].status, wc[i].vendor_err};
     EXPECT_EQ(seen[a->qp_num], std::make_pair(int(ibcore::IB_WC_REM_INV_REQ_ERR), 0x1000Au));
     EXPECT_EQ(seen[b->qp_num], std::make_pair(int(ibcore::IB_WC_LOC_LEN_ERR), 0x10006u));
