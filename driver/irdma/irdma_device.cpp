@@ -35,7 +35,7 @@ irdma_event_counters irdma_device::event_counters() const {
           get(events_.stale_cq_errors), get(events_.cqes_cleaned),  get(events_.ceqes_left),
           get(events_.cqes_left),      get(events_.missed_interrupts), get(events_.resets_requested),
           get(events_.pci_errors),     get(events_.resets_on_cqp_timeout), get(events_.resets_on_pci_error),
-          get(events_.function_resets), given_up_ns_.load()};
+          get(events_.resets_on_function_lost), given_up_ns_.load()};
 }
 
 // Next-fit over the id space, as irdma allocates CQ and QP numbers.

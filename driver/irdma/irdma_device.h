@@ -111,7 +111,7 @@ struct irdma_event_counters {
   uint64_t pci_errors = 0;         // uncorrectable PCIe errors the host reported (AER)
   // Of resets_requested, by what gave the device up (the first cause only): a CQP timeout,
   // a PCIe error, a reset of the function the watchdog found (function_lost).
-  uint64_t resets_on_cqp_timeout = 0, resets_on_pci_error = 0, function_resets = 0;
+  uint64_t resets_on_cqp_timeout = 0, resets_on_pci_error = 0, resets_on_function_lost = 0;
   uint64_t given_up_ns = 0;  // when, on the host's clock (0: never)
 };
 
@@ -251,7 +251,7 @@ class irdma_device final : public ibcore::ib_device {
   struct event_stats {
     std::atomic<uint64_t> interrupts{0}, ceqes{0}, stale_ceqes{0}, comp_events{0}, aeqes{0},
         cq_errors{0}, stale_cq_errors{0}, cqes_cleaned{0}, ceqes_left{0}, cqes_left{0}, missed_interrupts{0},
-        resets_requested{0}, pci_errors{0}, resets_on_cqp_timeout{0}, resets_on_pci_error{0}, function_resets{0};
+        resets_requested{0}, pci_errors{0}, resets_on_cqp_timeout{0}, resets_on_pci_error{0}, resets_on_function_lost{0};
   };
   static void bump(std::atomic<uint64_t>& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
 

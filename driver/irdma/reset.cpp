@@ -21,7 +21,7 @@ void irdma_device::request_reset(reset_cause cause) {
   bump(events_.resets_requested);
   bump(cause == reset_cause::cqp_timeout ? events_.resets_on_cqp_timeout
        : cause == reset_cause::pci_error ? events_.resets_on_pci_error
-                                         : events_.function_resets);
+                                         : events_.resets_on_function_lost);
   const uint16_t cmd = hw_.config.read16(hal::PCI_COMMAND);
   // Non-posted: it completes after every write the device sent before it has landed.
   hw_.config.write(hal::PCI_COMMAND, 2, cmd & ~hal::PCI_COMMAND_MASTER);

@@ -25,7 +25,7 @@ namespace irdma_sim::system {
 struct HostCounters {
   uint64_t dma_errors = 0;        // device DMA the host refused (memory not mapped)
   uint64_t mmio_errors = 0;       // CPU accesses the device refused
-  std::string last_mmio_error;    // what the last of them said, where the backend says
+  std::string last_mmio_error;    // what a backend's last refusal said (BAR0's before config space's)
   uint64_t dma_bytes_mapped = 0;  // DMA memory handed out and not freed
   uint64_t msix_delivered = 0;
   uint64_t spurious_interrupts = 0;  // MSI-X for a vector with no handler

@@ -195,14 +195,14 @@ void system_checks(const SystemCounters& sys, const WorkloadCounters& wl, Scoreb
   // up for another fault before the reset, or before the watchdog's look after it (which
   // other work on its CPU may hold back for up to a period).
   const uint64_t watchdog_ps = 2 * uint64_t(sys.eq_watchdog_us) * 1'000'000;
-  const bool given_up_first = !ev.function_resets && ev.given_up_ns &&
+  const bool given_up_first = !ev.resets_on_function_lost && ev.given_up_ns &&
                               ev.given_up_ns * 1000 <= dev->first_function_reset_ps + watchdog_ps;
   if (dev->function_resets)
     sb.record("device_given_up_after_function_reset",
-              dev->function_resets == 1 && (ev.function_resets == 1 || given_up_first) &&
+              dev->function_resets == 1 && (ev.resets_on_function_lost == 1 || given_up_first) &&
                   ev.resets_requested == 1 && wl.device_fatal == 1,
               std::to_string(dev->function_resets) + " reset(s) of the function, " +
-                  std::to_string(ev.function_resets) + " found by the driver's watchdog, " +
+                  std::to_string(ev.resets_on_function_lost) + " found by the driver's watchdog, " +
                   std::to_string(ev.resets_requested) + " reset(s) requested, " + std::to_string(wl.device_fatal) +
                   " IB_EVENT_DEVICE_FATAL; " + std::to_string(dev->mmio_refused_in_reset) +
                   " BAR access(es) refused in between" +
@@ -335,7 +335,7 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
       .num("cqs_catastrophic", dev.cq_catastrophic)
       .num("cqp_hung", dev.cqp_hung)
       .num("function_resets", dev.function_resets)
-      .num("function_resets_found", ev.function_resets)
+      .num("function_resets_found", ev.resets_on_function_lost)
       .num("mmio_refused_in_reset", dev.mmio_refused_in_reset)
       .num("device_resets_requested", ev.resets_requested)
       .num("device_resets_on_cqp_timeout", ev.resets_on_cqp_timeout)

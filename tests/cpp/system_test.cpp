@@ -333,7 +333,7 @@ TEST(System, AFunctionResetIsFoundAndTheDriverProbedAgainDrivesTheDevice) {
   EXPECT_EQ(traffic(cq, a, b, 1'000'000), std::pair(IB_WC_WR_FLUSH_ERR, IB_WC_WR_FLUSH_ERR)) << "after it";
   EXPECT_EQ(events, std::vector<ib_event_type>{IB_EVENT_DEVICE_FATAL});
   const auto ev = s.host().driver().event_counters();
-  EXPECT_EQ(ev.function_resets, 1u);
+  EXPECT_EQ(ev.resets_on_function_lost, 1u);
   EXPECT_EQ(ev.resets_requested, 1u);
   auto counters = s.counters();
   EXPECT_EQ(counters.at("function_resets"), 1u);
