@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "driver/backends/coherent_dma.h"
+
 namespace irdma_sim::platform {
 
 using namespace pcie::vfio_user;
@@ -513,19 +515,10 @@ void VfioUserServer::dma_access(bool is_read, uint64_t iova, uint8_t* data, size
       refuse(EACCES, "vfio-user server: the client did not allow that DMA direction");
     if (it->second.base) {  // shared: under the lock, so an unmap waits for the copy
       uint8_t* mapped = static_cast<uint8_t*>(it->second.base) + into;
-      if (is_read) {
-        std::memcpy(data, mapped, size);
-      } else if (size >= 8 && size % 8 == 0 && reinterpret_cast<uintptr_t>(mapped) % 8 == 0) {
-        // A CQE, CEQE or AEQE ends with the qword holding its valid bit, and a reader on
-        // another CPU polls for it: it lands last, after the rest (memcpy's stores may be
-        // seen in any order).
-        std::memcpy(mapped, data, size - 8);
-        uint64_t last;
-        std::memcpy(&last, data + size - 8, 8);
-        __atomic_store_n(reinterpret_cast<uint64_t*>(mapped + size - 8), last, __ATOMIC_RELEASE);
-      } else {
-        std::memcpy(mapped, data, size);
-      }
+      if (is_read)
+        pcie::coherent_dma::device_read(mapped, data, size);
+      else
+        pcie::coherent_dma::device_write(mapped, data, size);
       return;
     }
   }

@@ -82,7 +82,10 @@ TimedRun run_timed(system::Host& host, const system::Scenario& sc) {
   TimedRun r;
   r.wall_s = seconds_since(start);
   r.setup_s = std::chrono::duration<double>(wl.traffic_started() - start).count();
-  for (const system::Check& c : sb.checks()) r.passed = r.passed && c.passed;
+  for (const system::Check& c : sb.checks()) {
+    if (!c.passed) std::fprintf(stderr, "check %s failed: %s\n", c.name.c_str(), c.detail.c_str());
+    r.passed = r.passed && c.passed;
+  }
   r.counts = wl.counters();
   return r;
 }

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstring>
 
+#include "driver/backends/coherent_dma.h"
+
 namespace pcie::vfio_user {
 namespace {
 
@@ -152,10 +154,12 @@ void VfioUserClient::answer_server_request_locked(Message& request) {
     if (!error_no) {
       uint8_t* cpu = window->cpu_address + (access.address - window_iova);
       append(payload, access);
-      if (is_read)
-        append_bytes(payload, cpu, access.count);
-      else
-        std::memcpy(cpu, request.payload.data() + sizeof(access), access.count);
+      if (is_read) {
+        payload.resize(payload.size() + access.count);
+        coherent_dma::device_read(cpu, payload.data() + payload.size() - access.count, access.count);
+      } else {
+        coherent_dma::device_write(cpu, request.payload.data() + sizeof(access), access.count);
+      }
     }
   } else {
     error_no = ENOSYS;  // no other command goes from server to client
