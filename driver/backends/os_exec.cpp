@@ -50,28 +50,93 @@ void cpu_pause() {
 }
 
 // Critical sections are short (a poll batch is ~150 ns), so a waiter spins a little before
-// it sleeps on the futex: sleeping and waking cost microseconds.
+// it sleeps: sleeping and waking cost microseconds. Sleepers queue in arrival order. The
+// first is woken to compete for the lock, as a futex mutex does, but one that woke and
+// found it taken again goes back to the head of the queue and is handed the lock, still
+// held, at the next unlock (the kernel mutex's handoff): otherwise a thread that unlocks
+// and locks again at once (a posting loop) takes it back every time while the woken waiter
+// (a poll context on a loaded CPU) waits to run, and starves it for seconds.
 class OsLock final : public hal::Lock {
  protected:
-  void wait() override {
+  bool wait() override {
     for (int i = 0; i < kSpins; i++) {
-      if (state_.load(std::memory_order_relaxed) != kContended) return;
+      if (state_.load(std::memory_order_relaxed) == kUnlocked) return false;
       cpu_pause();
     }
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&state_), FUTEX_WAIT_PRIVATE, kContended,
-            nullptr, nullptr, 0);
+    Sleeper self;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> g(queue_lock_);
+        // Queued only while the lock is held and marked contended, so that its holder's
+        // unlock() comes to the queue.
+        uint32_t s = state_.load(std::memory_order_relaxed);
+        if (s == kUnlocked) {
+          if (self.starving && state_.compare_exchange_strong(s, kContended, std::memory_order_acquire))
+            return true;
+          if (!self.starving) return false;
+          continue;
+        }
+        if (s == kLocked && !state_.compare_exchange_strong(s, kContended, std::memory_order_relaxed)) continue;
+        self.grant.store(kNone, std::memory_order_relaxed);
+        if (self.starving) {
+          self.next = head_;
+          head_ = &self;
+          if (!tail_) tail_ = &self;
+        } else {
+          (tail_ ? tail_->next : head_) = &self;
+          tail_ = &self;
+        }
+      }
+      uint32_t grant;
+      while ((grant = self.grant.load(std::memory_order_acquire)) == kNone)
+        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&self.grant), FUTEX_WAIT_PRIVATE, kNone, nullptr, nullptr, 0);
+      if (grant == kHandedOver) return true;
+      if (state_.exchange(kContended, std::memory_order_acquire) == kUnlocked) return true;
+      self.starving = true;  // woken and beaten to it: next time it is handed over
+      self.next = nullptr;
+    }
   }
-  // The address is computed before the store; waking a futex that was freed meanwhile
-  // wakes no one (glibc's mutexes live with the same).
   void unlock_contended() override {
-    auto* word = reinterpret_cast<uint32_t*>(&state_);
-    state_.store(kUnlocked, std::memory_order_release);
+    Sleeper* first;
+    uint32_t grant;
+    {
+      std::lock_guard<std::mutex> g(queue_lock_);
+      first = head_;
+      if (!first) {
+        state_.store(kUnlocked, std::memory_order_release);
+        return;
+      }
+      head_ = first->next;
+      if (!head_) tail_ = nullptr;
+      if (first->starving) {
+        // Still held, now by `first`; contended while others queue, so their turn comes.
+        grant = kHandedOver;
+        state_.store(head_ ? kContended : kLocked, std::memory_order_relaxed);
+      } else {
+        // Others still queued keep the lock marked contended once `first` takes it.
+        grant = kWoken;
+        state_.store(kUnlocked, std::memory_order_release);
+      }
+    }
+    // The sleeper may return, and its frame go, as soon as it sees the grant: the address
+    // is taken first, and waking an address nobody sleeps on wakes no one.
+    auto* word = reinterpret_cast<uint32_t*>(&first->grant);
+    first->grant.store(grant, std::memory_order_release);
     syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
   }
 
  private:
+  static constexpr uint32_t kNone = 0, kWoken = 1, kHandedOver = 2;
+  struct Sleeper {
+    std::atomic<uint32_t> grant{kNone};
+    Sleeper* next = nullptr;
+    bool starving = false;
+  };
   static constexpr int kSpins = 100;
   static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the futex word is the atomic");
+  std::mutex queue_lock_;
+  Sleeper* head_ = nullptr;
+  Sleeper* tail_ = nullptr;
 };
 
 }  // namespace

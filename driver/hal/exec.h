@@ -24,9 +24,10 @@ class Event {
 // A sleeping lock (what spinlock_t and struct mutex are to the kernel). lock() and unlock()
 // are inline atomics while the lock is free, so a hot path (a CQ poll) pays no virtual
 // call; only a contended lock reaches the backend, which blocks a caller in wait() and
-// hands the lock over in unlock_contended(): a futex on OS threads, an event in
-// simulation, where a holder may wait with the lock held. Usable with std::lock_guard and
-// std::unique_lock.
+// lets the next one in from unlock_contended(): on OS threads a FIFO of sleepers, each
+// handed the lock in turn, so that no waiter starves as none does on the kernel's queued
+// spinlocks; in simulation an event, where a holder may wait with the lock held. Usable
+// with std::lock_guard and std::unique_lock.
 class Lock {
  public:
   virtual ~Lock() = default;
@@ -42,23 +43,28 @@ class Lock {
                                         std::memory_order_relaxed))
       unlock_contended();
   }
+  // Someone waits for it (the kernel's spin_is_contended).
+  bool is_contended() const { return state_.load(std::memory_order_relaxed) == kContended; }
 
  protected:
   static constexpr uint32_t kUnlocked = 0, kLocked = 1, kContended = 2;
-  // Returns once state_ may no longer read kContended (spurious returns are fine): the
-  // backend must not sleep through an unlock_contended() that follows a state_ change.
-  virtual void wait() = 0;
-  // Called by the holder of a contended lock: stores kUnlocked (release) and wakes at least
-  // one waiter. After the store it may use state_'s address but read nothing of the lock:
-  // the next holder may free it at once.
+  // Called with state_ just made kContended by this caller. Returns true once the holder
+  // handed the lock to this caller; false when the caller should try again (spurious
+  // returns are fine). The backend must not sleep through an unlock_contended() that
+  // follows a state_ change.
+  virtual bool wait() = 0;
+  // Called by the holder of a contended lock: hands it to a waiter, or stores kUnlocked
+  // (release) and wakes at least one. After that it may use the addresses it woke but read
+  // nothing of the lock: the next holder may free it at once.
   virtual void unlock_contended() = 0;
   std::atomic<uint32_t> state_{kUnlocked};
 
  private:
   // Drepper's "Futexes Are Tricky" mutex: a waiter marks the lock contended, so the
-  // holder's unlock() knows to wake someone.
+  // holder's unlock() knows to look for it.
   void lock_contended() {
-    while (state_.exchange(kContended, std::memory_order_acquire) != kUnlocked) wait();
+    while (state_.exchange(kContended, std::memory_order_acquire) != kUnlocked)
+      if (wait()) return;
   }
 };
 

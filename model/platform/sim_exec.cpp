@@ -47,11 +47,12 @@ class SimEvent final : public hal::Event {
 // only by a holder that waits with it held; its waiters wait on an event.
 class SimLock final : public hal::Lock {
  protected:
-  void wait() override {
-    if (state_.load(std::memory_order_relaxed) != kContended) return;
+  bool wait() override {
+    if (state_.load(std::memory_order_relaxed) != kContended) return false;
     waiters_++;
     sc_core::wait(released_);
     waiters_--;
+    return false;  // the first to run takes it
   }
   // Nothing runs between the store and the notification: no thread can free the lock there.
   void unlock_contended() override {

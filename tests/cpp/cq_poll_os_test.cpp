@@ -1,10 +1,17 @@
 // ib-core's poll contexts on OS threads (backends::OsExec): completion events raised from many
 // threads at once for many CQs; every completion is processed exactly once, a CQ is never
-// polled by two workers at a time, and the workers stop and join. And OsExec's lock.
+// polled by two workers at a time, and the workers stop and join. And OsExec's lock: it
+// excludes, and hands itself to its sleepers in turn.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -117,6 +124,80 @@ TEST(PollContextsOnOsThreads, EveryCompletionOnceNoCqPolledTwiceAtOnce) {
     EXPECT_EQ(cq->ready.load(), 0);
     EXPECT_EQ(cq->overlap.load(), 0);
   }
+}
+
+// The state (R, S, ...) the kernel shows for a thread of this process.
+char thread_state(pid_t tid) {
+  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const size_t after_name = line.rfind(')');
+  return after_name == std::string::npos || after_name + 2 >= line.size() ? '?' : line[after_name + 2];
+}
+
+// A woken thread that is not running yet: a signal handler holds it until released.
+std::atomic<bool> held_in_handler{false}, hold_in_handler{false};
+void hold_until_released(int) {
+  held_in_handler = true;
+  while (hold_in_handler) {
+  }
+  held_in_handler = false;
+}
+
+// Holds thread `tid`, asleep, in the handler above.
+void hold_sleeping(pid_t tid) {
+  hold_in_handler = true;
+  syscall(SYS_tgkill, getpid(), tid, SIGUSR1);
+  while (!held_in_handler) std::this_thread::yield();
+}
+
+// A waiter that was woken and beaten to the lock is handed it at the holder's next unlock,
+// even while it cannot run yet, and a holder that locks again at once queues behind it. A
+// plain futex mutex let such a thread (the workload's posting loop) take the lock back
+// every time while the woken waiter (a poll context on a loaded CPU) waited for a CPU:
+// poll contexts starved for seconds on a served device.
+TEST(OsExecLock, AWaiterBeatenOnceIsHandedTheLockNext) {
+  struct sigaction act {};
+  act.sa_handler = hold_until_released;  // no SA_RESTART: the futex wait returns early
+  struct sigaction before {};
+  ASSERT_EQ(sigaction(SIGUSR1, &act, &before), 0);
+  backends::OsExec exec;
+  auto lock = exec.make_lock();
+  lock->lock();
+  std::atomic<int> holder_rounds{0};
+  std::atomic<pid_t> waiter_tid{0};
+  int rounds_seen = -1;
+  std::thread waiter([&] {
+    waiter_tid = pid_t(syscall(SYS_gettid));
+    lock->lock();
+    rounds_seen = holder_rounds.load();
+    lock->unlock();
+  });
+  const auto asleep = [&] { return waiter_tid && lock->is_contended() && thread_state(waiter_tid) == 'S'; };
+  while (!asleep()) std::this_thread::yield();
+  // Woken while it cannot run, it finds the lock taken again.
+  hold_sleeping(waiter_tid);
+  holder_rounds = 1;
+  lock->unlock();
+  lock->lock();
+  hold_in_handler = false;
+  while (held_in_handler || !asleep()) std::this_thread::yield();
+  // Now it is handed the lock at the next unlock, though it cannot run for a while.
+  hold_sleeping(waiter_tid);
+  std::thread releaser([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    hold_in_handler = false;
+  });
+  for (int round = 2; round <= 1000; round++) {
+    holder_rounds = round;
+    lock->unlock();
+    lock->lock();
+  }
+  lock->unlock();
+  waiter.join();
+  releaser.join();
+  sigaction(SIGUSR1, &before, nullptr);
+  EXPECT_EQ(rounds_seen, 2) << "the holder took the lock back " << rounds_seen - 2 << " more time(s) from its waiter";
 }
 
 // cancel() (ib_free_cq's) waits for a poll under way, and nothing schedules the CQ after.
