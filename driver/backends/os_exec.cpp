@@ -157,15 +157,14 @@ void OsExec::cpu_relax() { cpu_pause(); }
 
 void OsExec::delay_ns(uint64_t ns) { std::this_thread::sleep_for(std::chrono::nanoseconds(ns)); }
 
-void OsExec::spawn(const std::string& name, unsigned cpu, std::function<void()> body) {
+// Not pinned to `cpu`: a user process shares its CPUs with others, and a worker pinned to
+// a busy one waited seconds to run (two served-device runs at once on a 2-vCPU machine:
+// a poll context with its CQ scheduled sat idle for over 3 s, in about 1 run in 5). The
+// scheduler places it; `cpu` says only which CPU's work it does.
+void OsExec::spawn(const std::string& name, unsigned, std::function<void()> body) {
   std::lock_guard<std::mutex> g(threads_lock_);
   threads_.emplace_back(std::move(body));
-  pthread_t handle = threads_.back().native_handle();
-  pthread_setname_np(handle, name.substr(0, 15).c_str());  // the kernel's 16-byte limit
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu % cpus_, &set);
-  pthread_setaffinity_np(handle, sizeof set, &set);  // best effort: a restricted mask may refuse
+  pthread_setname_np(threads_.back().native_handle(), name.substr(0, 15).c_str());  // the kernel's 16-byte limit
 }
 
 std::unique_ptr<hal::Event> OsExec::make_event() { return std::make_unique<OsEvent>(); }

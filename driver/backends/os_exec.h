@@ -1,4 +1,4 @@
-// hal::Exec on the host OS, for the driver on real silicon: OS threads pinned to CPUs, the
+// hal::Exec on the host OS, for the driver on real silicon: OS threads, the
 // monotonic clock, futex-backed locks and condition variables. Spawned threads are joined
 // when the OsExec goes, so their bodies must return by then.
 #pragma once

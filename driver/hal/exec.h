@@ -75,7 +75,8 @@ class Exec {
   // One iteration of a busy-poll loop (cpu_relax): costs time, lets the device progress.
   virtual void cpu_relax() = 0;
   virtual void delay_ns(uint64_t ns) = 0;
-  // Starts `body` on its own worker, pinned to `cpu` (modulo the CPUs there are).
+  // Starts `body` on its own worker, doing the work of CPU `cpu` (modulo the CPUs there
+  // are): a simulated CPU in simulation, placed by the scheduler on OS threads.
   virtual void spawn(const std::string& name, unsigned cpu, std::function<void()> body) = 0;
   virtual std::unique_ptr<Event> make_event() = 0;
   virtual std::unique_ptr<Lock> make_lock() = 0;

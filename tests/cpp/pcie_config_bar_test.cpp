@@ -33,7 +33,7 @@ TEST(PcieConfig, RoundTripsThroughTheConfigRegion) {
 
 TEST(PcieConfig, FailuresAnswerAllOnesAndAreCountedNeverThrown) {
   ServedToy toy;
-  auto client = connect(toy);
+  auto client = connect(toy, waiting_writes());
   PcieConfig config(*client);
   config.write(hal::PCI_VENDOR_ID, 2, 0x1234);  // the toy's ids are read-only
   EXPECT_EQ(config.errors().count(), 1u);
@@ -68,7 +68,7 @@ TEST(PcieBar, TrappedRegistersGoThroughTheTransport) {
 
 TEST(PcieBar, MappedAreaIsTheDevicesMemoryAndTheRestIsTrapped) {
   ServedToy toy;
-  auto client = connect(toy);
+  auto client = connect(toy, waiting_writes());
   PcieBar bar2(*client, 2);
   EXPECT_EQ(bar2.size(), 2 * kPage);
   bar2.write32(kPage + 5 * 4, 0xC0FFEE);
@@ -106,7 +106,7 @@ TEST(PcieBar, MappedAccessesNeverWaitForTheServer) {
   ServedToy toy;
   VfioUserClientOptions options;
   options.reply_timeout_ms = 200;
-  auto client = connect(toy, options);
+  auto client = connect(toy, waiting_writes(options));
   PcieBar bar2(*client, 2);
   toy.device.set_shared_word(2, 77);
   toy.server.stop();  // the server no longer answers; the shared page is still shared

@@ -128,7 +128,7 @@ TEST(VfioUserClient, SharedPageIsTheSameMemoryOnBothSides) {
 
 TEST(VfioUserClient, SlowPathRoundTrips) {
   ServedToy toy;
-  VfioUserClient client(toy.path());
+  VfioUserClient client(toy.path(), waiting_writes());
   EXPECT_EQ(read32(client, reg::kId), kToyId);
   write32(client, reg::kScratch, 0xA5A5F00D);
   EXPECT_EQ(read32(client, reg::kScratch), 0xA5A5F00Du);
@@ -168,7 +168,7 @@ TEST(VfioUserClient, LargeAccessesSplitAtTheServersTransferLimit) {
   VfioUserServerOptions options;
   options.max_data_xfer_size = 1000;  // a 4 KiB message would be refused whole
   ServedToy toy(options);
-  VfioUserClient client(toy.path());
+  VfioUserClient client(toy.path(), waiting_writes());
   std::vector<uint8_t> out(kPage), in(kPage);
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i * 7);
   client.region_write(2, 0, out.data(), out.size());
@@ -179,7 +179,7 @@ TEST(VfioUserClient, LargeAccessesSplitAtTheServersTransferLimit) {
 
 TEST(VfioUserClient, DmaThroughASharedFd) {
   ServedToy toy;
-  VfioUserClient client(toy.path());
+  VfioUserClient client(toy.path(), waiting_writes());
   EventFds irq(kMsixVectors);
   client.set_irq_eventfds(vfio::kMsixIrqIndex, 0, irq.fds);
   MemfdBuffer buffer(2 * kPage);
@@ -214,7 +214,7 @@ TEST(VfioUserClient, DmaWithoutAnFdGoesThroughMessagesSplitAtTheClientsLimit) {
   ServedToy toy;
   VfioUserClientOptions options;
   options.max_data_xfer_size = 1024;
-  VfioUserClient client(toy.path(), options);
+  VfioUserClient client(toy.path(), waiting_writes(options));
   EventFds irq(kMsixVectors);
   client.set_irq_eventfds(vfio::kMsixIrqIndex, 0, irq.fds);
   std::vector<uint8_t> memory(3 * kPage);

@@ -436,7 +436,7 @@ TEST(VfioUserServerDeath, ServerDyingMidRequestIsAClearErrorWithinTheTimeout) {
   ASSERT_GT(child, 0);
   VfioUserClientOptions options;
   options.reply_timeout_ms = 1000;
-  VfioUserClient client(path, options);
+  VfioUserClient client(path, waiting_writes(options));
   auto start = Clock::now();
   uint32_t one = 1;
   EXPECT_THROW(client.region_write(0, reg::kHook, &one, 4), pcie::PciTransportError);
@@ -451,7 +451,7 @@ TEST(VfioUserServerDeath, HungServerTimesOutAndItsLateReplyIsNotTakenForAnother)
   toy.device.on_hook = [] { std::this_thread::sleep_for(std::chrono::milliseconds(600)); };
   VfioUserClientOptions options;
   options.reply_timeout_ms = 200;
-  VfioUserClient client(toy.path(), options);
+  VfioUserClient client(toy.path(), waiting_writes(options));
   auto start = Clock::now();
   uint32_t one = 1;
   try {

@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "driver/backends/vfio_user/client.h"
+
 #include "driver/backends/pci_transport.h"
 #include "model/platform/vfio_user_server.h"
 
@@ -278,5 +280,13 @@ class ServedToy {
  private:
   std::thread thread_;
 };
+
+// A client whose region writes wait for the server's reply, for tests of what a reply says
+// (a refused write, a timeout) or of what a write did by the time it returns (a DMA the
+// toy starts on it): a posted write's refusal reaches no one and its effect comes later.
+inline pcie::vfio_user::VfioUserClientOptions waiting_writes(pcie::vfio_user::VfioUserClientOptions options = {}) {
+  options.posted_writes = false;
+  return options;
+}
 
 }  // namespace vfio_user_test

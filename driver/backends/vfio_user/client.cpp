@@ -302,7 +302,9 @@ void VfioUserClient::region_write(uint32_t index, uint64_t offset, const void* d
     auto count = static_cast<uint32_t>(std::min(size - done, chunk_limit));
     std::vector<uint8_t> payload = bytes_of(RegionAccessPayload{offset + done, index, count});
     append_bytes(payload, in + done, count);
-    if (options_.posted_writes) {
+    // Memory writes to a BAR are posted; PCIe's configuration writes are not, and a write
+    // to a region of the server's own (the backdoor) is a request that answers.
+    if (options_.posted_writes && index < vfio::kRomRegionIndex) {
       post_locked(Command::kRegionWrite, payload);
     } else {
       Message reply = exchange_locked(Command::kRegionWrite, payload);

@@ -20,7 +20,10 @@ namespace pcie::vfio_user {
 struct VfioUserClientOptions {
   int reply_timeout_ms = 5000;    // a server that does not answer within this is an error
   int connect_timeout_ms = 5000;  // how long a server that is starting may take to listen
-  bool posted_writes = false;     // REGION_WRITE without waiting for the reply (NO_REPLY)
+  // A BAR's REGION_WRITE without waiting for the reply (NO_REPLY), as a CPU's writes to a
+  // BAR are posted on silicon; waiting holds the writer back behind the device and hides
+  // races.
+  bool posted_writes = true;
   uint32_t max_data_xfer_size = 1u << 20;  // the largest DMA_READ/WRITE we accept
 };
 
