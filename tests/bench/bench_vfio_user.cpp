@@ -81,5 +81,3 @@ void BM_SharedPageDoorbellToEventfd(benchmark::State& state) {
 BENCHMARK(BM_SharedPageDoorbellToEventfd)->UseRealTime();
 
 }  // namespace
-
-BENCHMARK_MAIN();
