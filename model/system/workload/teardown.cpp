@@ -2,6 +2,7 @@
 // what the run left behind.
 
 #include "driver/core/cq.h"
+#include "driver/core/cq_poll.h"
 #include "driver/core/cq_pool.h"
 #include "driver/irdma/irdmadv.h"
 #include "model/system/workload/bookkeeping.h"
@@ -20,6 +21,11 @@ void Workload::count_cq_stats(ib_cq* cq) {
 }
 
 void Workload::teardown() {
+  // The CQs' poll contexts stop first, each waiting out a handler under way (it may need
+  // the lock): after a stall, one still running would post to a QP destroyed under it, or
+  // check its batch after the drain below took later completions. The drain takes the rest.
+  if (dev_.poll_workers)
+    for (ib_cq* cq : cqs_) unlocked([&] { dev_.poll_workers->cancel(cq); });
   // Stopped with work in flight: every QP to error (FLUSH_WQES) and destroyed now, their
   // unpolled CQEs cleaned out of the rings; the drain below finds nothing to report.
   if (stopped_early_) {
