@@ -89,6 +89,7 @@ std::pair<std::vector<Wr>, std::vector<std::vector<ibcore::ib_sge>>> work_reques
 PYBIND11_MODULE(_irdma_sim, m) {
   m.doc() = "irdma-sim: a SystemC model of the irdma CQ engine with its driver";
   py::register_exception<ScenarioError>(m, "ScenarioError", PyExc_ValueError);
+  py::register_exception<ServeRefused>(m, "ServeRefused", PyExc_OSError);
   // An OSError subclass built as OSError(errno, message), so .errno holds Linux's errno.
   static py::exception<VerbsError> verbs_error(m, "VerbsError", PyExc_OSError);
   py::register_exception_translator([](std::exception_ptr p) {
@@ -181,21 +182,27 @@ PYBIND11_MODULE(_irdma_sim, m) {
 
   m.def("serve",
         [](const std::string& socket, const std::string& config_path, const std::string& trace, bool once,
-           bool backdoor) {
+           bool backdoor, py::object listening) {
           ServeOptions options;
           options.trace_path = trace;
           options.serve_next_client = !once;
           options.backdoor = backdoor;
           const SimConfig cfg = config_path.empty() ? SimConfig{} : load_config_file(config_path);
           py::gil_scoped_release unlocked;
-          return serve_device(cfg, socket, options);
+          return serve_device(cfg, socket, options, [&] {
+            py::gil_scoped_acquire held;
+            if (!listening.is_none()) listening();
+          });
         },
         py::arg("socket"), py::arg("config") = "", py::arg("trace") = "", py::arg("once") = false,
-        py::arg("backdoor") = true,
+        py::arg("backdoor") = true, py::arg("listening") = py::none(),
         "Serves the device model over vfio-user at `socket` in this process until SIGINT or SIGTERM "
         "(or, `once`, until its first client leaves); returns the signal or 0. `config` is a scenario "
         "file, whose config: section describes the device, or such a section alone. Without `backdoor` "
-        "the device offers no test hooks (counters, faults, forced MSI-X), as silicon does.");
+        "the device offers no test hooks (counters, faults, forced MSI-X), as silicon does. `listening` "
+        "is called once the socket listens. Raises ScenarioError for a configuration a served model "
+        "cannot carry and ServeRefused for a socket it cannot have (another server listens there, or "
+        "it cannot be bound), both before `listening`.");
 
   py::class_<RawVerbs>(m, "RawVerbs",
                        "Verbs on a Session's system as pyverbs has them (irdma_sim.verbs wraps it): PDs, MRs over "

@@ -3,7 +3,8 @@
 // SIGTERM (or, with --once, until its first client leaves); --no-backdoor offers no test
 // hooks, as silicon does. FILE is a scenario, whose
 // config: section describes the device, or such a section alone. Exit status: 0 done,
-// 2 bad usage or a malformed configuration, 3 the server failed.
+// 2 bad usage, a configuration it cannot serve or a socket it cannot have (another server
+// listens there), 3 the server failed.
 #include <iostream>
 #include <string>
 
@@ -49,11 +50,13 @@ int sc_main(int argc, char** argv) {
   try {
     const irdma_sim::system::SimConfig cfg =
         config.empty() ? irdma_sim::system::SimConfig{} : irdma_sim::system::load_config_file(config);
-    irdma_sim::system::check_servable(cfg);
-    std::cerr << "irdma-sim-serve: serving at " << socket << "\n";
-    irdma_sim::system::serve_device(cfg, socket, options);
+    irdma_sim::system::serve_device(cfg, socket, options,
+                                    [&] { std::cerr << "irdma-sim-serve: serving at " << socket << std::endl; });
     return 0;
   } catch (const irdma_sim::system::ScenarioError& e) {
+    std::cerr << "irdma-sim-serve: " << e.what() << "\n";
+    return 2;
+  } catch (const irdma_sim::system::ServeRefused& e) {
     std::cerr << "irdma-sim-serve: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -233,12 +234,31 @@ std::atomic<ServedDevice*> g_served{nullptr};
 // next), accepted from one listening socket this loop keeps, so that a client that connects
 // meanwhile waits in its backlog for the next. The transaction log of client N > 1 goes to
 // TRACE.N.
-int serve_device(const SimConfig& config, const std::string& socket_path, const ServeOptions& options) {
+int serve_device(const SimConfig& config, const std::string& socket_path, const ServeOptions& options,
+                 const std::function<void()>& listening) {
+  check_servable(config);
+  ServeOptions one = options;
+  pcie::UniqueFd listener;  // unless one was lent (a server child's)
+  if (one.listen_fd < 0) {
+    try {
+      listener = pcie::vfio_user::listen_unix(socket_path);
+    } catch (const pcie::PciTransportError& e) {
+      throw ServeRefused(e.what());
+    }
+    one.listen_fd = listener.get();
+  }
+  struct Unlink {
+    const std::string* path;
+    ~Unlink() {
+      if (path) ::unlink(path->c_str());
+    }
+  } unlink_at_end{listener.valid() ? &socket_path : nullptr};
   const StopSignals signals([] {
     if (ServedDevice* served = g_served.load()) served->stop();
   });
+  if (listening) listening();
   if (!options.serve_next_client) {
-    ServedDevice served(config, socket_path, options);
+    ServedDevice served(config, socket_path, one);
     struct Running {
       explicit Running(ServedDevice& d) { g_served = &d; }
       ~Running() { g_served = nullptr; }
@@ -246,15 +266,8 @@ int serve_device(const SimConfig& config, const std::string& socket_path, const 
     served.run();
     return signals.caught();
   }
-  const pcie::UniqueFd listener = pcie::vfio_user::listen_unix(socket_path);
-  struct Unlink {
-    const std::string& path;
-    ~Unlink() { ::unlink(path.c_str()); }
-  } unlink_at_end{socket_path};
   for (unsigned client = 1; !signals.caught(); client++) {
-    ServeOptions one = options;
-    one.listen_fd = listener.get();
-    if (!one.trace_path.empty() && client > 1) one.trace_path += "." + std::to_string(client);
+    if (!options.trace_path.empty() && client > 1) one.trace_path = options.trace_path + "." + std::to_string(client);
     ServerChild child(config, one, socket_path);
     std::optional<std::string> how;
     while (!signals.caught() && !(how = child.poll())) std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "model/device/irdma_device.h"
@@ -86,9 +88,18 @@ class ServedDevice final : public platform::VfioUserEndpoint {
 // simulation's alone.
 void check_servable(const SimConfig& config);
 
+// The socket cannot be served: it cannot be bound, or another server listens there.
+class ServeRefused : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 // `irdma-sim serve`: serves the device `config` describes at `socket_path` until SIGINT or
-// SIGTERM (or the client leaves, without serve_next_client). Returns the signal, or 0;
-// throws when a server fails.
-int serve_device(const SimConfig& config, const std::string& socket_path, const ServeOptions& options);
+// SIGTERM (or the client leaves, without serve_next_client), calling `listening` once the
+// socket listens. Returns the signal, or 0. Throws ScenarioError for a configuration a
+// served model cannot carry and ServeRefused for the socket, both before `listening`; a
+// server that fails later throws anything else.
+int serve_device(const SimConfig& config, const std::string& socket_path, const ServeOptions& options,
+                 const std::function<void()>& listening = {});
 
 }  // namespace irdma_sim::system

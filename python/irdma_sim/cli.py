@@ -308,11 +308,14 @@ def backend_value(text):
 
 
 def cmd_serve(args):
-    from irdma_sim._irdma_sim import serve
-    print(f"irdma-sim: serving the device at {args.socket} (Ctrl-C stops it)", file=sys.stderr, flush=True)
+    from irdma_sim._irdma_sim import ServeRefused, serve
+
+    def listening():
+        print(f"irdma-sim: serving the device at {args.socket} (Ctrl-C stops it)", file=sys.stderr, flush=True)
+
     try:
-        serve(args.socket, args.config or "", args.trace or "", args.once, not args.no_backdoor)
-    except ScenarioError as e:
+        serve(args.socket, args.config or "", args.trace or "", args.once, not args.no_backdoor, listening)
+    except (ScenarioError, ServeRefused) as e:
         print(f"irdma-sim serve: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - the socket or the model failed: said in one line

@@ -6,10 +6,13 @@ listening, a backend that does not exist."""
 import json
 import os
 import signal
+import socket as pysocket
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 
 def cli(*args, **kwargs):
@@ -153,6 +156,68 @@ def test_serve_refuses_a_malformed_configuration(tmp_path):
     proc = cli("serve", "--socket", str(tmp_path / "s.sock"), "--config", str(bad))
     assert proc.returncode == 2
     assert "num_ceqs" in proc.stderr
+
+
+@pytest.mark.parametrize("case", ["missing config", "unservable config", "unbindable socket"])
+def test_serve_says_what_is_wrong_before_serving_and_exits_2(case, tmp_path, scenario):
+    socket, config = tmp_path / "s.sock", None
+    if case == "missing config":
+        config, expect = tmp_path / "none.yaml", "cannot read the file"
+    elif case == "unservable config":
+        config, expect = scenario("link_faults.yaml"), "a served model cannot carry these"
+    else:
+        socket, expect = tmp_path / "no-such-dir" / "s.sock", "bind to"
+    proc = cli("serve", "--socket", str(socket), *(["--config", str(config)] if config else []))
+    assert proc.returncode == 2, proc.stderr
+    assert expect in proc.stderr and "serving" not in proc.stderr, proc.stderr
+    assert not Path(socket).exists()
+
+
+def test_a_second_server_at_a_served_socket_is_refused_and_the_first_serves_on(tmp_path, scenario):
+    socket = tmp_path / "dev.sock"
+    server = serve(socket)
+    try:
+        proc = cli("serve", "--socket", str(socket))
+        assert proc.returncode == 2
+        assert f"another server is listening at '{socket}'" in proc.stderr and "serving" not in proc.stderr
+        assert socket.exists(), "the refused server left the first one's socket alone"
+        run = cli("run", scenario("events.yaml"), "--out", str(tmp_path / "run"), "--no-trace",
+                  "--backend", f"vfio-user:{socket}")
+        assert run.returncode == 0, run.stdout + run.stderr
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=10) == 0
+    assert not socket.exists()
+
+
+def test_a_dead_servers_socket_is_taken_over(tmp_path, scenario):
+    socket = tmp_path / "dev.sock"
+    dead = serve(socket)
+    dead.kill()
+    dead.wait(timeout=10)
+    assert socket.exists(), "SIGKILL leaves the socket file behind"
+    # Its device process, which holds the listening socket too, follows it (PDEATHSIG).
+    deadline = time.monotonic() + 10
+    while True:
+        probe = pysocket.socket(pysocket.AF_UNIX, pysocket.SOCK_STREAM)
+        try:
+            probe.connect(str(socket))
+        except ConnectionRefusedError:
+            break
+        finally:
+            probe.close()
+        assert time.monotonic() < deadline, "the dead server's device process still listens"
+        time.sleep(0.05)
+    server = subprocess.Popen([sys.executable, "-m", "irdma_sim", "serve", "--socket", str(socket)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert "serving the device at" in server.stderr.readline()
+    try:
+        run = cli("run", scenario("events.yaml"), "--out", str(tmp_path / "run"), "--no-trace",
+                  "--backend", f"vfio-user:{socket}")
+        assert run.returncode == 0, run.stdout + run.stderr
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=10) == 0
 
 
 def test_a_device_without_a_backdoor_refuses_faults_by_name_and_runs_the_rest(tmp_path, scenario):

@@ -195,7 +195,16 @@ UniqueFd listen_unix(const std::string& path) {
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!fd.valid()) throw_errno(errno, "socket(AF_UNIX)");
   struct stat st{};
-  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(path.c_str());
+  if (::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) {
+    // A socket nobody listens on is a dead server's, taken over; a live one is refused
+    // (binding over it would orphan its server, and unlinking it at the end, the path).
+    UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!probe.valid()) throw_errno(errno, "socket(AF_UNIX)");
+    const bool live = ::connect(probe.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 ||
+                      errno == EAGAIN;
+    if (live) throw VfioUserError(EADDRINUSE, "vfio-user: another server is listening at '" + path + "'");
+    ::unlink(path.c_str());
+  }
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) < 0)
     throw_errno(errno, "bind to '" + path + "'");
   if (::listen(fd.get(), 4) < 0) throw_errno(errno, "listen on '" + path + "'");
