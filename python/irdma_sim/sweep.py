@@ -91,7 +91,11 @@ class Outcome:
 
 def sweep_jobs(scenarios, seeds, out):
     """The (scenario, name, seed, output directory) of every run of a sweep, in run order."""
-    scenarios = list(dict.fromkeys(scenarios))  # a file named twice runs once
+    # A file named twice runs once, however it is spelled (st/x.yaml, ./st/x.yaml, a link).
+    first = {}
+    for s in scenarios:
+        first.setdefault(os.path.realpath(s), s)
+    scenarios = list(first.values())
     names = output_names(scenarios)
     return [(s, name, seed, Path(out) / name / f"seed{seed}") for s, name in zip(scenarios, names) for seed in seeds]
 
