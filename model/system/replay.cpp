@@ -160,8 +160,12 @@ class ReplayHost : public sc_core::sc_module {
       if (recorded.kind == replayed.kind && recorded.data.size() == replayed.data.size())
         for (size_t i = 0; i < recorded.data.size(); i++)
           if (recorded.data[i] != replayed.data[i]) {
-            what += "; first differing byte " + std::to_string(i) + " (bits " +
-                    std::to_string(unsigned(recorded.data[i] ^ replayed.data[i])) + " flipped)";
+            // The bits by their number in the write, as --flip-cqe-bit numbers a CQE half's.
+            std::string bits;
+            for (unsigned b = 0; b < 8; b++)
+              if ((recorded.data[i] ^ replayed.data[i]) >> b & 1)
+                bits += (bits.empty() ? "" : ", ") + std::to_string(i * 8 + b);
+            what += "; first differing byte " + std::to_string(i) + " (bit " + bits + " of the write flipped)";
             break;
           }
       differ(what);
@@ -212,6 +216,11 @@ ReplayResult replay_run(const std::string& run_dir, const ReplayOptions& options
   for (const char* needed : {"scenario.yaml", "stimulus.jsonl"})
     if (!std::filesystem::exists(dir / needed))
       throw ScenarioError(run_dir + " has no " + needed + ": replay needs a run made with --record");
+  // Nothing recorded compares as identical to anything: refused, not passed.
+  std::error_code size_ec;
+  if (std::filesystem::file_size(dir / "stimulus.jsonl", size_ec) == 0 && !size_ec)
+    throw ScenarioError(run_dir + "/stimulus.jsonl is empty: the run recorded nothing (killed before the device "
+                        "was first touched?), so there is nothing to replay");
   Scenario sc = load_scenario((dir / "scenario.yaml").string());
   if (sc.config.sync != SyncMode::approximate)
     throw ScenarioError(run_dir + ": a loosely timed run cannot be replayed (its device's order of work depends on "

@@ -486,6 +486,8 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
       throw ScenarioError(sc.file + ": " + e.what());
     }
   }
+  if (options.record && options.backend != "sim")
+    throw ScenarioError(sc.file + ": --record needs the sim backend (the device in this process)");
   if (options.record && options.cq_writer)
     throw ScenarioError(sc.file + ": --record keeps the scenario as it is, not a --cq-writer choice; set "
                         "device.cq_writer in the scenario, or replay with --cq-writer");

@@ -180,7 +180,12 @@ def replay(run_dir, formatter=None, flip_cqe_bit=-1, cq_writer=None):
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         raise ReplayFailed(proc.stderr.strip() or f"the replay's process ended with status {proc.returncode}")
-    return json.loads(proc.stdout)
+    # The verdict is the last line; SystemC may print its own warnings to stdout before it.
+    lines = proc.stdout.strip().splitlines()
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, ValueError):
+        raise ReplayFailed(f"the replay's process printed no verdict: {proc.stdout.strip()!r}") from None
 
 
 def _relay_progress(stream, progress):

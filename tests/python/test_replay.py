@@ -40,14 +40,37 @@ def test_a_one_bit_change_in_the_formatter_is_found_at_the_first_cqe(golden):
     assert line.startswith(f"DIFFERS    {golden}: device access ")
     # The first CQE the device writes is the CCQ's (a control command's completion): byte 25
     # of its main half holds bit 200.
-    assert "recorded a DMA write of 32 bytes" in line and "first differing byte 25 (bits 1 flipped)" in line
+    assert "recorded a DMA write of 32 bytes" in line and "first differing byte 25 (bit 200 of the write flipped)" in line
     stimulus = (golden / "stimulus.jsonl").read_text().splitlines()
     recorded_line = int(line.split("(line ")[1].split(")")[0])
     ev = json.loads(stimulus[recorded_line - 1])
     assert ev["ev"] == "dma_write" and ev["len"] == 32
     # The bit of qword 3 (bit 192 on) that flipped is in the valid qword: a changed device, caught.
     r = replay(golden, "rtl", 0)
-    assert not r["identical"] and "first differing byte 0 (bits 1 flipped)" in r["difference"]
+    assert not r["identical"] and "first differing byte 0 (bit 0 of the write flipped)" in r["difference"]
+    # The bit is named by its number, as --flip-cqe-bit takes it, not as a byte's mask.
+    r = replay(golden, "tlm", 1)
+    assert not r["identical"] and "first differing byte 0 (bit 1 of the write flipped)" in r["difference"]
+
+
+def test_an_empty_recording_is_refused_not_passed(golden, tmp_path):
+    (tmp_path / "scenario.yaml").write_bytes((golden / "scenario.yaml").read_bytes())
+    (tmp_path / "stimulus.jsonl").write_text("")
+    proc = cli("replay", str(tmp_path))
+    assert proc.returncode == 2 and "stimulus.jsonl is empty: the run recorded nothing" in proc.stderr, proc.stderr
+
+
+def test_the_verdict_is_found_after_what_systemc_prints(monkeypatch, tmp_path):
+    import irdma_sim.runner as runner
+    verdict = {"identical": True, "difference": "", "mmio": 1, "reads": 0, "writes": 0, "msix": 0, "cut_at_line": 3}
+    printed = "\nWarning: (W545) sc_stop has already been called\n" + json.dumps(verdict) + "\n"
+    monkeypatch.setattr(runner.subprocess, "run",
+                        lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=printed, stderr=""))
+    assert replay(tmp_path) == verdict
+    monkeypatch.setattr(runner.subprocess, "run",
+                        lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout="Warning: (W545)\n", stderr=""))
+    with pytest.raises(ReplayFailed, match="printed no verdict"):
+        replay(tmp_path)
 
 
 def test_a_recording_missing_a_write_malformed_or_cut_short_is_named(golden, tmp_path):
@@ -86,6 +109,7 @@ def test_what_cannot_be_recorded_or_replayed_is_said(scenario, tmp_path):
     assert proc.returncode == 2 and "--record needs sync.mode approximate" in proc.stderr
     proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path / "v"), "--record", "--backend", "vfio-user")
     assert proc.returncode == 2 and "--record needs the sim backend" in proc.stderr
+    assert not (tmp_path / "v" / "scenario.yaml").exists(), "a refused recording leaves nothing of itself"
     proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path / "c"), "--record", "--cq-writer", "rtl")
     assert proc.returncode == 2 and "--record keeps the scenario as it is" in proc.stderr
     # A later run into the same directory without --record leaves no stale recording.
