@@ -265,3 +265,21 @@ def test_two_clients_at_once_are_served_one_after_the_other(tmp_path, scenario):
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=10)
+
+
+def test_serve_trace_files_are_one_per_client_served(tmp_path, scenario):
+    """--trace F keeps client 1's log in F and client N's in F.N; the device waiting for the
+    next client when the server stops leaves no empty file behind."""
+    socket, trace = tmp_path / "dev.sock", tmp_path / "dev.jsonl"
+    server = serve(socket, "--trace", str(trace))
+    try:
+        for n in range(2):
+            run = cli("run", scenario("events.yaml"), "--out", str(tmp_path / f"run{n}"), "--no-trace",
+                      "--backend", f"vfio-user:{socket}")
+            assert run.returncode == 0, run.stdout + run.stderr
+        time.sleep(0.5)  # the device for client 3 is up and waiting
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=10) == 0
+    assert sorted(p.name for p in tmp_path.glob("dev.jsonl*")) == ["dev.jsonl", "dev.jsonl.2"]
+    assert all(p.stat().st_size > 0 for p in tmp_path.glob("dev.jsonl*"))
