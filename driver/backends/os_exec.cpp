@@ -49,6 +49,62 @@ void cpu_pause() {
 #endif
 }
 
+// A lock's sleepers queue in a bucket of a table that outlives every lock (as the kernel's
+// futex hash does): an unlock that lets the next holder in may still be releasing the
+// bucket's mutex when that holder frees the lock.
+struct Sleeper {
+  static constexpr uint32_t kNone = 0, kWoken = 1, kHandedOver = 2;
+  const void* lock;
+  std::atomic<uint32_t> grant{kNone};
+  Sleeper* next = nullptr;
+  bool starving = false;
+};
+
+class SleeperQueues {
+ public:
+  struct Bucket {
+    std::mutex mutex;
+    Sleeper* head = nullptr;  // every lock's sleepers of this bucket, each lock's in its order
+  };
+  static Bucket& bucket_of(const void* lock) {
+    static Bucket buckets[kBuckets];
+    return buckets[(reinterpret_cast<uintptr_t>(lock) >> 4) % kBuckets];
+  }
+  // Under the bucket's mutex.
+  static void add(Bucket& b, Sleeper& s) {
+    if (s.starving) {  // ahead of its lock's others
+      s.next = b.head;
+      b.head = &s;
+      return;
+    }
+    s.next = nullptr;
+    Sleeper** at = &b.head;
+    while (*at) at = &(*at)->next;
+    *at = &s;
+  }
+  // Under the bucket's mutex: the lock's first sleeper, taken off, or null; `more` says
+  // whether others of the lock still sleep.
+  static Sleeper* take_first(Bucket& b, const void* lock, bool& more) {
+    Sleeper* first = nullptr;
+    more = false;
+    for (Sleeper** at = &b.head; *at;) {
+      if ((*at)->lock != lock) {
+        at = &(*at)->next;
+      } else if (!first) {
+        first = *at;
+        *at = first->next;
+      } else {
+        more = true;
+        break;
+      }
+    }
+    return first;
+  }
+
+ private:
+  static constexpr size_t kBuckets = 64;
+};
+
 // Critical sections are short (a poll batch is ~150 ns), so a waiter spins a little before
 // it sleeps: sleeping and waking cost microseconds. Sleepers queue in arrival order. The
 // first is woken to compete for the lock, as a futex mutex does, but one that woke and
@@ -63,10 +119,11 @@ class OsLock final : public hal::Lock {
       if (state_.load(std::memory_order_relaxed) == kUnlocked) return false;
       cpu_pause();
     }
-    Sleeper self;
+    SleeperQueues::Bucket& bucket = SleeperQueues::bucket_of(this);
+    Sleeper self{this};
     for (;;) {
       {
-        std::lock_guard<std::mutex> g(queue_lock_);
+        std::lock_guard<std::mutex> g(bucket.mutex);
         // Queued only while the lock is held and marked contended, so that its holder's
         // unlock() comes to the queue.
         uint32_t s = state_.load(std::memory_order_relaxed);
@@ -77,44 +134,37 @@ class OsLock final : public hal::Lock {
           continue;
         }
         if (s == kLocked && !state_.compare_exchange_strong(s, kContended, std::memory_order_relaxed)) continue;
-        self.grant.store(kNone, std::memory_order_relaxed);
-        if (self.starving) {
-          self.next = head_;
-          head_ = &self;
-          if (!tail_) tail_ = &self;
-        } else {
-          (tail_ ? tail_->next : head_) = &self;
-          tail_ = &self;
-        }
+        self.grant.store(Sleeper::kNone, std::memory_order_relaxed);
+        SleeperQueues::add(bucket, self);
       }
       uint32_t grant;
-      while ((grant = self.grant.load(std::memory_order_acquire)) == kNone)
-        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&self.grant), FUTEX_WAIT_PRIVATE, kNone, nullptr, nullptr, 0);
-      if (grant == kHandedOver) return true;
+      while ((grant = self.grant.load(std::memory_order_acquire)) == Sleeper::kNone)
+        syscall(SYS_futex, reinterpret_cast<uint32_t*>(&self.grant), FUTEX_WAIT_PRIVATE, Sleeper::kNone, nullptr,
+                nullptr, 0);
+      if (grant == Sleeper::kHandedOver) return true;
       if (state_.exchange(kContended, std::memory_order_acquire) == kUnlocked) return true;
       self.starving = true;  // woken and beaten to it: next time it is handed over
-      self.next = nullptr;
     }
   }
   void unlock_contended() override {
+    SleeperQueues::Bucket& bucket = SleeperQueues::bucket_of(this);
     Sleeper* first;
     uint32_t grant;
     {
-      std::lock_guard<std::mutex> g(queue_lock_);
-      first = head_;
+      std::lock_guard<std::mutex> g(bucket.mutex);
+      bool more = false;
+      first = SleeperQueues::take_first(bucket, this, more);
       if (!first) {
         state_.store(kUnlocked, std::memory_order_release);
         return;
       }
-      head_ = first->next;
-      if (!head_) tail_ = nullptr;
       if (first->starving) {
         // Still held, now by `first`; contended while others queue, so their turn comes.
-        grant = kHandedOver;
-        state_.store(head_ ? kContended : kLocked, std::memory_order_relaxed);
+        grant = Sleeper::kHandedOver;
+        state_.store(more ? kContended : kLocked, std::memory_order_relaxed);
       } else {
         // Others still queued keep the lock marked contended once `first` takes it.
-        grant = kWoken;
+        grant = Sleeper::kWoken;
         state_.store(kUnlocked, std::memory_order_release);
       }
     }
@@ -126,17 +176,8 @@ class OsLock final : public hal::Lock {
   }
 
  private:
-  static constexpr uint32_t kNone = 0, kWoken = 1, kHandedOver = 2;
-  struct Sleeper {
-    std::atomic<uint32_t> grant{kNone};
-    Sleeper* next = nullptr;
-    bool starving = false;
-  };
   static constexpr int kSpins = 100;
   static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the futex word is the atomic");
-  std::mutex queue_lock_;
-  Sleeper* head_ = nullptr;
-  Sleeper* tail_ = nullptr;
 };
 
 }  // namespace
