@@ -373,6 +373,44 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
   return j.text() + "\n";
 }
 
+// What the scenario asks of the device that the device, as the driver found it at probe,
+// does not offer: warnings, and a ScenarioError where the scenario cannot mean anything
+// there (another generation: its CQE layout, opcodes and atomics are another device's).
+std::vector<std::string> device_mismatches(const Scenario& sc, const irdma::irdma_device& dev, bool served) {
+  const irdma::irdma_device_caps& caps = dev.caps();
+  const device::DeviceConfig& want = sc.config.device;
+  std::vector<std::string> warnings;
+  if (served) {
+    if (unsigned(caps.hw_rev) != want.generation)
+      throw ScenarioError(sc.file + ": config.device.generation is " + std::to_string(want.generation) +
+                          " but the device is GEN_" + std::to_string(unsigned(caps.hw_rev)) +
+                          ": the scenario cannot mean the same there");
+    if (caps.num_ceqs != want.num_ceqs)
+      warnings.push_back("config.device.num_ceqs is " + std::to_string(want.num_ceqs) + " but the device has " +
+                         std::to_string(caps.num_ceqs) + " completion vectors: the run used the device's");
+    if (caps.max_cqe != int(want.max_cqe))
+      warnings.push_back("config.device.max_cqe is " + std::to_string(want.max_cqe) + " but the device reports " +
+                         std::to_string(caps.max_cqe) + ": the run used the device's");
+  }
+  // ib_cq_pool_get takes its hint modulo the vectors it spreads over (no more than the
+  // CPUs); a CQ of its own asks the driver, which gives a vector it lacks CEQ 0.
+  const unsigned pool_vectors = std::max(1u, std::min(dev.num_comp_vectors, dev.num_online_cpus));
+  for (const QpPairSpec& p : sc.pairs) {
+    if (p.cq_vector < 0) continue;
+    const unsigned hint = unsigned(p.cq_vector);
+    if (!p.own_cqs && hint >= pool_vectors)
+      warnings.push_back("qp_pairs " + p.name + ": cq_vector " + std::to_string(hint) + " folded onto vector " +
+                         std::to_string(hint % pool_vectors) + " (the pool spreads over " +
+                         std::to_string(pool_vectors) + ": the device's " + std::to_string(caps.num_ceqs) +
+                         " completion vectors, at most one per CPU)");
+    else if (p.own_cqs && hint >= caps.num_ceqs)
+      warnings.push_back("qp_pairs " + p.name + ": cq_vector " + std::to_string(hint) +
+                         " is beyond the device's " + std::to_string(caps.num_ceqs) +
+                         " completion vectors: its CQs went to vector 0");
+  }
+  return warnings;
+}
+
 // The system `backend` names (RunOptions::backend), with the server child it needs.
 std::unique_ptr<Host> make_host(const SimConfig& cfg, const std::string& backend, const std::string& trace_path,
                                 const std::string& stimulus_path, std::unique_ptr<ServerChild>& server) {
@@ -501,6 +539,7 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
     throw ScenarioError(sc.file + ": " + e.what());
   }
   Host& host = *made;
+  const std::vector<std::string> mismatches = device_mismatches(sc, host.driver(), options.backend != "sim");
   if (!sc.faults.empty() && !host.backdoor())
     throw ScenarioError(sc.file + ": key 'faults': faults on request need a device with a backdoor, and this backend has none");
   CompletionLog completions;
@@ -516,7 +555,9 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   trace::Coverage coverage = wl->coverage();
   const bool device_seen = host.trace() != nullptr;  // the device ran here: its coverage is ours
   if (device_seen) coverage.add(host.trace()->coverage());
-  std::vector<std::string> warnings = wl->warnings();
+  std::vector<std::string> warnings = mismatches;
+  const std::vector<std::string> workload_warnings = wl->warnings();
+  warnings.insert(warnings.end(), workload_warnings.begin(), workload_warnings.end());
   std::optional<CqWriterFigures> cq_writer;
   if (device::CqWriter* w = host.cq_writer()) cq_writer = cq_writer_figures(*w, sc.config.device.cq_writer_timing.value_or(device::CqWriterTiming::rtl), out);
   if (cq_writer && !cq_writer->coverage_error.empty())

@@ -283,3 +283,47 @@ def test_serve_trace_files_are_one_per_client_served(tmp_path, scenario):
         assert server.wait(timeout=10) == 0
     assert sorted(p.name for p in tmp_path.glob("dev.jsonl*")) == ["dev.jsonl", "dev.jsonl.2"]
     assert all(p.stat().st_size > 0 for p in tmp_path.glob("dev.jsonl*"))
+
+
+def test_a_served_device_other_than_the_scenarios_is_said(tmp_path, scenario):
+    """The device is what it is (the driver reads its caps): another generation is refused,
+    other sizes run on the device's and say so."""
+    gen3 = tmp_path / "gen3.sock"
+    server = serve(gen3, "--config", scenario("gen3.yaml"))
+    try:
+        proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path / "g"), "--no-trace",
+                   "--backend", f"vfio-user:{gen3}")
+        assert proc.returncode == 2
+        assert "config.device.generation is 2 but the device is GEN_3" in proc.stderr, proc.stderr
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=10) == 0
+    config = tmp_path / "bigger.yaml"
+    config.write_text("config: {device: {num_ceqs: 3, max_cqe: 500}}\n")
+    sized = tmp_path / "sized.sock"
+    server = serve(sized, "--config", str(config))
+    try:
+        proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path / "s"), "--no-trace",
+                   "--backend", f"vfio-user:{sized}")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        warnings = json.loads((tmp_path / "s" / "report.json").read_text())["warnings"]
+        assert "config.device.num_ceqs is 2 but the device has 3 completion vectors: the run used the device's" in warnings
+        assert "config.device.max_cqe is 300 but the device reports 500: the run used the device's" in warnings
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=10) == 0
+
+
+def test_vectors_beyond_the_devices_are_said_folded(tmp_path):
+    path = tmp_path / "fold.yaml"
+    path.write_text("name: fold\nconfig: {device: {num_ceqs: 4}, host: {cpus: 2}}\n"
+                    "qp_pairs:\n  - {name: far, cq_vector: 3, sq_depth: 8, rq_depth: 8}\n"
+                    "  - {name: own_far, cq: own, cq_vector: 5, sq_depth: 8, rq_depth: 8}\n"
+                    "traffic: {sends_per_qp: 50}\n")
+    proc = cli("run", str(path), "--out", str(tmp_path / "out"), "--no-trace")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    warnings = json.loads((tmp_path / "out" / "report.json").read_text())["warnings"]
+    assert warnings == [
+        "qp_pairs far: cq_vector 3 folded onto vector 1 (the pool spreads over 2: the device's 4 completion "
+        "vectors, at most one per CPU)",
+        "qp_pairs own_far: cq_vector 5 is beyond the device's 4 completion vectors: its CQs went to vector 0"]
