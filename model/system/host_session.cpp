@@ -331,6 +331,7 @@ std::vector<PolledCompletion> HostSession::poll(uint32_t cq_num, int max_entries
   host_->run_on_host([&] { n = ib_poll_cq(c, int(wcs.size()), wcs.data()); });
   check(n, "ib_poll_cq");
   std::vector<PolledCompletion> out;
+  completions_delivered_ += uint64_t(std::max(n, 0));
   for (int i = 0; i < n; i++) {
     const ib_wc& wc = wcs[i];
     PolledCompletion pc{wc.wr_id, cq_num, wc.qp ? wc.qp->qp_num : 0, wc, {}};
@@ -358,31 +359,63 @@ void HostSession::run_for_ns(uint64_t ns) {
 
 uint64_t HostSession::now_ps() const { return host_->now_ps(); }
 
+// report.json's names for what the device and the driver count (a run's workload counts
+// are its own: posted, torn down, checked).
 std::map<std::string, uint64_t> HostSession::counters() const {
   const HostCounters host = host_->host_counters();
-  // Without a backdoor, what the host saw; with one, the device's counters too.
-  // What the driver was told of the device's errors, whatever the backend.
+  // What the driver was told of the device, whatever the backend.
   const irdma::irdma_event_counters ev = host_->driver().event_counters();
   std::map<std::string, uint64_t> out{{"sim_time_ps", host_->now_ps()},
                                       {"dma_errors", host.dma_errors},
+                                      {"completions_delivered", completions_delivered_},
+                                      {"cq_errors", ev.cq_errors},
+                                      {"cqes_cleaned", ev.cqes_cleaned},
+                                      {"ceqes_left", ev.ceqes_left},
+                                      {"cqes_left", ev.cqes_left},
+                                      {"ceqes_consumed", ev.ceqes},
+                                      {"stale_ceqes", ev.stale_ceqes},
+                                      {"stale_cq_errors", ev.stale_cq_errors},
+                                      {"comp_events", ev.comp_events},
+                                      {"missed_interrupts_recovered", ev.missed_interrupts},
                                       {"pci_errors", ev.pci_errors},
-                                      {"device_resets_requested", ev.resets_requested}};
+                                      {"function_resets_found", ev.resets_on_function_lost},
+                                      {"device_resets_requested", ev.resets_requested},
+                                      {"device_resets_on_cqp_timeout", ev.resets_on_cqp_timeout},
+                                      {"device_resets_on_pci_error", ev.resets_on_pci_error}};
+  // With a backdoor, the device's own counts too.
   backends::DeviceBackdoor* backdoor = host_->backdoor();
   if (!backdoor) return out;
   const backends::DeviceCounters d = backdoor->counters();
   out.insert({{"cqes_written", d.cqes_written - d.ccq_cqes},
               {"extended_cqes", d.extended_cqes},
               {"ccq_cqes", d.ccq_cqes},
+              {"flush_cqes", d.flush_cqes},
+              {"qps_in_error", d.qps_in_error},
+              {"cqes_overflowed", d.cqes_overflowed},
+              {"cqs_overflowed", d.cq_overflows},
+              {"cqes_refused", d.cqes_refused},
+              {"aeqes", d.aeqes},
+              {"ud_dropped", d.ud_dropped},
+              {"ceqes_dropped", d.ceqes_dropped},
+              {"device_wqes_executed", d.wqes_executed},
               {"messages", d.messages},
               {"bytes_moved", d.bytes_moved},
               {"rnr_stalls", d.rnr_stalls},
               {"wqe_errors", d.wqe_errors},
               {"bad_doorbells", d.bad_sq_doorbells},
-              {"qps_in_error", d.qps_in_error},
-              {"flush_cqes", d.flush_cqes},
               {"cqp_commands", d.cqp_commands},
+              {"cqp_hung", d.cqp_hung},
               {"mmio_writes", d.mmio_writes},
               {"mmio_reads", d.mmio_reads},
+              {"cq_arms", d.cq_arm_doorbells},
+              {"arms_taken", d.arms_taken},
+              {"stale_arms", d.stale_arms},
+              {"ceqes", d.ceqes},
+              {"cqacks", d.cqacks},
+              {"interrupts_raised", d.interrupts_raised},
+              {"interrupts_moderated", d.interrupts_moderated},
+              {"events_while_masked", d.events_while_masked},
+              {"dma_blocked", d.dma_blocked},
               {"wqe_reads_failed", d.wqe_reads_failed},
               {"shadow_reads_failed", d.shadow_reads_failed},
               {"cqe_writes_failed", d.cqe_writes_failed},

@@ -147,6 +147,7 @@ class HostSession {
   void watch(ibcore::ib_cq* c, uint32_t num, bool own);
   std::map<uint32_t, Qp> qps_;
   uint64_t next_wr_id_ = 1;
+  uint64_t completions_delivered_ = 0;  // by poll(), as report.json's completions_delivered
   bool down_ = false;
 };
 
