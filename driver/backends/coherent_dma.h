@@ -22,36 +22,34 @@ namespace pcie::coherent_dma {
 constexpr size_t kBlockBytes = 32;
 constexpr size_t kValidQwordOffset = 24;
 
-// Visits the byte offsets of the qwords of [addr, addr + size) in the order a device reads
-// them: block by block, each block's valid qword first. Only for 8-aligned accesses whose
-// size is a multiple of 8 (descriptors always are).
+// Visits the byte offsets of the qwords of [addr, addr + size) block by block, each block's
+// valid qword first or last. Only for 8-aligned accesses whose size is a multiple of 8
+// (descriptors always are).
 template <class Visit>
-void in_read_order(uint64_t addr, size_t size, Visit&& visit) {
+void in_block_order(uint64_t addr, size_t size, bool valid_first, Visit&& visit) {
   for (size_t off = 0; off < size;) {
     const size_t in_block = size_t(addr + off) % kBlockBytes;
     const size_t block_end = std::min(size, off + (kBlockBytes - in_block));
-    const bool holds_valid = in_block <= kValidQwordOffset && off + (kValidQwordOffset - in_block) < block_end;
     const size_t valid = off + (kValidQwordOffset - in_block);
-    if (holds_valid) visit(valid);
+    const bool holds_valid = in_block <= kValidQwordOffset && valid < block_end;
+    if (holds_valid && valid_first) visit(valid);
     for (size_t q = off; q < block_end; q += 8)
       if (!holds_valid || q != valid) visit(q);
+    if (holds_valid && !valid_first) visit(valid);
     off = block_end;
   }
 }
 
-// The same blocks in the order a device writes them: each block's valid qword last.
+// The order a device reads them in: each block's valid qword first.
+template <class Visit>
+void in_read_order(uint64_t addr, size_t size, Visit&& visit) {
+  in_block_order(addr, size, true, visit);
+}
+
+// The order a device writes them in: each block's valid qword last.
 template <class Visit>
 void in_write_order(uint64_t addr, size_t size, Visit&& visit) {
-  for (size_t off = 0; off < size;) {
-    const size_t in_block = size_t(addr + off) % kBlockBytes;
-    const size_t block_end = std::min(size, off + (kBlockBytes - in_block));
-    const bool holds_valid = in_block <= kValidQwordOffset && off + (kValidQwordOffset - in_block) < block_end;
-    const size_t valid = off + (kValidQwordOffset - in_block);
-    for (size_t q = off; q < block_end; q += 8)
-      if (!holds_valid || q != valid) visit(q);
-    if (holds_valid) visit(valid);
-    off = block_end;
-  }
+  in_block_order(addr, size, false, visit);
 }
 
 inline bool qword_access(const void* host, size_t size) {

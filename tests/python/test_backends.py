@@ -3,6 +3,7 @@
 ends a bring-up engineer meets: a server that dies mid-run, a client that vanishes, nobody
 listening, a backend that does not exist."""
 
+import contextlib
 import json
 import os
 import signal
@@ -29,6 +30,17 @@ def serve(socket, *args):
         assert time.monotonic() < deadline, "the server never listened"
         time.sleep(0.01)
     return proc
+
+
+@contextlib.contextmanager
+def serving(socket, *args):
+    """A server at `socket` for the block's length, stopped with Ctrl-C after it."""
+    server = serve(socket, *args)
+    try:
+        yield server
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=10) == 0
 
 
 def long_scenario(tmp_path, pairs=1):
@@ -175,8 +187,7 @@ def test_serve_says_what_is_wrong_before_serving_and_exits_2(case, tmp_path, sce
 
 def test_a_second_server_at_a_served_socket_is_refused_and_the_first_serves_on(tmp_path, scenario):
     socket = tmp_path / "dev.sock"
-    server = serve(socket)
-    try:
+    with serving(socket):
         proc = cli("serve", "--socket", str(socket))
         assert proc.returncode == 2
         assert f"another server is listening at '{socket}'" in proc.stderr and "serving" not in proc.stderr
@@ -184,9 +195,6 @@ def test_a_second_server_at_a_served_socket_is_refused_and_the_first_serves_on(t
         run = cli("run", scenario("events.yaml"), "--out", str(tmp_path / "run"), "--no-trace",
                   "--backend", f"vfio-user:{socket}")
         assert run.returncode == 0, run.stdout + run.stderr
-    finally:
-        server.send_signal(signal.SIGINT)
-        assert server.wait(timeout=10) == 0
     assert not socket.exists()
 
 
@@ -208,16 +216,11 @@ def test_a_dead_servers_socket_is_taken_over(tmp_path, scenario):
             probe.close()
         assert time.monotonic() < deadline, "the dead server's device process still listens"
         time.sleep(0.05)
-    server = subprocess.Popen([sys.executable, "-m", "irdma_sim", "serve", "--socket", str(socket)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert "serving the device at" in server.stderr.readline()
-    try:
+    with serving(socket) as server:  # the stale file was there already: listening is said
+        assert "serving the device at" in server.stderr.readline()
         run = cli("run", scenario("events.yaml"), "--out", str(tmp_path / "run"), "--no-trace",
                   "--backend", f"vfio-user:{socket}")
         assert run.returncode == 0, run.stdout + run.stderr
-    finally:
-        server.send_signal(signal.SIGINT)
-        assert server.wait(timeout=10) == 0
 
 
 def test_a_device_without_a_backdoor_refuses_faults_by_name_and_runs_the_rest(tmp_path, scenario):
@@ -271,16 +274,12 @@ def test_serve_trace_files_are_one_per_client_served(tmp_path, scenario):
     """--trace F keeps client 1's log in F and client N's in F.N; the device waiting for the
     next client when the server stops leaves no empty file behind."""
     socket, trace = tmp_path / "dev.sock", tmp_path / "dev.jsonl"
-    server = serve(socket, "--trace", str(trace))
-    try:
+    with serving(socket, "--trace", str(trace)):
         for n in range(2):
             run = cli("run", scenario("events.yaml"), "--out", str(tmp_path / f"run{n}"), "--no-trace",
                       "--backend", f"vfio-user:{socket}")
             assert run.returncode == 0, run.stdout + run.stderr
         time.sleep(0.5)  # the device for client 3 is up and waiting
-    finally:
-        server.send_signal(signal.SIGINT)
-        assert server.wait(timeout=10) == 0
     assert sorted(p.name for p in tmp_path.glob("dev.jsonl*")) == ["dev.jsonl", "dev.jsonl.2"]
     assert all(p.stat().st_size > 0 for p in tmp_path.glob("dev.jsonl*"))
 
@@ -289,29 +288,21 @@ def test_a_served_device_other_than_the_scenarios_is_said(tmp_path, scenario):
     """The device is what it is (the driver reads its caps): another generation is refused,
     other sizes run on the device's and say so."""
     gen3 = tmp_path / "gen3.sock"
-    server = serve(gen3, "--config", scenario("gen3.yaml"))
-    try:
+    with serving(gen3, "--config", scenario("gen3.yaml")):
         proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path / "g"), "--no-trace",
                    "--backend", f"vfio-user:{gen3}")
         assert proc.returncode == 2
         assert "config.device.generation is 2 but the device is GEN_3" in proc.stderr, proc.stderr
-    finally:
-        server.send_signal(signal.SIGINT)
-        assert server.wait(timeout=10) == 0
     config = tmp_path / "bigger.yaml"
     config.write_text("config: {device: {num_ceqs: 3, max_cqe: 500}}\n")
     sized = tmp_path / "sized.sock"
-    server = serve(sized, "--config", str(config))
-    try:
+    with serving(sized, "--config", str(config)):
         proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path / "s"), "--no-trace",
                    "--backend", f"vfio-user:{sized}")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         warnings = json.loads((tmp_path / "s" / "report.json").read_text())["warnings"]
         assert "config.device.num_ceqs is 2 but the device has 3 completion vectors: the run used the device's" in warnings
         assert "config.device.max_cqe is 300 but the device reports 500: the run used the device's" in warnings
-    finally:
-        server.send_signal(signal.SIGINT)
-        assert server.wait(timeout=10) == 0
 
 
 def test_vectors_beyond_the_devices_are_said_folded(tmp_path):
