@@ -395,19 +395,19 @@ std::vector<std::string> device_mismatches(const Scenario& sc, const irdma::irdm
   // ib_cq_pool_get takes its hint modulo the vectors it spreads over (no more than the
   // CPUs); a CQ of its own asks the driver, which gives a vector it lacks CEQ 0.
   const unsigned pool_vectors = std::max(1u, std::min(dev.num_comp_vectors, dev.num_online_cpus));
-  for (const QpPairSpec& p : sc.pairs) {
-    if (p.cq_vector < 0) continue;
-    const unsigned hint = unsigned(p.cq_vector);
-    if (!p.own_cqs && hint >= pool_vectors)
-      warnings.push_back("qp_pairs " + p.name + ": cq_vector " + std::to_string(hint) + " folded onto vector " +
-                         std::to_string(hint % pool_vectors) + " (the pool spreads over " +
-                         std::to_string(pool_vectors) + ": the device's " + std::to_string(caps.num_ceqs) +
-                         " completion vectors, at most one per CPU)");
-    else if (p.own_cqs && hint >= caps.num_ceqs)
-      warnings.push_back("qp_pairs " + p.name + ": cq_vector " + std::to_string(hint) +
-                         " is beyond the device's " + std::to_string(caps.num_ceqs) +
-                         " completion vectors: its CQs went to vector 0");
-  }
+  for (const QpPairSpec& p : sc.pairs)
+    for (int side = 0; side < 2; side++) {
+      if (p.vector_of(side) < 0 || (side == 1 && p.peer_cq_vector == p.cq_vector)) continue;
+      const unsigned hint = unsigned(p.vector_of(side));
+      const std::string key = "qp_pairs " + p.name + ": " + (side ? "peer_cq_vector " : "cq_vector ");
+      if (!p.own_cqs && hint >= pool_vectors)
+        warnings.push_back(key + std::to_string(hint) + " folded onto vector " + std::to_string(hint % pool_vectors) +
+                           " (the pool spreads over " + std::to_string(pool_vectors) + ": the device's " +
+                           std::to_string(caps.num_ceqs) + " completion vectors, at most one per CPU)");
+      else if (p.own_cqs && hint >= caps.num_ceqs)
+        warnings.push_back(key + std::to_string(hint) + " is beyond the device's " + std::to_string(caps.num_ceqs) +
+                           " completion vectors: its CQ went to vector 0");
+    }
   return warnings;
 }
 

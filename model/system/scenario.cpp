@@ -318,9 +318,11 @@ Scenario load_scenario(const std::string& path) {
   std::vector<YamlMap> pair_maps;  // the entry each pair comes from
   std::set<std::string> names;
   for (const YamlMap& p : top.list_of_maps("qp_pairs")) {
-    p.allow({"name", "count", "type", "cq_vector", "sq_depth", "rq_depth", "ops", "poll_ctx", "cq", "cq_entries"});
+    p.allow({"name", "count", "type", "cq_vector", "peer_cq_vector", "sq_depth", "rq_depth", "ops", "poll_ctx", "cq",
+             "cq_entries"});
     QpPairSpec q;
     q.cq_vector = int(p.i64("cq_vector", q.cq_vector, -1, 1023));
+    q.peer_cq_vector = int(p.i64("peer_cq_vector", q.cq_vector, -1, 1023));
     q.sq_depth = p.u32("sq_depth", q.sq_depth, 1, 4096);
     q.rq_depth = p.u32("rq_depth", q.rq_depth, 1, 4096);
     q.ud = p.choice("type", 0, {"rc", "ud"}) == 1;

@@ -20,7 +20,9 @@ enum class TrafficOp {
 
 struct QpPairSpec {
   std::string name;
-  int cq_vector = -1;        // ib_cq_pool_get hint for both QPs' CQs
+  int cq_vector = -1;        // ib_cq_pool_get hint (or ib_alloc_cq's vector) for the first QP's CQ
+  int peer_cq_vector = -1;   // the same for the second QP's CQ (peer_cq_vector, else cq_vector)
+  int vector_of(int side) const { return side == 0 ? cq_vector : peer_cq_vector; }
   uint32_t sq_depth = 64;    // send WRs per QP
   uint32_t rq_depth = 64;    // receive WRs per QP
   bool ud = false;           // unreliable datagram: SENDs only, addressed per WR

@@ -317,4 +317,4 @@ def test_vectors_beyond_the_devices_are_said_folded(tmp_path):
     assert warnings == [
         "qp_pairs far: cq_vector 3 folded onto vector 1 (the pool spreads over 2: the device's 4 completion "
         "vectors, at most one per CPU)",
-        "qp_pairs own_far: cq_vector 5 is beyond the device's 4 completion vectors: its CQs went to vector 0"]
+        "qp_pairs own_far: cq_vector 5 is beyond the device's 4 completion vectors: its CQ went to vector 0"]

@@ -13,19 +13,28 @@ import pytest
 import irdma_sim
 
 
-def test_each_pair_spans_two_cqs_of_two_vectors(scenario, tmp_path):
-    report = irdma_sim.run(scenario("cross_vectors.yaml"), tmp_path, trace=False)
+@pytest.mark.parametrize("name", ["cross_vectors", "cross_vectors_gen3"])
+def test_each_pair_spans_two_vectors(name, scenario, tmp_path):
+    report = irdma_sim.run(scenario(f"{name}.yaml"), tmp_path)
     assert report["passed"]
     cq_of = {}
     for line in (tmp_path / "completions.jsonl").read_text().splitlines():
         wc = json.loads(line)
         assert cq_of.setdefault(wc["qp_num"], wc["cq"]) == wc["cq"], "a QP's completions on two CQs"
+    # The vector each CQ's events came on: a CEQE names its CQ in its context's low bits.
+    ceq_of = {}
+    with open(tmp_path / "trace.jsonl") as trace:
+        for line in trace:
+            if '"ev":"ceqe"' in line:
+                ev = json.loads(line)
+                ceq_of.setdefault(int(ev["ctx"], 16) & 0xFFFFFFFF, set()).add(ev["ceq"])
     qps = sorted(cq_of)
-    assert len(qps) == 8 and len(set(cq_of.values())) == 2
-    # A pair is two consecutive QP numbers, its QPs on different CQs (the pool's two, one
-    # per vector).
+    assert len(qps) == 10 and len({cq_of[q] for q in qps[:8]}) == 2 and len(set(cq_of.values())) == 4
+    # A pair is two consecutive QP numbers: the pool's four pairs, then the one whose CQs
+    # are its own. Each CQ's events come on one vector, and a pair's two on two.
     for a, b in zip(qps[0::2], qps[1::2]):
-        assert cq_of[a] != cq_of[b], (a, b, cq_of)
+        va, vb = ceq_of[cq_of[a]], ceq_of[cq_of[b]]
+        assert len(va) == 1 and len(vb) == 1 and va != vb, (a, b, cq_of, ceq_of)
 
 
 @pytest.mark.parametrize("name", ["cross_vectors", "cross_vectors_gen3"])

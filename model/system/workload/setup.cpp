@@ -75,11 +75,12 @@ bool Workload::setup() {
       const ib_poll_context ctx = sc_.poll_ctx_of(size_t(&pair - sc_.pairs.data()));
       q->own_cq = pair.own_cqs;
       const size_t pool_cqs = q->own_cq ? 0 : pool_size();
-      auto cq = q->own_cq ? ib_alloc_cq(&dev_, nullptr, int(q->nr_cqe), unsigned(std::max(pair.cq_vector, 0)), ctx)
-                          : ib_cq_pool_get(&dev_, q->nr_cqe, pair.cq_vector, ctx);
+      const int vector = pair.vector_of(side);
+      auto cq = q->own_cq ? ib_alloc_cq(&dev_, nullptr, int(q->nr_cqe), unsigned(std::max(vector, 0)), ctx)
+                          : ib_cq_pool_get(&dev_, q->nr_cqe, vector, ctx);
       if (!q->own_cq && !cq.is_err())
         coverage_.hit(trace::Cover::pool_get, {dev_.pool_policy == cq_pool_policy::least_used ? 0u : 1u,
-                                               pair.cq_vector < 0 ? 0u : 1u, pool_size() > pool_cqs ? 1u : 0u});
+                                               vector < 0 ? 0u : 1u, pool_size() > pool_cqs ? 1u : 0u});
       if (cq.is_err()) {
         if (out_of(cq.err(), "config.device.max_cq", sc_.config.device.max_cq,
                    pair.name + ": allocating its CQs"))
@@ -87,7 +88,7 @@ bool Workload::setup() {
         sb_.record("setup", false,
                    pair.name + ": allocating a CQ of " + std::to_string(q->nr_cqe) + " entries (" +
                        (pair.cq_entries ? "cq_entries" : "sq_depth + rq_depth") + ") on vector " +
-                       std::to_string(pair.cq_vector) + " failed, errno " + std::to_string(-cq.err()) +
+                       std::to_string(vector) + " failed, errno " + std::to_string(-cq.err()) +
                        "; the device caps CQs at config.device.max_cqe = " +
                        std::to_string(sc_.config.device.max_cqe));
         return false;
