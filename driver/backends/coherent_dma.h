@@ -4,10 +4,11 @@
 //
 // Every descriptor the two sides hand each other keeps its valid (polarity) bit in the
 // qword at offset 24 of a 32-byte-aligned block: a WQE's header (SQ, RQ, CQP), a CQE's,
-// an AEQE's, each half of a 64-byte CQE; an 8-byte CEQE, shadow area or arm qword is a
-// block of its own. The writer stores that qword last with release ordering; the reader
-// loads it first with acquire ordering and the rest after, so a reader that sees a valid
-// bit of this pass sees the body written before it. Silicon gets this from a read being
+// each half of a 64-byte CQE. A 16-byte AEQE keeps it in its second qword, the last of
+// its write; an 8-byte CEQE, shadow area or arm qword is a single qword. The writer stores
+// that qword last with release ordering; the reader loads it first with acquire ordering
+// and the rest after, so a reader that sees a valid bit of this pass sees the body written
+// before it. Silicon gets this from a read being
 // one request answered coherently per cache line; a memcpy gives no order at all, and a
 // device reading the body before the header took a stale body under a new header.
 #pragma once
