@@ -415,7 +415,6 @@ std::vector<std::string> device_mismatches(const Scenario& sc, const irdma::irdm
 std::unique_ptr<Host> make_host(const SimConfig& cfg, const std::string& backend, const std::string& trace_path,
                                 const std::string& stimulus_path, std::unique_ptr<ServerChild>& server) {
   if (backend == "sim") return std::make_unique<Simulation>(cfg, trace_path, stimulus_path);
-  if (!stimulus_path.empty()) throw std::invalid_argument("--record needs the sim backend (the device in this process)");
   std::string socket;
   if (backend == "vfio-user") {
     ServeOptions serve;
