@@ -8,9 +8,9 @@
 // its write; an 8-byte CEQE, shadow area or arm qword is a single qword. The writer stores
 // that qword last with release ordering; the reader loads it first with acquire ordering
 // and the rest after, so a reader that sees a valid bit of this pass sees the body written
-// before it. Silicon gets this from a read being
-// one request answered coherently per cache line; a memcpy gives no order at all, and a
-// device reading the body before the header took a stale body under a new header.
+// before it. Silicon gets this from a read being one request answered coherently per cache
+// line; a memcpy gives no order at all, and a device reading the body before the header
+// took a stale body under a new header.
 #pragma once
 
 #include <algorithm>

@@ -376,11 +376,12 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
 // What the scenario asks of the device that the device, as the driver found it at probe,
 // does not offer: warnings, and a ScenarioError where the scenario cannot mean anything
 // there (another generation: its CQE layout, opcodes and atomics are another device's).
-std::vector<std::string> device_mismatches(const Scenario& sc, const irdma::irdma_device& dev, bool served) {
+// `elsewhere`: the device was not built from this scenario (a served model, silicon).
+std::vector<std::string> device_mismatches(const Scenario& sc, const irdma::irdma_device& dev, bool elsewhere) {
   const irdma::irdma_device_caps& caps = dev.caps();
   const device::DeviceConfig& want = sc.config.device;
   std::vector<std::string> warnings;
-  if (served) {
+  if (elsewhere) {
     if (unsigned(caps.hw_rev) != want.generation)
       throw ScenarioError(sc.file + ": config.device.generation is " + std::to_string(want.generation) +
                           " but the device is GEN_" + std::to_string(unsigned(caps.hw_rev)) +
