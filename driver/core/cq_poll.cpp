@@ -63,6 +63,7 @@ void ib_poll_workers::cancel(ib_cq* cq) {
     q.erase(std::remove(q.begin(), q.end(), cq), q.end());
     cq->poll_scheduled = false;
   }
+  counters_.cancels_waited += cq->poll_running;
   for (;;) {
     const bool running = cq->poll_running;
     lock_->unlock();

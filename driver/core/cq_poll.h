@@ -23,6 +23,7 @@ struct ib_poll_counters {
   uint64_t rearms = 0;        // ib_req_notify_cq calls after draining
   uint64_t missed = 0;        // re-arms that reported a missed event: polled again
   uint64_t budget_spent = 0;  // runs that used their whole budget: polled again
+  uint64_t cancels_waited = 0;  // cancel()s that found their CQ being polled and waited it out
 };
 
 class ib_poll_workers {

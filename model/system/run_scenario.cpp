@@ -313,6 +313,7 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
       .num("poller_rearms", polls.rearms)
       .num("poller_missed_events", polls.missed)
       .num("poller_budget_spent", polls.budget_spent)
+      .num("poller_cancels_waited", polls.cancels_waited)
       .num("msix_delivered", h.msix_delivered)
       .num("msix_lost", dev.msix_lost)
       .num("msix_duplicated", dev.msix_duplicated)

@@ -349,7 +349,7 @@ Scenario load_scenario(const std::string& path) {
   const YamlMap t = top.map("traffic");
   t.allow({"sends_per_qp", "ops", "min_bytes", "max_bytes", "imm_every", "inv_every",
            "solicited_every", "batch", "signal_every", "burst", "idle_gap_ns", "resize_every",
-           "resize_cqes", "stop_after_ns"});
+           "resize_cqes", "stop_after_ns", "stall_timeout_ns"});
   TrafficSpec& tr = sc.traffic;
   tr.sends_per_qp = t.u32("sends_per_qp", tr.sends_per_qp, 0, 100'000'000);
   tr.ops = read_ops(t, {TrafficOp::send});
@@ -364,11 +364,15 @@ Scenario load_scenario(const std::string& path) {
   tr.idle_gap_ns = t.u64("idle_gap_ns", tr.idle_gap_ns, 0, 10'000'000);  // under the stall limit
   tr.resize_every = t.u32("resize_every", tr.resize_every, 0, UINT32_MAX);
   tr.stop_after_ns = t.u64("stop_after_ns", tr.stop_after_ns, 0, 10'000'000'000);
+  tr.stall_timeout_ns = t.u64("stall_timeout_ns", tr.stall_timeout_ns, 0, 3'600'000'000'000);
   tr.resize_cqes = t.u32_list("resize_cqes", 1, 1048574);
   if (tr.resize_every && tr.resize_cqes.empty())
     t.fail("key 'traffic.resize_every' needs the sizes to resize to (resize_cqes)");
   if (!tr.resize_cqes.empty() && !tr.resize_every)
     t.fail_at("resize_cqes", "key 'traffic.resize_cqes' needs traffic.resize_every (how often to resize)");
+  if (tr.stall_timeout_ns && tr.idle_gap_ns >= tr.stall_timeout_ns)
+    t.fail_at("stall_timeout_ns", "key 'traffic.stall_timeout_ns' must be longer than traffic.idle_gap_ns "
+                                  "(an idle gap would be taken for a stall)");
   // An idle gap comes after each burst: one without the other would do nothing.
   if (bool(tr.burst) != bool(tr.idle_gap_ns))
     t.fail_at(tr.burst ? "burst" : "idle_gap_ns", tr.burst ? "key 'traffic.burst' needs traffic.idle_gap_ns (how long to idle after each burst)"

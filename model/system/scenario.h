@@ -56,6 +56,7 @@ struct TrafficSpec {
   uint32_t signal_every = 1;     // every Nth send is signaled (and the one filling the SQ)
   uint32_t burst = 0;            // a QP posts this many WRs, then idles (0: no idling)
   uint64_t stop_after_ns = 0;    // stop then and tear everything down with work in flight (0: run out)
+  uint64_t stall_timeout_ns = 0; // no completion this long is a stall (0: the host's own limit)
   uint32_t resize_every = 0;     // a QP with its own CQ resizes it after this many completions
   std::vector<uint32_t> resize_cqes;  // to these sizes, in turn
   uint64_t idle_gap_ns = 0;      // for this long

@@ -238,8 +238,11 @@ TEST(PollContextsOnOsThreads, CancelWaitsForARunningPollAndDisablesTheCq) {
   canceller.join();
   EXPECT_TRUE(cancelled);
   EXPECT_FALSE(cq.poll_running);
+  EXPECT_EQ(workers->counters().cancels_waited, 1u);
   workers->schedule(&cq);
   EXPECT_FALSE(cq.poll_scheduled) << "a cancelled CQ is not scheduled again";
+  workers->cancel(&cq);
+  EXPECT_EQ(workers->counters().cancels_waited, 1u) << "no poll was under way";
   workers->stop();
   exec.reset();
 }

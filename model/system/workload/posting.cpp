@@ -24,6 +24,7 @@ constexpr uint64_t kWaitSliceNs = 100'000;  // the posting thread's longest slee
 void Workload::traffic() {
   const uint64_t start = dev_.hw().exec.now_ns();
   const uint64_t stop = sc_.traffic.stop_after_ns;
+  const uint64_t stall = sc_.traffic.stall_timeout_ns ? sc_.traffic.stall_timeout_ns : host_.stall_timeout_ns();
   uint64_t last_progress = start, seen_completions = 0;
   started_ = last_progress_ = std::chrono::steady_clock::now();
   while (!finished()) {
@@ -60,9 +61,9 @@ void Workload::traffic() {
       last_progress = now;
       if (progress) continue;
     }
-    if (now - last_progress > host_.stall_timeout_ns()) {
-      sb_.record("no_stall", false,
-                 "no completion for " + std::to_string(host_.stall_timeout_ns() / 1000000) + " ms");
+    if (now - last_progress > stall) {
+      sb_.record("no_stall", false, "no completion for " + (stall % 1'000'000 ? std::to_string(stall) + " ns"
+                                                                               : std::to_string(stall / 1'000'000) + " ms"));
       return;
     }
     counters_.idle_polls++;
