@@ -6,13 +6,14 @@
 #include <systemc>
 
 #include "driver/core/ib_device.h"
-#include "model/system/host_session.h"
-#include "model/system/raw_verbs.h"
+#include "model/testbench/host_session.h"
+#include "model/testbench/raw_verbs.h"
 #include "model/system/replay.h"
 #include "model/system/run_scenario.h"
 #include "model/system/served_device.h"
-#include "model/system/scenario.h"
-#include "model/system/yaml_reader.h"
+#include "model/system/simulation.h"
+#include "model/testbench/scenario.h"
+#include "model/testbench/yaml_reader.h"
 
 namespace py = pybind11;
 using namespace irdma_sim::system;
@@ -293,7 +294,7 @@ PYBIND11_MODULE(_irdma_sim, m) {
 
   py::class_<HostSession>(m, "Session")
       .def(py::init([](const std::string& config_yaml, const std::string& trace_path) {
-             return std::make_unique<HostSession>(parse_config(config_yaml, "<config>"), trace_path);
+             return std::make_unique<HostSession>(std::make_unique<Simulation>(parse_config(config_yaml, "<config>"), trace_path));
            }),
            py::arg("config_yaml") = "", py::arg("trace_path") = "")
       .def("pool_get",

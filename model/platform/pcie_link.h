@@ -19,20 +19,11 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include "model/device/dmi_terms.h"
+#include "model/platform/link_config.h"
 #include "model/platform/link_faults.h"
 #include "model/trace/trace_log.h"
 
 namespace irdma_sim::platform {
-
-struct LinkConfig {
-  double mmio_latency_ns = 400;    // one way, host to device register
-  double dma_latency_ns = 300;     // one way, device to host memory
-  double bandwidth_gbytes = 15.75; // per direction (Gen3 x16 after encoding)
-  uint32_t max_payload_bytes = 256;
-  uint32_t max_read_request_bytes = 512;
-  uint32_t tlp_overhead_bytes = 24; // header, sequence number, LCRC, framing
-  LinkFaultConfig faults;           // none by default
-};
 
 // x86 MSI window: writes here are interrupts, not memory.
 inline constexpr uint64_t kMsiBase = 0xFEE00000ull;

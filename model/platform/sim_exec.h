@@ -12,16 +12,10 @@
 #include <systemc>
 
 #include "driver/hal/exec.h"
+#include "model/platform/host_config.h"
 #include "model/platform/host_memory.h"
 
 namespace irdma_sim::platform {
-
-struct HostConfig {
-  unsigned cpus = 1;
-  double relax_timeout_ns = 1000;  // longest cpu_relax() with no memory write
-  size_t thread_stack = 1 << 20; // driver code is not written for coroutine-sized stacks
-  uint64_t memory_mb = 1024;     // DMA memory the host can give the driver, in MiB
-};
 
 class SimExec final : public hal::Exec {
  public:

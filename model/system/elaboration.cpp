@@ -6,19 +6,9 @@
 
 #include <systemc>
 
-#ifdef IRDMA_SIM_HAVE_RTL
-#include "model/device/cq_lockstep.h"
-#include "rtl_bridge/rtl_cq_writer.h"
-#include "rtl_bridge/rtl_cqe_formatter.h"
-#endif
+#include "model/device/rtl_blocks.h"
 
 namespace irdma_sim::system {
-
-#ifdef IRDMA_SIM_HAVE_RTL
-namespace {
-uint64_t clock_period_ps(const device::DeviceConfig& d) { return uint64_t(1e6 / d.clock_mhz + 0.5); }
-}  // namespace
-#endif
 
 void begin_elaboration(const char* what) {
   static bool elaborated = false;
@@ -31,13 +21,7 @@ void begin_elaboration(const char* what) {
 
 std::unique_ptr<device::CqeFormatter> make_formatter(const device::DeviceConfig& d) {
   if (d.formatter == device::FormatterKind::tlm) return std::make_unique<device::TlmCqeFormatter>();
-#ifdef IRDMA_SIM_HAVE_RTL
-  auto rtl = std::make_unique<rtl::RtlCqeFormatter>();
-  if (!d.rtl_vcd.empty()) rtl->enable_vcd(d.rtl_vcd, clock_period_ps(d));
-  return rtl;
-#else
-  throw std::invalid_argument("device.formatter: rtl needs a build with IRDMA_SIM_RTL=ON");
-#endif
+  return device::make_rtl_formatter(d);
 }
 
 device::CqWriterFactory make_cq_writer(const device::DeviceConfig& d, FormatterFactory formatter) {
@@ -47,24 +31,8 @@ device::CqWriterFactory make_cq_writer(const device::DeviceConfig& d, FormatterF
       return std::make_unique<device::TlmCqWriter>(port, cycles, formatter(), main_first);
     };
   }
-#ifdef IRDMA_SIM_HAVE_RTL
-  if (d.max_cq > rtl::RtlCqWriter::kMaxCqs)
-    throw std::invalid_argument("device.cq_writer: rtl holds " + std::to_string(rtl::RtlCqWriter::kMaxCqs) +
-                                " CQ contexts; this device has " + std::to_string(d.max_cq));
   if (formatter) throw std::invalid_argument("device.cq_writer: rtl formats with its own RTL formatter");
-  const auto timing = d.cq_writer_timing == device::CqWriterTiming::model ? rtl::RtlCqWriter::Timing::model
-                                                                          : rtl::RtlCqWriter::Timing::rtl;
-  return [d, timing](device::CqWriterPort& port) {
-    const auto make_rtl = [&](device::CqWriterPort& dut_port) {
-      auto rtl = std::make_unique<rtl::RtlCqWriter>(dut_port, timing, d.cycles, d.rtl_toggle_coverage);
-      if (!d.rtl_vcd.empty()) rtl->enable_vcd(d.rtl_vcd, clock_period_ps(d));
-      return rtl;
-    };
-    return std::make_unique<device::LockstepCqWriter>(port, make_rtl, d.cycles, "RTL");
-  };
-#else
-  throw std::invalid_argument("device.cq_writer: rtl needs a build with IRDMA_SIM_RTL=ON");
-#endif
+  return device::make_rtl_cq_writer(d);
 }
 
 }  // namespace irdma_sim::system

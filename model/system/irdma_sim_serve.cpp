@@ -10,9 +10,9 @@
 
 #include <systemc>
 
-#include "model/system/scenario.h"
+#include "model/testbench/scenario.h"
 #include "model/system/served_device.h"
-#include "model/system/yaml_reader.h"
+#include "model/testbench/yaml_reader.h"
 
 namespace {
 

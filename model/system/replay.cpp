@@ -13,9 +13,9 @@
 #include "model/sc_compat.h"
 #include "model/system/elaboration.h"
 #include "model/system/run_scenario.h"
-#include "model/system/scenario.h"
+#include "model/testbench/scenario.h"
 #include "model/system/stimulus.h"
-#include "model/system/yaml_reader.h"
+#include "model/testbench/yaml_reader.h"
 #include "model/trace/trace_log.h"
 
 namespace irdma_sim::system {

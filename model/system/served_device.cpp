@@ -18,8 +18,9 @@
 #include "model/device/regs.h"
 #include "model/system/elaboration.h"
 #include "model/system/server_child.h"
-#include "model/system/stop_signals.h"
-#include "model/system/yaml_reader.h"
+#include "model/testbench/scenario.h"
+#include "model/testbench/stop_signals.h"
+#include "model/testbench/yaml_reader.h"
 
 namespace irdma_sim::system {
 
@@ -38,43 +39,6 @@ constexpr auto kMaxCatchUp = std::chrono::microseconds(50);
 const sc_core::sc_time kSettle(10, sc_core::SC_US);
 
 }  // namespace
-
-void check_servable(const SimConfig& config) {
-  const platform::LinkFaultConfig& f = config.link.faults;
-  using Rate = std::pair<double, const char*>;
-  // The keys of those set, as the error names them.
-  const auto set_keys = [](std::initializer_list<Rate> rates) {
-    std::string keys;
-    for (const auto& [rate, key] : rates)
-      if (rate > 0) keys += std::string(keys.empty() ? "" : ", ") + "config.link.faults." + key;
-    return keys;
-  };
-  if (const std::string keys = set_keys({{f.posted_delay_rate, "posted_delay_rate"},
-                                         {f.split_rate, "split_rate"},
-                                         {f.msix_delayed_rate, "msix_delayed_rate"},
-                                         {f.msix_mask_rate, "msix_mask_rate"}});
-      !keys.empty())
-    throw ScenarioError(keys + ": a served model cannot carry these (its writes land, and its interrupts go, as "
-                               "they are issued, to a host it does not simulate); they need the sim backend");
-  if (const std::string keys = set_keys({{f.wqe_read_error_rate, "wqe_read_error_rate"},
-                                         {f.shadow_read_error_rate, "shadow_read_error_rate"}});
-      !keys.empty())
-    throw ScenarioError(keys + ": a served model cannot tell a test bench in another process which queue a refused "
-                               "read struck; it needs the sim backend");
-  if (const std::string keys = set_keys({{f.cqe_write_error_rate, "cqe_write_error_rate"},
-                                         {f.ceqe_write_error_rate, "ceqe_write_error_rate"},
-                                         {f.aeqe_write_error_rate, "aeqe_write_error_rate"},
-                                         {f.payload_write_poison_rate, "payload_write_poison_rate"}});
-      !keys.empty())
-    throw ScenarioError(keys + ": a served model has no root port to report a refused or poisoned write to its "
-                               "client's host (AER); they need the sim backend");
-  for (const auto& [key, set] : {std::pair{"cqp_hang_after_ns", bool(config.device.cqp_hang_after_ns)},
-                                  std::pair{"function_reset_at_ns", bool(config.device.function_reset_at_ns)}})
-    if (set)
-      throw ScenarioError(std::string("config.device.") + key +
-                          ": a served model's clock starts at its own power-on and runs as its client drives it, "
-                          "not with the run's traffic; it needs the sim backend");
-}
 
 ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path, const ServeOptions& options)
     : cfg_(cfg), offer_backdoor_(options.backdoor), trace_path_(options.trace_path) {

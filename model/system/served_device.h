@@ -20,7 +20,7 @@
 #include "model/platform/vfio_user_endpoint.h"
 #include "model/platform/vfio_user_server.h"
 #include "model/system/sim_backdoor.h"
-#include "model/system/sim_config.h"
+#include "model/testbench/sim_config.h"
 #include "model/trace/trace_log.h"
 
 namespace irdma_sim::system {
@@ -81,12 +81,6 @@ class ServedDevice final : public platform::VfioUserEndpoint {
   std::unique_ptr<SimBackdoor> backdoor_;
   std::atomic<bool> stop_{false};
 };
-
-// Throws ScenarioError when `config` asks for link faults a served model cannot carry: its
-// writes land, and its interrupts go, as they are issued, to a host it does not simulate,
-// so held and split writes, late MSI-X and vectors masked by the host are the in-process
-// simulation's alone.
-void check_servable(const SimConfig& config);
 
 // The socket cannot be served: it cannot be bound, or another server listens there.
 class ServeRefused : public std::runtime_error {

@@ -9,11 +9,12 @@
 #include <string>
 
 #include "model/system/served_device.h"
-#include "model/system/sim_config.h"
+#include "model/testbench/backend.h"
+#include "model/testbench/sim_config.h"
 
 namespace irdma_sim::system {
 
-class ServerChild {
+class ServerChild final : public ServerProcess {
  public:
   // Serves `cfg` for one client at `socket_path`, or at a fresh path under $TMPDIR (or
   // /tmp) when it is empty.
@@ -28,7 +29,7 @@ class ServerChild {
   // signal 9 (Killed)", "exit status 3"); nothing while it runs.
   std::optional<std::string> poll();
   // poll() for up to `timeout_ms`; throws std::runtime_error when the server still runs.
-  std::string wait(int timeout_ms);
+  std::string wait(int timeout_ms) override;
 
  private:
   std::string path_;

@@ -6,8 +6,9 @@
 
 #include "model/device/regs.h"
 #include "model/sc_compat.h"
+#include "model/system/cq_writer_report.h"
 #include "model/system/elaboration.h"
-#include "model/system/yaml_reader.h"
+#include "model/testbench/yaml_reader.h"
 
 namespace irdma_sim::system {
 
@@ -102,6 +103,11 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path, cons
 Simulation::~Simulation() = default;
 
 uint64_t Simulation::now_ps() const { return sc_core::sc_time_stamp().value(); }
+
+std::optional<CqWriterFigures> Simulation::cq_writer_figures(const std::string& out_dir) {
+  return system::cq_writer_figures(device_->cq_engine().writer(),
+                                   cfg_.device.cq_writer_timing.value_or(device::CqWriterTiming::rtl), out_dir);
+}
 
 HostCounters Simulation::host_counters() const {
   HostCounters c;

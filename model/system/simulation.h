@@ -16,9 +16,9 @@
 #include "model/platform/sim_exec.h"
 #include "model/platform/sim_interrupts.h"
 #include "model/platform/sim_mmio.h"
-#include "model/system/host.h"
+#include "model/testbench/host.h"
 #include "model/system/sim_backdoor.h"
-#include "model/system/sim_config.h"
+#include "model/testbench/sim_config.h"
 #include "model/system/stimulus.h"
 #include "model/trace/trace_log.h"
 
@@ -55,7 +55,7 @@ class Simulation final : public Host {
   const platform::SimExec& exec() const { return *exec_; }
   const SimConfig& config() const { return cfg_; }
   trace::TraceLog* trace() override { return &trace_; }
-  device::CqWriter* cq_writer() override { return &device_->cq_engine().writer(); }
+  std::optional<CqWriterFigures> cq_writer_figures(const std::string& out_dir) override;
   uint64_t now_ps() const override;
   void close_trace() override {
     trace_.close();

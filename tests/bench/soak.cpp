@@ -26,7 +26,7 @@
 #include <systemc>
 
 #include "model/system/run_scenario.h"
-#include "model/system/scenario.h"
+#include "model/testbench/scenario.h"
 
 namespace {
 

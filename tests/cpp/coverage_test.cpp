@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "model/system/coverage_report.h"
+#include "model/testbench/coverage_report.h"
 #include "model/trace/coverage.h"
 
 namespace {

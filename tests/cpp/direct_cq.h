@@ -10,7 +10,7 @@
 
 #include "driver/core/cq.h"
 #include "model/device/irdma_device.h"
-#include "model/system/buffered_qp.h"
+#include "model/testbench/buffered_qp.h"
 #include "model/system/simulation.h"
 
 namespace irdma_sim::testing {

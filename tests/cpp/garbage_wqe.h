@@ -18,7 +18,7 @@
 #include "driver/core/cq.h"
 #include "driver/irdma/defs.h"
 #include "driver/irdma/uk.h"
-#include "model/system/buffered_qp.h"
+#include "model/testbench/buffered_qp.h"
 #include "model/system/simulation.h"
 
 namespace irdma_sim::testing {

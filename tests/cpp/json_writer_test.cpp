@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "model/system/json_writer.h"
+#include "model/testbench/json_writer.h"
 
 namespace {
 

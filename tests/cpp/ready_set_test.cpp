@@ -4,7 +4,7 @@
 #include <random>
 #include <set>
 
-#include "model/system/workload/ready_set.h"
+#include "model/testbench/workload/ready_set.h"
 
 namespace {
 

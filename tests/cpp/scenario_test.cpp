@@ -11,8 +11,8 @@
 #include <fstream>
 #include <string>
 
-#include "model/system/scenario.h"
-#include "model/system/yaml_reader.h"
+#include "model/testbench/scenario.h"
+#include "model/testbench/yaml_reader.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "driver/core/ib_qp.h"
-#include "model/system/scoreboard.h"
+#include "model/testbench/scoreboard.h"
 
 namespace {
 

@@ -19,8 +19,8 @@
 #include "driver/core/cq.h"
 #include "driver/hal/pci_config.h"
 #include "driver/irdma/defs.h"
-#include "model/system/buffered_qp.h"
-#include "model/system/pcie_system.h"
+#include "model/testbench/buffered_qp.h"
+#include "model/testbench/pcie_system.h"
 #include "model/system/server_child.h"
 
 namespace {

@@ -13,7 +13,7 @@
 #include "driver/core/cq_pool.h"
 #include "driver/hal/pci_config.h"
 #include "model/device/regs.h"
-#include "model/system/host_session.h"
+#include "model/testbench/host_session.h"
 #include "model/system/run_scenario.h"
 #include "model/system/simulation.h"
 
@@ -64,7 +64,7 @@ int send_once(irdma::irdma_device& dev, ibcore::ib_cq* cq, irdma::irdma_qp* a, c
 
 // A session with one pool CQ and a loopback QP pair on it.
 struct PairSession {
-  HostSession s{SimConfig{}};
+  HostSession s{std::make_unique<Simulation>(SimConfig{})};
   uint32_t cq = s.pool_get(64, -1, ibcore::IB_POLL_SOFTIRQ);
   uint32_t a = 0, b = 0;
   explicit PairSession(uint32_t max_msg_bytes = 64) {
@@ -209,7 +209,7 @@ TEST(System, ARefusedWqeFetchPutsItsQpInErrorWithAFatalFlush) {
   using namespace ibcore;
   SimConfig cfg;
   cfg.link.faults.wqe_read_error_rate = 1;
-  HostSession s{cfg};
+  HostSession s{std::make_unique<Simulation>(cfg)};
   const uint32_t cq = s.pool_get(64, -1, IB_POLL_SOFTIRQ);
   const auto [a, b] = s.create_qp_pair(cq, cq, 8, 8, 64);
   const uint64_t recv = s.post_recv(a);
@@ -242,7 +242,7 @@ TEST(System, ARefusedShadowReadLosesTheCqAndTheDriverReportsIt) {
   using namespace ibcore;
   SimConfig cfg;
   cfg.link.faults.shadow_read_error_rate = 1;
-  HostSession s{cfg};
+  HostSession s{std::make_unique<Simulation>(cfg)};
   const uint32_t cq = s.alloc_cq(16, 0);
   const auto [a, b] = s.create_qp_pair(cq, cq, 4, 4, 64);  // CQP commands after the fault work
   s.post_recv(b);
@@ -267,7 +267,7 @@ TEST(System, ACqpCommandThatNeverCompletesGivesTheDeviceUp) {
   SimConfig cfg;
   cfg.device.cqp_hang_after_ns = 100'000'000;  // long after bring-up
   cfg.driver.cqp_timeout_ms = 1;
-  HostSession s{cfg};
+  HostSession s{std::make_unique<Simulation>(cfg)};
   s.run_for_ns(100'000'000);
   std::vector<ib_event_type> events;
   s.host().driver().event_handler = [&](const ib_event& ev) { events.push_back(ev.event); };
@@ -311,7 +311,7 @@ TEST(System, AFunctionResetIsFoundAndTheDriverProbedAgainDrivesTheDevice) {
   cfg.device.function_reset_at_ns = reset_ns;
   cfg.device.ready_after_us = 50;
   cfg.driver.eq_watchdog_us = 100;
-  HostSession s{cfg};
+  HostSession s{std::make_unique<Simulation>(cfg)};
   std::vector<ib_event_type> events;
   s.host().driver().event_handler = [&](const ib_event& ev) { events.push_back(ev.event); };
   const auto traffic = [&s](uint32_t cq, uint32_t a, uint32_t b, uint64_t run_ns) {
@@ -387,7 +387,7 @@ TEST(System, ARefusedCqeWriteIsReportedAndTheDeviceGivenUp) {
   using namespace ibcore;
   SimConfig cfg;
   cfg.link.faults.cqe_write_error_rate = 1;
-  HostSession s{cfg};
+  HostSession s{std::make_unique<Simulation>(cfg)};
   std::vector<ib_event_type> events;
   s.host().driver().event_handler = [&](const ib_event& ev) { events.push_back(ev.event); };
   const uint32_t cq = s.pool_get(64, -1, IB_POLL_SOFTIRQ);

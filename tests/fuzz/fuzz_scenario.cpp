@@ -11,8 +11,8 @@
 #include <fstream>
 #include <string>
 
-#include "model/system/scenario.h"
-#include "model/system/yaml_reader.h"
+#include "model/testbench/scenario.h"
+#include "model/testbench/yaml_reader.h"
 #include "tests/fuzz/fuzz_input.h"
 
 // libsystemc wants an sc_main from every program it links into (the scenario's configuration

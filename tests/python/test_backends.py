@@ -318,3 +318,44 @@ def test_vectors_beyond_the_devices_are_said_folded(tmp_path):
         "qp_pairs far: cq_vector 3 folded onto vector 1 (the pool spreads over 2: the device's 4 completion "
         "vectors, at most one per CPU)",
         "qp_pairs own_far: cq_vector 5 is beyond the device's 4 completion vectors: its CQ went to vector 0"]
+
+
+def run_pcie(*args):
+    """irdma-sim-run-pcie: the runner for a device on PCIe, with no simulator in its process."""
+    runner = Path(os.environ["IRDMA_SIM_BIN"]).parent / "model" / "testbench" / "irdma-sim-run-pcie"
+    return subprocess.run([str(runner), *map(str, args)], capture_output=True, text=True, timeout=120)
+
+
+def test_the_pcie_runner_links_no_simulator():
+    runner = Path(os.environ["IRDMA_SIM_BIN"]).parent / "model" / "testbench" / "irdma-sim-run-pcie"
+    libs = subprocess.run(["ldd", str(runner)], capture_output=True, text=True, check=True).stdout
+    assert "libyaml-cpp" in libs, libs  # ldd read it
+    assert "systemc" not in libs and "verilated" not in libs, libs
+
+
+def test_the_pcie_runner_drives_a_served_device(scenario, tmp_path):
+    sock = tmp_path / "dev.sock"
+    with serving(sock):
+        proc = run_pcie(scenario("smoke.yaml"), "--out", tmp_path / "out", "--backend", f"vfio-user:{sock}", "--seed", 3)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["passed"] and report["seed"] == 3 and report["counts"]["completions_delivered"] > 0
+    assert not (tmp_path / "out" / "trace.jsonl").exists()  # the server keeps the device's log
+
+
+@pytest.mark.parametrize("args,error", [
+    ([], "no device given (--backend)"),
+    (["--out", "o", "--backend", "vfio:x"], "no scenario given"),
+    (["smoke.yaml", "--out", "o"], "no device given (--backend)"),
+    (["smoke.yaml", "--out", "o", "--backend", "sim"], "irdma-sim-run runs it"),
+    (["smoke.yaml", "--out", "o", "--backend", "vfio-user"], "irdma-sim-run runs it"),
+    (["smoke.yaml", "--out", "o", "--backend", "tcp:1"], "unknown backend 'tcp:1' (vfio-user:SOCKET or vfio:"),
+    (["smoke.yaml", "--out", "o", "--backend", "vfio:x", "--record"], "--record needs the sim backend"),
+    (["smoke.yaml", "--out", "o", "--seed", "-1"], "--seed must be a number"),
+    (["smoke.yaml", "--out", "o", "--replay", "d"], "unexpected argument '--replay'"),
+])
+def test_the_pcie_runner_refuses_bad_usage(args, error, scenario, tmp_path):
+    args = [scenario(a) if a == "smoke.yaml" else tmp_path / a if a == "o" else a for a in args]
+    proc = run_pcie(*args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert error in proc.stderr and "usage: irdma-sim-run-pcie" in proc.stderr, proc.stderr
