@@ -32,7 +32,8 @@ class RtlAssertionError : public std::runtime_error {
 class RtlCqWriter final : public device::CqWriter {
  public:
   enum class Timing { rtl, model };
-  static constexpr unsigned kCqIdBits = 10;  // cq_writer's CQ_ID_W
+  // The RTL's CQ_ID_W: rtl_bridge/CMakeLists.txt reads it here and verilates the block with it.
+  static constexpr unsigned kCqIdBits = 10;
   static constexpr uint32_t kMaxCqs = 1u << kCqIdBits;
 
   // Per-cycle gates for stress tests: a ready gate is asked each cycle its channel has

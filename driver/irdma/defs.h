@@ -20,6 +20,8 @@ constexpr uint64_t FIELD_GET(uint64_t mask, uint64_t word) {
 constexpr uint64_t FIELD_PREP(uint64_t mask, uint64_t value) {
   return (value << mask_shift(mask)) & mask;
 }
+// The largest value a field holds: where a counter in it wraps.
+constexpr uint64_t FIELD_MAX(uint64_t mask) { return mask >> mask_shift(mask); }
 
 enum irdma_vers : uint8_t {
   IRDMA_GEN_1 = 1,
@@ -62,6 +64,8 @@ inline constexpr unsigned IRDMA_EXTENDED_CQE_SIZE_BYTES = 64;
 inline constexpr unsigned IRDMA_CQP_WQE_SIZE_BYTES = 64;
 inline constexpr unsigned IRDMA_SHADOW_AREA_SIZE_BYTES = 64;
 inline constexpr unsigned IRDMA_QP_CTX_SIZE_BYTES = 256;
+// A CQ ring's base and size are multiples of this (irdma_create_cq's ALIGN(rsize, 256)).
+inline constexpr unsigned IRDMA_CQ_RING_ALIGN = 256;
 inline constexpr unsigned IRDMA_QP_WQE_MIN_SIZE = 32;  // one SQ/RQ quantum
 inline constexpr uint32_t IRDMA_MIN_CQ_SIZE = 1;
 inline constexpr uint32_t IRDMA_MAX_CQ_SIZE = 1048575;
@@ -90,6 +94,9 @@ inline constexpr uint64_t IRDMA_CQ_IMMDATALOW32 = GENMASK_ULL(31, 0);
 inline constexpr uint64_t IRDMA_CQ_UDSMAC = GENMASK_ULL(47, 0);
 inline constexpr uint64_t IRDMA_CQ_UDVLAN = GENMASK_ULL(63, 48);
 inline constexpr uint64_t IRDMA_CQ_UDVLANVALID = BIT_ULL(60);
+// The 802.1Q tag IRDMA_CQ_UDVLAN carries (Linux's linux/if_vlan.h).
+inline constexpr uint16_t VLAN_VID_MASK = 0x0fff;
+inline constexpr unsigned VLAN_PRIO_SHIFT = 13;
 inline constexpr uint64_t IRDMA_CQ_UDSMACVALID = BIT_ULL(61);
 inline constexpr uint64_t IRDMA_CQ_IMMVALID = BIT_ULL(62);
 inline constexpr uint64_t IRDMA_CCQ_OPRETVAL = GENMASK_ULL(31, 0);
@@ -207,10 +214,56 @@ inline constexpr uint64_t IRDMA_AEQE_AECODE = GENMASK_ULL(45, 34);
 inline constexpr uint64_t IRDMA_AEQE_QPCQID_HI = BIT_ULL(46);
 inline constexpr uint64_t IRDMA_AEQE_AESRC = GENMASK_ULL(53, 50);
 inline constexpr uint64_t IRDMA_AEQE_VALID = BIT_ULL(63);
-inline constexpr uint16_t IRDMA_AE_CQ_OPERATION_ERROR = 0x0203;
-inline constexpr uint16_t IRDMA_AE_LCE_CQ_CATASTROPHIC = 0x0702;
-// AE sources that name a CQ.
-inline constexpr bool irdma_ae_source_is_cq(uint8_t src) { return src == 0x2 || src == 0x6 || src == 0xA || src == 0xE; }
+// Asynchronous event ids (the AECODE field; spec G.5), Linux's enum irdma_ae_code.
+enum irdma_ae_code : uint16_t {
+  IRDMA_AE_AMP_UNALLOCATED_STAG = 0x0102,
+  IRDMA_AE_AMP_INVALID_STAG = 0x0103,
+  IRDMA_AE_AMP_BAD_QP = 0x0104,
+  IRDMA_AE_AMP_BAD_PD = 0x0105,
+  IRDMA_AE_AMP_BAD_STAG_KEY = 0x0106,
+  IRDMA_AE_AMP_BAD_STAG_INDEX = 0x0107,
+  IRDMA_AE_AMP_BOUNDS_VIOLATION = 0x0108,
+  IRDMA_AE_AMP_RIGHTS_VIOLATION = 0x0109,
+  IRDMA_AE_AMP_TO_WRAP = 0x010a,
+  IRDMA_AE_AMP_INVALIDATE_NO_REMOTE_ACCESS_RIGHTS = 0x0112,
+  IRDMA_AE_AMP_MWBIND_VALID_STAG = 0x0114,
+  IRDMA_AE_AMP_MWBIND_INVALID_RIGHTS = 0x0118,
+  IRDMA_AE_AMP_MWBIND_INVALID_BOUNDS = 0x0119,
+  IRDMA_AE_AMP_MWBIND_BIND_DISABLED = 0x011b,
+  IRDMA_AE_PRIV_OPERATION_DENIED = 0x011c,
+  IRDMA_AE_UDA_XMIT_DGRAM_TOO_LONG = 0x0132,
+  IRDMA_AE_UDA_XMIT_BAD_PD = 0x0133,
+  IRDMA_AE_UDA_XMIT_DGRAM_TOO_SHORT = 0x0134,
+  IRDMA_AE_UDA_L4LEN_INVALID = 0x0135,
+  IRDMA_AE_CQ_OPERATION_ERROR = 0x0203,
+  IRDMA_AE_IB_INVALID_REQUEST = 0x0208,
+  IRDMA_AE_WQE_UNEXPECTED_OPCODE = 0x020a,
+  IRDMA_AE_IB_REMOTE_ACCESS_ERROR = 0x020d,
+  IRDMA_AE_IB_REMOTE_OP_ERROR = 0x020e,
+  IRDMA_AE_DDP_UBE_DDP_MESSAGE_TOO_LONG_FOR_AVAILABLE_BUFFER = 0x0303,
+  IRDMA_AE_DDP_UBE_INVALID_MO = 0x0305,
+  IRDMA_AE_ROCE_RSP_LENGTH_ERROR = 0x0316,
+  IRDMA_AE_LLP_RECEIVED_MPA_CRC_ERROR = 0x0505,
+  IRDMA_AE_LLP_SEGMENT_TOO_SMALL = 0x0507,
+  IRDMA_AE_LLP_TOO_MANY_RETRIES = 0x050a,
+  IRDMA_AE_LLP_TOO_MANY_RNRS = 0x050f,
+  IRDMA_AE_LCE_QP_CATASTROPHIC = 0x0700,
+  IRDMA_AE_LCE_CQ_CATASTROPHIC = 0x0702,
+  IRDMA_AE_REMOTE_QP_CATASTROPHIC = 0x0703,
+  IRDMA_AE_LOCAL_QP_CATASTROPHIC = 0x0704,
+  IRDMA_AE_RCE_QP_CATASTROPHIC = 0x0705,
+};
+// AE sources (the AESRC field) that name a CQ.
+enum irdma_ae_source : uint8_t {
+  IRDMA_AE_SOURCE_CQ = 0x2,
+  IRDMA_AE_SOURCE_CQ_0110 = 0x6,
+  IRDMA_AE_SOURCE_CQ_1010 = 0xa,
+  IRDMA_AE_SOURCE_CQ_1110 = 0xe,
+};
+inline constexpr bool irdma_ae_source_is_cq(uint8_t src) {
+  return src == IRDMA_AE_SOURCE_CQ || src == IRDMA_AE_SOURCE_CQ_0110 || src == IRDMA_AE_SOURCE_CQ_1010 ||
+         src == IRDMA_AE_SOURCE_CQ_1110;
+}
 
 // ALLOC_STAG / DEALLOC_STAG.
 inline constexpr uint64_t IRDMA_CQPSQ_STAG_STAGLEN = GENMASK_ULL(45, 0);  // qword1
@@ -345,6 +398,10 @@ enum irdma_flush_opcode : uint16_t {
 inline constexpr uint16_t IRDMA_FLUSH_MAJOR_ERR = 1;
 // GEN_3: a flush whose minor is an asynchronous event id (irdma_ae_to_qp_err_code).
 inline constexpr uint16_t IRDMA_SRQFLUSH_RSVD_MAJOR_ERR = 0xFFFE;
+// GEN_3: an SQ error whose major code carries this signature in its top nibble is a
+// non-fatal notice (the "CIE signature"; spec D.4).
+inline constexpr uint16_t IRDMA_CIE_SIGNATURE_MASK = 0xF000;
+inline constexpr uint16_t IRDMA_CIE_SIGNATURE = 0xE000;
 
 // irdma_cq_poll_info::q_type (the CQE's SQ bit).
 inline constexpr uint8_t IRDMA_CQE_QTYPE_RQ = 0;

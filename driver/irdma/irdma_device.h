@@ -276,6 +276,8 @@ class irdma_device final : public ibcore::ib_device {
   // Software completions that notify: disarms the CQ and calls its handler if it was armed.
   static void irdma_comp_handler(irdma_cq* cq);
   uint32_t cq_ring_entries(uint32_t cqe) const;
+  // DMA memory for a ring of `entries` CQEs (a new CQ's, or a resize's).
+  hal::DmaBuffer alloc_cq_ring(uint32_t entries);
   int poll_resized(irdma_cq* cq, int num_entries, ibcore::ib_wc* wc);
   void free_qp(irdma_qp* qp);
   void irdma_clean_cqes(irdma_qp* qp);

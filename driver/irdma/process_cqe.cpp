@@ -85,8 +85,8 @@ void irdma_process_cqe(ib_wc* wc, const irdma_cq_poll_info& info) {
       wc->wc_flags |= IB_WC_WITH_SMAC;
     }
     if (info.ud_vlan_valid) {
-      const uint16_t vlan = info.ud_vlan & 0x0FFF;
-      wc->sl = uint8_t(info.ud_vlan >> 13);
+      const uint16_t vlan = info.ud_vlan & VLAN_VID_MASK;
+      wc->sl = uint8_t(info.ud_vlan >> VLAN_PRIO_SHIFT);
       if (vlan) {
         wc->vlan_id = vlan;
         wc->wc_flags |= IB_WC_WITH_VLAN;

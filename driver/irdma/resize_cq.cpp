@@ -11,8 +11,6 @@ using namespace ibcore;
 
 namespace {
 
-uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
 // The ring moved: a CQE was consumed (or skipped) there.
 bool moved(const irdma_cq_uk& uk, uint32_t head, uint8_t polarity) {
   return uk.cq_ring.head != head || uk.polarity != polarity;
@@ -29,8 +27,7 @@ int irdma_device::resize_cq(ib_cq* ibcq, int cqe) {
     std::lock_guard<hal::Lock> guard(*cq->lock);
     if (entries == cq->sc_cq.cq_size - 1) return 0;  // as irdma compares; never for even sizes
   }
-  const unsigned cqe_bytes = caps_.cqe_64byte ? IRDMA_EXTENDED_CQE_SIZE_BYTES : IRDMA_CQE_SIZE_BYTES;
-  hal::DmaBuffer ring = hw_.dma.alloc_coherent(round_up(uint64_t(entries) * cqe_bytes, 256), 256);
+  hal::DmaBuffer ring = alloc_cq_ring(entries);
   if (!ring) return -ENOMEM;
   // CHKOVERFLOW stays clear, as the kernel's resize leaves it.
   const int ret = cqp_.exec(IRDMA_CQP_OP_MODIFY_CQ, [&](uint64_t* wqe) {

@@ -63,18 +63,52 @@ inline irdma_qp_uk* cqe_qp(const irdma_cq_uk* cq, uint64_t qword1, uint32_t qp_i
 // The flush code an asynchronous event id stands for (spec G.5, GEN_3-era table).
 uint16_t ae_to_flush_code(uint16_t ae) {
   switch (ae) {
-    case 0x102: case 0x103: case 0x104: case 0x105: case 0x106: case 0x107: case 0x108:
-    case 0x109: case 0x10a: case 0x11c: return FLUSH_PROT_ERR;
-    case 0x133: case 0x20a: return FLUSH_LOC_QP_OP_ERR;
-    case 0x132: case 0x134: case 0x135: case 0x303: case 0x305: return FLUSH_LOC_LEN_ERR;
-    case 0x112: case 0x20d: return FLUSH_REM_ACCESS_ERR;
-    case 0x114: case 0x118: case 0x119: case 0x11b: return FLUSH_MW_BIND_ERR;
-    case 0x50a: return FLUSH_RETRY_EXC_ERR;
-    case 0x208: return FLUSH_REM_INV_REQ_ERR;
-    case 0x505: case 0x507: case 0x316: case 0x20e: return FLUSH_REM_OP_ERR;
-    case 0x50f: return FLUSH_RNR_RETRY_EXC_ERR;
-    case 0x700: case 0x703: case 0x704: case 0x705: return FLUSH_FATAL_ERR;
-    default: return FLUSH_GENERAL_ERR;
+    case IRDMA_AE_AMP_UNALLOCATED_STAG:
+    case IRDMA_AE_AMP_INVALID_STAG:
+    case IRDMA_AE_AMP_BAD_QP:
+    case IRDMA_AE_AMP_BAD_PD:
+    case IRDMA_AE_AMP_BAD_STAG_KEY:
+    case IRDMA_AE_AMP_BAD_STAG_INDEX:
+    case IRDMA_AE_AMP_BOUNDS_VIOLATION:
+    case IRDMA_AE_AMP_RIGHTS_VIOLATION:
+    case IRDMA_AE_AMP_TO_WRAP:
+    case IRDMA_AE_PRIV_OPERATION_DENIED:
+      return FLUSH_PROT_ERR;
+    case IRDMA_AE_UDA_XMIT_BAD_PD:
+    case IRDMA_AE_WQE_UNEXPECTED_OPCODE:
+      return FLUSH_LOC_QP_OP_ERR;
+    case IRDMA_AE_UDA_XMIT_DGRAM_TOO_LONG:
+    case IRDMA_AE_UDA_XMIT_DGRAM_TOO_SHORT:
+    case IRDMA_AE_UDA_L4LEN_INVALID:
+    case IRDMA_AE_DDP_UBE_DDP_MESSAGE_TOO_LONG_FOR_AVAILABLE_BUFFER:
+    case IRDMA_AE_DDP_UBE_INVALID_MO:
+      return FLUSH_LOC_LEN_ERR;
+    case IRDMA_AE_AMP_INVALIDATE_NO_REMOTE_ACCESS_RIGHTS:
+    case IRDMA_AE_IB_REMOTE_ACCESS_ERROR:
+      return FLUSH_REM_ACCESS_ERR;
+    case IRDMA_AE_AMP_MWBIND_VALID_STAG:
+    case IRDMA_AE_AMP_MWBIND_INVALID_RIGHTS:
+    case IRDMA_AE_AMP_MWBIND_INVALID_BOUNDS:
+    case IRDMA_AE_AMP_MWBIND_BIND_DISABLED:
+      return FLUSH_MW_BIND_ERR;
+    case IRDMA_AE_LLP_TOO_MANY_RETRIES:
+      return FLUSH_RETRY_EXC_ERR;
+    case IRDMA_AE_IB_INVALID_REQUEST:
+      return FLUSH_REM_INV_REQ_ERR;
+    case IRDMA_AE_LLP_RECEIVED_MPA_CRC_ERROR:
+    case IRDMA_AE_LLP_SEGMENT_TOO_SMALL:
+    case IRDMA_AE_ROCE_RSP_LENGTH_ERROR:
+    case IRDMA_AE_IB_REMOTE_OP_ERROR:
+      return FLUSH_REM_OP_ERR;
+    case IRDMA_AE_LLP_TOO_MANY_RNRS:
+      return FLUSH_RNR_RETRY_EXC_ERR;
+    case IRDMA_AE_LCE_QP_CATASTROPHIC:
+    case IRDMA_AE_REMOTE_QP_CATASTROPHIC:
+    case IRDMA_AE_LOCAL_QP_CATASTROPHIC:
+    case IRDMA_AE_RCE_QP_CATASTROPHIC:
+      return FLUSH_FATAL_ERR;
+    default:
+      return FLUSH_GENERAL_ERR;
   }
 }
 
@@ -109,12 +143,12 @@ __attribute__((cold, noinline)) void note_flush(irdma_cq_uk* cq, irdma_qp_uk* qp
 }
 
 // An SQ error CQE: a flush is noted; on GEN_3 a RoCE UD send's error whose major carries
-// the CIE signature (0xE in bits 15:12) is a non-fatal notice, reported as a success.
+// the CIE signature is a non-fatal notice, reported as a success.
 __attribute__((cold, noinline)) void sq_error(irdma_cq_uk* cq, irdma_qp_uk* qp,
                                               irdma_cq_poll_info* info) {
   note_flush(cq, qp, info);
   if (cq->hw_rev >= IRDMA_GEN_3 && info->comp_status == IRDMA_COMPL_STATUS_UNKNOWN &&
-      qp->qp_type == IRDMA_QP_TYPE_ROCE_UD && (info->major_err & 0xF000) == 0xE000) {
+      qp->qp_type == IRDMA_QP_TYPE_ROCE_UD && (info->major_err & IRDMA_CIE_SIGNATURE_MASK) == IRDMA_CIE_SIGNATURE) {
     info->error = false;
     info->major_err = info->minor_err = 0;
     info->comp_status = IRDMA_COMPL_STATUS_SUCCESS;
@@ -210,7 +244,7 @@ int irdma_uk_cq_poll_cmpl(irdma_cq_uk* cq, irdma_cq_poll_info* info) {
     // to no one, as irdma drops them; counted, as the clean counts what it removes.
     if (qp && !is_flush_cqe(qword3)) cq->destroyed_qp_cqes++;
     ret = -EFAULT;
-  } else if (info->q_type == 0) {  // RQ
+  } else if (info->q_type == IRDMA_CQE_QTYPE_RQ) {
     uint32_t array_idx = wqe_idx >> qp->rq_shift;
     if (info->comp_status != IRDMA_COMPL_STATUS_SUCCESS) {
       note_flush(cq, qp, info);
@@ -323,13 +357,13 @@ void irdma_uk_cq_resize(irdma_cq_uk* cq, uint64_t* new_base, uint32_t new_size) 
 
 void irdma_uk_cq_set_resized_cnt(irdma_cq_uk* cq, uint32_t cnt) {
   const uint64_t old = READ_ONCE(cq->shadow_area[4]);
-  const uint64_t sel = (FIELD_GET(IRDMA_CQ_DBSA_SW_CQ_SELECT, old) + cnt) & 0x3FFF;
+  const uint64_t sel = (FIELD_GET(IRDMA_CQ_DBSA_SW_CQ_SELECT, old) + cnt) & FIELD_MAX(IRDMA_CQ_DBSA_SW_CQ_SELECT);
   WRITE_ONCE(cq->shadow_area[4], (old & ~IRDMA_CQ_DBSA_SW_CQ_SELECT) | FIELD_PREP(IRDMA_CQ_DBSA_SW_CQ_SELECT, sel));
 }
 
 void irdma_uk_cq_request_notification(irdma_cq_uk* cq, irdma_cmpl_notify notify) {
   const uint64_t old = READ_ONCE(cq->shadow_area[4]);
-  const uint64_t seq = (FIELD_GET(IRDMA_CQ_DBSA_ARM_SEQ_NUM, old) + 1) & 3;
+  const uint64_t seq = (FIELD_GET(IRDMA_CQ_DBSA_ARM_SEQ_NUM, old) + 1) & FIELD_MAX(IRDMA_CQ_DBSA_ARM_SEQ_NUM);
   const uint64_t word = FIELD_PREP(IRDMA_CQ_DBSA_ARM_SEQ_NUM, seq) |
                         (old & IRDMA_CQ_DBSA_SW_CQ_SELECT) | IRDMA_CQ_DBSA_ARM_NEXT_SE |
                         (notify == IRDMA_CQ_COMPL_EVENT ? IRDMA_CQ_DBSA_ARM_NEXT : 0);

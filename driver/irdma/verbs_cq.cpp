@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "driver/hal/align.h"
 #include "driver/irdma/irdma_device.h"
 
 namespace irdma {
@@ -13,8 +14,6 @@ namespace {
 
 constexpr uint32_t IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION = 1;
 
-uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
 }  // namespace
 
 // GEN_2 rings hold twice the request (+1), so extended CQEs in 32-byte mode fit; sizes
@@ -24,6 +23,12 @@ uint32_t irdma_device::cq_ring_entries(uint32_t cqe) const {
   if (caps_.hw_rev >= IRDMA_GEN_2 && !caps_.cqe_64byte) entries *= 2;
   if (entries & 1) entries++;
   return entries;
+}
+
+hal::DmaBuffer irdma_device::alloc_cq_ring(uint32_t entries) {
+  const unsigned cqe_bytes = caps_.cqe_64byte ? IRDMA_EXTENDED_CQE_SIZE_BYTES : IRDMA_CQE_SIZE_BYTES;
+  return hw_.dma.alloc_coherent(hal::round_up(uint64_t(entries) * cqe_bytes, IRDMA_CQ_RING_ALIGN),
+                                IRDMA_CQ_RING_ALIGN);
 }
 
 ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
@@ -42,13 +47,12 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
   }
 
   const uint32_t entries = cq_ring_entries(attr.cqe);
-  const unsigned cqe_bytes = caps_.cqe_64byte ? IRDMA_EXTENDED_CQE_SIZE_BYTES : IRDMA_CQE_SIZE_BYTES;
 
   auto cq = std::make_unique<irdma_cq>();
   cq->lock = hw_.exec.make_lock();
   cq->cq_num = uint32_t(cq_num);
   cq->cqe = int(std::max(attr.cqe, 4u));  // the request, floored at 4 (spec G.1)
-  cq->ring = hw_.dma.alloc_coherent(round_up(uint64_t(entries) * cqe_bytes, 256), 256);
+  cq->ring = alloc_cq_ring(entries);
   cq->shadow = hw_.dma.alloc_coherent(IRDMA_SHADOW_AREA_SIZE_BYTES, 64);
   const auto release = [&] {
     if (cq->ring) hw_.dma.free_coherent(cq->ring);

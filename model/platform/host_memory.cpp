@@ -8,14 +8,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "driver/hal/align.h"
+
 namespace irdma_sim::platform {
 namespace {
+
+using hal::round_up;
 
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kIovaBase = 0x1'0000'0000ull;  // clear of the null-ish low 4 GiB
 constexpr uint64_t kNoRoom = ~0ull;
-
-uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
 
 uint64_t iova_space_for(uint64_t capacity, uint64_t asked) {
   if (asked) return round_up(asked, 2ull << 20);

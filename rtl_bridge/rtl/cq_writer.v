@@ -17,7 +17,8 @@
 // Memory side: an AXI4 master with a 64-bit data bus. AWUSER marks the burst of a main
 // half, so a bridge can tell a CQE's last write. Other ports: valid/ready.
 // The context store is a register array read at acceptance and written back at the
-// response; its width is CQ_ID_W bits of CQ number. Reset is synchronous, active low.
+// response; its width is CQ_ID_W bits of CQ number (the build passes the C++ adapter's
+// kCqIdBits; the default serves lint). Reset is synchronous, active low.
 `default_nettype none
 
 module cq_writer #(

@@ -11,11 +11,13 @@
 
 #include "driver/backends/hex.h"
 #include "driver/backends/unique_fd.h"
+#include "driver/hal/align.h"
 
 namespace pcie {
 namespace {
 
 using backends::hex;
+using hal::round_up;
 
 // A cache line: a buffer the device writes never shares one with a buffer the CPU writes.
 constexpr uint64_t kMinAlign = 64;
@@ -26,7 +28,6 @@ uint64_t page_size() {
 }
 
 bool power_of_two(uint64_t v) { return v && !(v & (v - 1)); }
-uint64_t round_up(uint64_t v, uint64_t align) { return (v + align - 1) & ~(align - 1); }
 
 const DmaPoolOptions& validated(const DmaPoolOptions& o) {
   if (!power_of_two(o.block_size) || o.block_size < page_size())
