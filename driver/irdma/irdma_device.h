@@ -194,7 +194,7 @@ class irdma_device final : public ibcore::ib_device {
   // Frees what the caller left behind in memory only: the device may already be gone.
   ~irdma_device() override;
 
-  // Brings the device up as irdma_ctrl_init_hw and irdma_rt_init_hw do (ctrl.cpp): its
+  // Brings the device up as irdma_ctrl_init_hw and irdma_rt_init_hw do (hw.cpp): its
   // identity, the engine's readiness, the CQP, the HMC, the CCQ, the features, the CEQs
   // and the AEQ. Returns 0 or a negative errno; `probe_error()` says which step failed.
   int probe();
@@ -259,7 +259,7 @@ class irdma_device final : public ibcore::ib_device {
   int64_t alloc_id(std::vector<bool>& used, uint32_t& next, uint32_t first);
   void free_id(std::vector<bool>& used, uint32_t id);
   void free_id_locked(std::vector<bool>& used, uint32_t id);  // rsrc_lock_ held
-  // Bring-up steps (ctrl.cpp); each returns 0 or a negative errno, noting what failed.
+  // Bring-up steps (hw.cpp); each returns 0 or a negative errno, noting what failed.
   int fail(int err, const std::string& what);
   int pci_enable();
   int wait_pe_ready();
@@ -354,15 +354,5 @@ class irdma_device final : public ibcore::ib_device {
 inline irdma_qp* to_iwqp(irdma_qp_uk* uk) {
   return static_cast<irdma_qp*>(static_cast<ibcore::ib_qp*>(uk->back_qp));
 }
-
-// qword3 of a CQP command on a QP.
-uint64_t qp_cmd_header(const irdma_qp_uk& q);
-
-// One CQE into one ib_wc: irdma_poll_one, and the mapping of spec G.6.
-int irdma_poll_one(irdma_cq_uk* ukcq, irdma_cq_poll_info* info, ibcore::ib_wc* wc);
-// Up to `num_entries` completions from one ring, skipping CQEs of destroyed QPs; returns
-// how many, or a negative errno.
-int irdma_poll_ring(irdma_cq_uk* ukcq, int num_entries, ibcore::ib_wc* wc);
-void irdma_process_cqe(ibcore::ib_wc* wc, const irdma_cq_poll_info& info);
 
 }  // namespace irdma

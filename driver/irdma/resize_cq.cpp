@@ -1,22 +1,14 @@
-// irdma_resize_cq and the poll of a resized CQ (spec G.2, G.4, D.6, D.7): the device
-// switches to a new ring through MODIFY_CQ; the driver keeps the retired rings on the CQ's
-// resize list and drains them, oldest first, before the current one.
+// irdma_resize_cq (spec G.2, G.4, D.6, D.7): the device switches to a new ring through
+// MODIFY_CQ; the driver keeps the retired rings on the CQ's resize list, which the poll
+// path (poll.cpp) drains, oldest first, before the current one.
 #include <cerrno>
 
 #include "driver/irdma/irdma_device.h"
+#include "driver/irdma/poll.h"
 
 namespace irdma {
 
 using namespace ibcore;
-
-namespace {
-
-// The ring moved: a CQE was consumed (or skipped) there.
-bool moved(const irdma_cq_uk& uk, uint32_t head, uint8_t polarity) {
-  return uk.cq_ring.head != head || uk.polarity != polarity;
-}
-
-}  // namespace
 
 int irdma_device::resize_cq(ib_cq* ibcq, int cqe) {
   auto* cq = static_cast<irdma_cq*>(ibcq);
@@ -52,47 +44,6 @@ int irdma_device::resize_cq(ib_cq* ibcq, int cqe) {
   cq->cqe = int(entries) - 1;  // unlike create, the ring's size (spec G.2)
   cq->resizes++;
   return 0;
-}
-
-// __irdma_poll_cq with retired buffers (the CQ locked): each is polled before the current one; once the
-// current ring yields a CQE every retired one is done, otherwise those before the last that
-// yielded are, and (this driver's addition) so are the leading ones found empty: the
-// device wrote its last CQE there before MODIFY_CQ completed, so an empty retired ring stays
-// empty, and keeping it would keep the device's arm rule firing on an idle CQ.
-// SW_CQ_SELECT counts the buffers freed.
-int irdma_device::poll_resized(irdma_cq* cq, int num_entries, ib_wc* wc) {
-  int npolled = 0;
-  size_t last_buf = 0;  // 1 + the index of the last retired buffer that yielded
-  for (size_t i = 0; i < cq->resize_list.size() && npolled < num_entries; i++) {
-    irdma_cq_uk& uk = cq->resize_list[i].uk;
-    const uint32_t head = uk.cq_ring.head;
-    const uint8_t polarity = uk.polarity;
-    const int n = irdma_poll_ring(&uk, num_entries - npolled, wc + npolled);
-    if (n < 0) return n;
-    npolled += n;
-    cq->retired_polled += uint64_t(n);
-    if (moved(uk, head, polarity)) last_buf = i + 1;
-    for (irdma_qp_uk* qp : uk.newly_flushed) cq->sc_cq.newly_flushed.push_back(qp);
-    uk.newly_flushed.clear();
-  }
-  const uint32_t head = cq->sc_cq.cq_ring.head;
-  const uint8_t polarity = cq->sc_cq.polarity;
-  const int n = irdma_poll_ring(&cq->sc_cq, num_entries - npolled, wc + npolled);
-  if (n < 0) return n;
-  npolled += n;
-  size_t done = moved(cq->sc_cq, head, polarity) ? cq->resize_list.size()
-                : last_buf                        ? last_buf - 1
-                                                  : 0;
-  while (done < cq->resize_list.size() && !irdma_uk_cq_has_cqe(&cq->resize_list[done].uk)) done++;
-  for (size_t i = 0; i < done; i++) {
-    cq->sc_cq.corrupt_cqes += cq->resize_list.front().uk.corrupt_cqes;
-    cq->sc_cq.destroyed_qp_cqes += cq->resize_list.front().uk.destroyed_qp_cqes;
-    cq->sc_cq.ext_half_waits += cq->resize_list.front().uk.ext_half_waits;
-    hw_.dma.free_coherent(cq->resize_list.front().ring);
-    cq->resize_list.pop_front();
-  }
-  if (done) irdma_uk_cq_set_resized_cnt(&cq->sc_cq, uint32_t(done));
-  return npolled;
 }
 
 }  // namespace irdma

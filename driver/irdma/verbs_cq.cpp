@@ -160,41 +160,6 @@ int irdma_device::destroy_cq(ib_cq* ibcq) {
   return 0;
 }
 
-int irdma_device::poll_cq(ib_cq* ibcq, int num_entries, ib_wc* wc) {
-  auto* cq = static_cast<irdma_cq*>(ibcq);
-  std::lock_guard<hal::Lock> guard(*cq->lock);
-  int npolled = cq->resize_list.empty() ? irdma_poll_ring(&cq->sc_cq, num_entries, wc)
-                                        : poll_resized(cq, num_entries, wc);
-  if (npolled < 0) return npolled;
-  if (!cq->sc_cq.newly_flushed.empty()) take_newly_flushed(cq);
-  if (npolled < num_entries) {  // the ring ran dry: software completions may follow
-    for (; npolled < num_entries && !cq->cmpl_generated.empty(); npolled++) {
-      irdma_process_cqe(&wc[npolled], cq->cmpl_generated.front());
-      cq->cmpl_generated.pop_front();
-    }
-  }
-  return npolled;
-}
-
-// The hot loop of every poller: flattened, so the CQE reader and the mapping inline into it.
-// The poll info lives in the loop (the kernel keeps one per CQ), so it can stay in
-// registers; nothing in it outlives a CQE.
-__attribute__((flatten)) int irdma_poll_ring(irdma_cq_uk* ukcq, int num_entries, ib_wc* wc) {
-  int npolled = 0;
-  irdma_cq_poll_info info;
-  while (npolled < num_entries) {
-    const int ret = irdma_poll_one(ukcq, &info, &wc[npolled]);
-    if (ret == 0) {
-      npolled++;
-    } else if (ret == -ENOENT) {
-      break;
-    } else if (ret != -EFAULT) {
-      return ret;
-    }
-  }
-  return npolled;
-}
-
 int irdma_device::req_notify_cq(ib_cq* ibcq, unsigned flags) {
   auto* cq = static_cast<irdma_cq*>(ibcq);
   std::lock_guard<hal::Lock> guard(*cq->lock);

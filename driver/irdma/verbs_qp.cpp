@@ -19,12 +19,13 @@ uint32_t log2u(uint32_t v) {
 
 uint32_t rq_bytes(const irdma_qp_uk& q) { return q.rq_ring.size * (32u << q.rq_shift); }
 
-}  // namespace
-
+// qword3 of a CQP command on a QP.
 uint64_t qp_cmd_header(const irdma_qp_uk& q) {
   return FIELD_PREP(IRDMA_CQPSQ_QP_QPID, q.qp_id) | IRDMA_CQPSQ_QP_CQNUMVALID |
          FIELD_PREP(IRDMA_CQPSQ_QP_QPTYPE, q.qp_type);
 }
+
+}  // namespace
 
 void irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey) {
   const irdma_qp_uk& q = qp->qp_uk;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "driver/irdma/irdma_device.h"
+#include "driver/irdma/poll.h"
 #include "model/device/cqe_format.h"
 #include "tests/cpp/host_platform.h"
 

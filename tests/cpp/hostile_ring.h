@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "driver/irdma/irdma_device.h"
+#include "driver/irdma/poll.h"
 #include "driver/irdma/uk.h"
 #include "model/device/cqe_format.h"
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "driver/irdma/irdma_device.h"
+#include "driver/irdma/poll.h"
 
 namespace {
 

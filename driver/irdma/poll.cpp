@@ -1,5 +1,10 @@
-// irdma_process_cqe: irdma_cq_poll_info -> ib_wc (spec G.5, G.6; kernel rules).
+// The poll path, from the CQ verb to each ib_wc: irdma_poll_cq (retired buffers of a resize
+// first, then the ring, then software flush completions), the ring loop, irdma_poll_one,
+// and irdma_process_cqe's mapping of irdma_cq_poll_info to ib_wc (spec G.5, G.6; kernel
+// rules). The CQE reader under it is the uk layer's (uk_cq.cpp).
 #include <cerrno>
+
+#include "driver/irdma/poll.h"
 
 #include "driver/irdma/irdma_device.h"
 
@@ -54,6 +59,11 @@ void set_ib_wc_op_rq(const irdma_cq_poll_info& info, irdma_vers hw_rev, ib_wc* w
           : info.op_type == IB_OPCODE_RDMA_WRITE_LAST_WITH_IMMEDIATE ||
                 info.op_type == IB_OPCODE_RDMA_WRITE_ONLY_WITH_IMMEDIATE;
   wc->opcode = write_imm ? IB_WC_RECV_RDMA_WITH_IMM : IB_WC_RECV;
+}
+
+// The ring moved: a CQE was consumed (or skipped) there.
+bool moved(const irdma_cq_uk& uk, uint32_t head, uint8_t polarity) {
+  return uk.cq_ring.head != head || uk.polarity != polarity;
 }
 
 }  // namespace
@@ -121,6 +131,82 @@ int irdma_poll_one(irdma_cq_uk* ukcq, irdma_cq_poll_info* info, ib_wc* wc) {
   const int ret = irdma_uk_cq_poll_cmpl(ukcq, info);
   if (ret == 0) irdma_process_cqe(wc, *info);
   return ret;
+}
+
+int irdma_device::poll_cq(ib_cq* ibcq, int num_entries, ib_wc* wc) {
+  auto* cq = static_cast<irdma_cq*>(ibcq);
+  std::lock_guard<hal::Lock> guard(*cq->lock);
+  int npolled = cq->resize_list.empty() ? irdma_poll_ring(&cq->sc_cq, num_entries, wc)
+                                        : poll_resized(cq, num_entries, wc);
+  if (npolled < 0) return npolled;
+  if (!cq->sc_cq.newly_flushed.empty()) take_newly_flushed(cq);
+  if (npolled < num_entries) {  // the ring ran dry: software completions may follow
+    for (; npolled < num_entries && !cq->cmpl_generated.empty(); npolled++) {
+      irdma_process_cqe(&wc[npolled], cq->cmpl_generated.front());
+      cq->cmpl_generated.pop_front();
+    }
+  }
+  return npolled;
+}
+
+// The hot loop of every poller: flattened, so the CQE reader and the mapping inline into it.
+// The poll info lives in the loop (the kernel keeps one per CQ), so it can stay in
+// registers; nothing in it outlives a CQE.
+__attribute__((flatten)) int irdma_poll_ring(irdma_cq_uk* ukcq, int num_entries, ib_wc* wc) {
+  int npolled = 0;
+  irdma_cq_poll_info info;
+  while (npolled < num_entries) {
+    const int ret = irdma_poll_one(ukcq, &info, &wc[npolled]);
+    if (ret == 0) {
+      npolled++;
+    } else if (ret == -ENOENT) {
+      break;
+    } else if (ret != -EFAULT) {
+      return ret;
+    }
+  }
+  return npolled;
+}
+
+// __irdma_poll_cq with retired buffers (the CQ locked): each is polled before the current one; once the
+// current ring yields a CQE every retired one is done, otherwise those before the last that
+// yielded are, and (this driver's addition) so are the leading ones found empty: the
+// device wrote its last CQE there before MODIFY_CQ completed, so an empty retired ring stays
+// empty, and keeping it would keep the device's arm rule firing on an idle CQ.
+// SW_CQ_SELECT counts the buffers freed.
+int irdma_device::poll_resized(irdma_cq* cq, int num_entries, ib_wc* wc) {
+  int npolled = 0;
+  size_t last_buf = 0;  // 1 + the index of the last retired buffer that yielded
+  for (size_t i = 0; i < cq->resize_list.size() && npolled < num_entries; i++) {
+    irdma_cq_uk& uk = cq->resize_list[i].uk;
+    const uint32_t head = uk.cq_ring.head;
+    const uint8_t polarity = uk.polarity;
+    const int n = irdma_poll_ring(&uk, num_entries - npolled, wc + npolled);
+    if (n < 0) return n;
+    npolled += n;
+    cq->retired_polled += uint64_t(n);
+    if (moved(uk, head, polarity)) last_buf = i + 1;
+    for (irdma_qp_uk* qp : uk.newly_flushed) cq->sc_cq.newly_flushed.push_back(qp);
+    uk.newly_flushed.clear();
+  }
+  const uint32_t head = cq->sc_cq.cq_ring.head;
+  const uint8_t polarity = cq->sc_cq.polarity;
+  const int n = irdma_poll_ring(&cq->sc_cq, num_entries - npolled, wc + npolled);
+  if (n < 0) return n;
+  npolled += n;
+  size_t done = moved(cq->sc_cq, head, polarity) ? cq->resize_list.size()
+                : last_buf                        ? last_buf - 1
+                                                  : 0;
+  while (done < cq->resize_list.size() && !irdma_uk_cq_has_cqe(&cq->resize_list[done].uk)) done++;
+  for (size_t i = 0; i < done; i++) {
+    cq->sc_cq.corrupt_cqes += cq->resize_list.front().uk.corrupt_cqes;
+    cq->sc_cq.destroyed_qp_cqes += cq->resize_list.front().uk.destroyed_qp_cqes;
+    cq->sc_cq.ext_half_waits += cq->resize_list.front().uk.ext_half_waits;
+    hw_.dma.free_coherent(cq->resize_list.front().ring);
+    cq->resize_list.pop_front();
+  }
+  if (done) irdma_uk_cq_set_resized_cnt(&cq->sc_cq, uint32_t(done));
+  return npolled;
 }
 
 }  // namespace irdma
