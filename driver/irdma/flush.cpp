@@ -9,13 +9,6 @@ namespace irdma {
 
 using namespace ibcore;
 
-namespace {
-
-// The kernel's IRDMA_FLUSH_DELAY_MS: the device's own flush CQEs land first.
-constexpr uint64_t IRDMA_FLUSH_DELAY_NS = 20'000'000;
-
-}  // namespace
-
 int irdma_device::flush_qp(irdma_qp* qp) {
   {
     std::lock_guard<hal::Lock> guard(*qp->lock);
@@ -35,55 +28,8 @@ int irdma_device::flush_qp(irdma_qp* qp) {
     std::lock_guard<hal::Lock> guard(*qp->lock);
     qp->flush_issued = true;
   }
-  schedule_flush(qp);
+  flush_wq_.schedule(qp);
   return 0;
-}
-
-// mod_delayed_work: every call pushes the work's time back, even while it runs.
-void irdma_device::schedule_flush(irdma_qp* qp) {
-  {
-    std::lock_guard<hal::Lock> guard(*flush_lock_);
-    if (!qp->flush_due_ns) flush_work_.push_back(qp);
-    qp->flush_due_ns = hw_.exec.now_ns() + IRDMA_FLUSH_DELAY_NS;
-  }
-  if (flush_wake_) flush_wake_->signal();
-}
-
-// The delayed work's worker (the kernel's cleanup_wq): sleeps until the earliest QP's flush
-// work is due, then runs it with the list unlocked, marking the QP so that a destroy waits.
-void irdma_device::flush_worker() {
-  std::unique_lock<hal::Lock> guard(*flush_lock_);
-  while (!flush_worker_stop_) {
-    const uint64_t now = hw_.exec.now_ns();
-    irdma_qp* next = nullptr;
-    for (irdma_qp* qp : flush_work_)
-      if (!next || qp->flush_due_ns < next->flush_due_ns) next = qp;
-    if (next && next->flush_due_ns <= now) {
-      const uint64_t due = next->flush_due_ns;
-      flush_running_ = next;
-      guard.unlock();
-      const bool again = run_flush_work(next);
-      guard.lock();
-      if (next->flush_due_ns == due) {  // neither rescheduled nor cancelled meanwhile
-        if (again) {
-          next->flush_due_ns = hw_.exec.now_ns() + IRDMA_FLUSH_DELAY_NS;
-        } else {
-          next->flush_due_ns = 0;
-          flush_work_.erase(std::find(flush_work_.begin(), flush_work_.end(), next));
-        }
-      }
-      flush_running_ = nullptr;
-      continue;
-    }
-    const uint64_t sleep_ns = next ? next->flush_due_ns - now : 0;
-    guard.unlock();
-    if (sleep_ns)
-      flush_wake_->wait_for(sleep_ns);
-    else
-      flush_wake_->wait();
-    guard.lock();
-  }
-  flush_worker_running_ = false;
 }
 
 // The AEQ reports CQ errors only: the driver learns that the device flushed a QP from the
@@ -95,7 +41,7 @@ void irdma_device::take_newly_flushed(irdma_cq* cq) {
       std::lock_guard<hal::Lock> guard(*qp->lock);
       qp->flush_issued = true;
     }
-    schedule_flush(qp);
+    flush_wq_.schedule(qp);
   }
   cq->sc_cq.newly_flushed.clear();
 }
@@ -165,18 +111,6 @@ size_t irdma_device::generate_flush_completions(irdma_qp* qp, bool sq) {
     q.rq_flush_complete = true;
   }
   return cq->cmpl_generated.size() - before;
-}
-
-// cancel_delayed_work_sync: off the list, and a run under way is waited for.
-void irdma_device::cancel_flush_work(irdma_qp* qp) {
-  std::unique_lock<hal::Lock> guard(*flush_lock_);
-  flush_work_.erase(std::remove(flush_work_.begin(), flush_work_.end(), qp), flush_work_.end());
-  qp->flush_due_ns = 0;
-  while (flush_running_ == qp) {
-    guard.unlock();
-    hw_.exec.delay_ns(1000);
-    guard.lock();
-  }
 }
 
 }  // namespace irdma

@@ -297,9 +297,7 @@ int irdma_device::probe() {
   if (int ret = create_aeq()) return fail(ret, "creating the AEQ");
   workers_ = std::make_unique<ibcore::ib_poll_workers>(hw_.exec);
   poll_workers = workers_.get();
-  flush_wake_ = hw_.exec.make_event();
-  flush_worker_running_ = true;
-  hw_.exec.spawn("irdma-cleanup-wq", 0, [this] { flush_worker(); });
+  flush_wq_.start();
   if (params_.eq_watchdog_us) {
     watchdog_wake_ = hw_.exec.make_event();
     watchdog_running_ = true;
@@ -318,16 +316,7 @@ int irdma_device::remove() {
   hw_.irq.request_error_irq(nullptr);
   const int kept = ibcore::ib_cq_pool_cleanup(this);
   if (workers_) workers_->stop();
-  if (flush_wake_) {  // the workers return before their objects go
-    std::unique_lock<hal::Lock> guard(*flush_lock_);
-    flush_worker_stop_ = true;
-    flush_wake_->signal();
-    while (flush_worker_running_) {
-      guard.unlock();
-      hw_.exec.delay_ns(1000);
-      guard.lock();
-    }
-  }
+  flush_wq_.stop();  // the workers return before their objects go
   stop_eq_watchdog();
   destroy_aeq();
   destroy_ceqs();

@@ -10,7 +10,7 @@ irdma_device::irdma_device(hal::Platform& hw, const irdma_params& params)
       params_(params),
       cqp_(hw, uint64_t(params.cqp_timeout_ms) * 1'000'000),
       rsrc_lock_(hw.exec.make_lock()),
-      flush_lock_(hw.exec.make_lock()) {
+      flush_wq_(hw.exec, [this](irdma_qp* qp) { return run_flush_work(qp); }) {
   num_online_cpus = hw.exec.num_cpus();
   cqp_.on_timeout = [this] { request_reset(reset_cause::cqp_timeout); };
 }

@@ -16,6 +16,7 @@
 #include "driver/core/ib_qp.h"
 #include "driver/hal/platform.h"
 #include "driver/irdma/cqp.h"
+#include "driver/irdma/flush_wq.h"
 #include "driver/irdma/uk.h"
 
 namespace irdma {
@@ -153,7 +154,7 @@ struct irdma_qp : ibcore::ib_qp {
   // The device was told to flush this QP, or showed it did: posts no longer ring the
   // doorbell and their work completes in software (spec G.7).
   bool flush_issued = false;
-  uint64_t flush_due_ns = 0;  // when the flush work runs; 0: not scheduled (flush_lock_)
+  uint64_t flush_due_ns = 0;  // when the flush work runs; 0: not scheduled (irdma_flush_wq's lock)
 };
 
 struct irdma_pd : ibcore::ib_pd {};
@@ -175,14 +176,14 @@ struct irdma_mw : ibcore::ib_mw {
 //   - irdma_cq::lock: the CQ's rings, software completions, arming and resize list (poll_cq
 //     takes it once per call, never per CQE). irdma_qp::lock: a QP's posting side.
 //   - ceq.ce_lock: a CEQ's ring. rsrc_lock_: the id bitmaps and the CQ and QP tables
-//     (Linux's rsrc_lock, cqtable_lock and qptable_lock in one). flush_lock_: the flush
-//     work list and its worker's state. irdma_cqp's lock: its SQ ring, slots and CCQ, not
-//     held while a caller waits for its command (but at probe, before the CCQ exists).
-//     ib_device::cq_pools_lock: ib-core's pool lists.
-// Order: CQ lock -> QP lock -> flush_lock_ (flush completions, as irdma_generate_flush_
-// completions nests them); ce_lock -> rsrc_lock_ -> QP lock (request_reset). flush_lock_,
-// the CQP's and the pool's locks are leaves; no two CQ locks nor two QP locks are ever held
-// together.
+//     (Linux's rsrc_lock, cqtable_lock and qptable_lock in one). The flush work queue's
+//     lock (flush_wq.h): its queue and its worker's state. irdma_cqp's lock: its SQ ring,
+//     slots and CCQ, not held while a caller waits for its command (but at probe, before
+//     the CCQ exists). ib_device::cq_pools_lock: ib-core's pool lists.
+// Order: CQ lock -> QP lock -> the flush work queue's (flush completions, as
+// irdma_generate_flush_completions nests them); ce_lock -> rsrc_lock_ -> QP lock
+// (request_reset). The flush work queue's, the CQP's and the pool's locks are leaves; no two
+// CQ locks nor two QP locks are ever held together.
 // Nothing is held across a CQP command, nor while ib-core's comp_handler or event_handler
 // runs (a handler may poll, re-arm or post).
 // Lookups that race destroy: the CEQ and AEQ handlers take a CQ from cq_table_ with a
@@ -282,11 +283,6 @@ class irdma_device final : public ibcore::ib_device {
   void free_qp(irdma_qp* qp);
   void irdma_clean_cqes(irdma_qp* qp);
   void release_qp(irdma_qp* qp);  // its memory only
-  // Software flush completions (spec G.7): (re)starts a QP's delayed flush work
-  // (mod_delayed_work); the worker; one QP's work, true when it must run again; turns a
-  // queue's outstanding WQEs into completions (CQ and QP locked), returning how many;
-  // cancel_delayed_work_sync.
-  void schedule_flush(irdma_qp* qp);
   // reset.cpp: a CQP command timed out (the CQP's on_timeout), the host's AER reported
   // an error of the function (pci_error_detected), or the function was reset under the
   // driver (function_lost, which the watchdog asks).
@@ -294,11 +290,12 @@ class irdma_device final : public ibcore::ib_device {
   void request_reset(reset_cause cause);
   void pci_error_detected();
   bool function_lost();
-  void flush_worker();
+  // Software flush completions (spec G.7, flush.cpp): one QP's work for flush_wq_, true
+  // when it must run again; a queue's outstanding WQEs into completions (CQ and QP locked),
+  // returning how many; QPs the poll path found flushed by the device.
   bool run_flush_work(irdma_qp* qp);
   size_t generate_flush_completions(irdma_qp* qp, bool sq);
   void take_newly_flushed(irdma_cq* cq);
-  void cancel_flush_work(irdma_qp* qp);
   int alloc_stag(uint32_t index, bool window, uint64_t max_len, uint32_t pd_id);
   // Completion events (events.cpp).
   int create_ceqs();
@@ -336,11 +333,7 @@ class irdma_device final : public ibcore::ib_device {
   std::vector<bool> stag_used_, pble_used_, pd_used_;
   uint64_t ids_in_use_ = 0;  // CQ, QP, PD and STag ids allocated, under rsrc_lock_
   uint32_t next_stag_ = 1, next_pd_ = 1;
-  std::unique_ptr<hal::Lock> flush_lock_;
-  std::vector<irdma_qp*> flush_work_;  // QPs whose flush work is scheduled
-  irdma_qp* flush_running_ = nullptr;  // the QP whose work the worker runs now
-  std::unique_ptr<hal::Event> flush_wake_;
-  bool flush_worker_stop_ = false, flush_worker_running_ = false;
+  irdma_flush_wq flush_wq_;
   std::vector<irdma_ceq> ceqs_;
   irdma_aeq aeq_;
   std::unique_ptr<hal::Event> watchdog_wake_;

@@ -36,7 +36,7 @@ void irdma_device::request_reset(reset_cause cause) {
         std::lock_guard<hal::Lock> qp_guard(*qp->lock);
         qp->flush_issued = true;
       }
-      schedule_flush(qp);
+      flush_wq_.schedule(qp);
     }
   }
   // Events the device can no longer raise: every armed CQ's consumer polls what landed

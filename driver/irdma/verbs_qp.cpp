@@ -174,7 +174,7 @@ void irdma_device::free_qp(irdma_qp* qp) {
     smp_store_release(qp_table_[qp->qp_num], static_cast<irdma_qp_uk*>(nullptr));
     free_id_locked(qp_used_, qp->qp_num);
   }
-  cancel_flush_work(qp);
+  flush_wq_.cancel_sync(qp);
   for (irdma_cq* cq : cqs) {
     std::lock_guard<hal::Lock> guard(*cq->lock);
     auto& gen = cq->cmpl_generated;
@@ -299,7 +299,7 @@ void irdma_device::ring_sq(irdma_qp* qp, std::unique_lock<hal::Lock>& guard) {
     return;
   }
   guard.unlock();
-  schedule_flush(qp);
+  flush_wq_.schedule(qp);
 }
 
 int irdma_device::post_nop(irdma_qp* qp, uint64_t wr_id, bool signaled) {
@@ -327,7 +327,7 @@ int irdma_device::post_recv(irdma_qp* qp, const ib_recv_wr* wr, const ib_recv_wr
   }
   const bool flushed = qp->flush_issued;
   guard.unlock();
-  if (flushed) schedule_flush(qp);
+  if (flushed) flush_wq_.schedule(qp);
   return ret;
 }
 
