@@ -11,7 +11,7 @@
 #include "driver/backends/pcie/pcie_bar.h"
 #include "driver/backends/pcie/pcie_config.h"
 #include "driver/backends/vfio_user/client.h"
-#include "tests/cpp/vfio_user_toy_device.h"
+#include "tests/cpp/driver/backends/vfio_user_toy_device.h"
 
 namespace {
 

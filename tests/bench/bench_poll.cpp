@@ -14,7 +14,7 @@
 #include "driver/irdma/irdma_device.h"
 #include "driver/irdma/poll.h"
 #include "model/device/cqe_format.h"
-#include "tests/cpp/host_platform.h"
+#include "tests/cpp/driver/irdma/host_platform.h"
 
 namespace {
 

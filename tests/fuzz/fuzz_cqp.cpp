@@ -12,7 +12,7 @@
 
 #include "model/device/regs.h"
 #include "model/system/simulation.h"
-#include "tests/cpp/sc_asan_options.h"
+#include "tests/cpp/model/system/sc_asan_options.h"
 #include "tests/fuzz/fuzz_input.h"
 
 namespace {

@@ -1,10 +1,10 @@
-// libFuzzer target: the driver's poll path over a hostile CQ ring (tests/cpp/hostile_ring.h)
+// libFuzzer target: the driver's poll path over a hostile CQ ring (tests/cpp/driver/irdma/hostile_ring.h)
 // whose every choice (generation, ring and QP sizes, work posted, what each slot holds, how
 // many the device writes before each drain) comes from the input.
 #include <cstdint>
 #include <string>
 
-#include "tests/cpp/hostile_ring.h"
+#include "tests/cpp/driver/irdma/hostile_ring.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

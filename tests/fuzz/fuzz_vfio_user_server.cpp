@@ -1,6 +1,6 @@
 // libFuzzer target: the vfio-user server's message handling (framing, every command's
 // payload checks) over any byte stream a client may send. The input goes down a fresh
-// connection to a server of the toy device (tests/cpp/vfio_user_toy_device.h), the client's
+// connection to a server of the toy device (tests/cpp/driver/backends/vfio_user_toy_device.h), the client's
 // side then shut; the server must serve it message by message and drop the client, never
 // crash, hang or read past what it was sent. Served on this thread: no timing in the loop.
 #include <sys/socket.h>
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "driver/backends/vfio_user/socket.h"
-#include "tests/cpp/vfio_user_toy_device.h"
+#include "tests/cpp/driver/backends/vfio_user_toy_device.h"
 #include "tests/fuzz/fuzz_input.h"
 
 namespace {

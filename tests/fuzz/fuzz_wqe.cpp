@@ -1,5 +1,5 @@
 // libFuzzer target: the device's SQ WQE decoder and what it executes, over garbage WQEs a
-// buggy driver would write (tests/cpp/garbage_wqe.h), every choice from the input. One
+// buggy driver would write (tests/cpp/model/device/garbage_wqe.h), every choice from the input. One
 // simulated system, as in a long run: each input is a round on a fresh QP pair, whose rules
 // (the device not wedged, every completion once and the pair's, both QPs destroyable) must
 // hold. What a round leaves behind is part of the next one's test, so a broken rule may
@@ -16,8 +16,8 @@
 
 #include "driver/core/cq.h"
 #include "model/system/simulation.h"
-#include "tests/cpp/garbage_wqe.h"
-#include "tests/cpp/sc_asan_options.h"
+#include "tests/cpp/model/device/garbage_wqe.h"
+#include "tests/cpp/model/system/sc_asan_options.h"
 #include "tests/fuzz/fuzz_input.h"
 
 namespace {

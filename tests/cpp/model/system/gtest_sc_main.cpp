@@ -4,7 +4,7 @@
 
 #include <systemc>
 
-#include "sc_asan_options.h"
+#include "tests/cpp/model/system/sc_asan_options.h"
 
 int sc_main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

@@ -18,7 +18,7 @@
 
 #include "driver/backends/vfio_user/client.h"
 #include "driver/backends/vfio_user/socket.h"
-#include "tests/cpp/vfio_user_toy_device.h"
+#include "tests/cpp/driver/backends/vfio_user_toy_device.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 
 #include "driver/backends/pcie/dma_pool.h"
 #include "driver/backends/pcie/pcie_bar.h"
-#include "tests/cpp/pcie_test_util.h"
+#include "tests/cpp/driver/backends/pcie_test_util.h"
 
 namespace {
 

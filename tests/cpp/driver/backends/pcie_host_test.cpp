@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "driver/backends/pcie/pcie_host.h"
-#include "tests/cpp/pcie_test_util.h"
+#include "tests/cpp/driver/backends/pcie_test_util.h"
 
 namespace {
 

@@ -5,8 +5,8 @@
 
 #include <random>
 
-#include "direct_cq.h"
-#include "garbage_wqe.h"
+#include "tests/cpp/driver/irdma/direct_cq.h"
+#include "tests/cpp/model/device/garbage_wqe.h"
 
 namespace {
 

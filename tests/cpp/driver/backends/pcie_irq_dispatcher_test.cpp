@@ -16,7 +16,7 @@
 
 #include "driver/backends/pcie/irq_dispatcher.h"
 #include "driver/backends/pcie/pcie_config.h"
-#include "tests/cpp/pcie_test_util.h"
+#include "tests/cpp/driver/backends/pcie_test_util.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // vectors.
 #include <gtest/gtest.h>
 
-#include "tests/cpp/direct_cq.h"
+#include "tests/cpp/driver/irdma/direct_cq.h"
 
 namespace {
 

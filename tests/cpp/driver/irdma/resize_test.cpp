@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "driver/core/cq_pool.h"
-#include "tests/cpp/direct_cq.h"
+#include "tests/cpp/driver/irdma/direct_cq.h"
 
 namespace {
 

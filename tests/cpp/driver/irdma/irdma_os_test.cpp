@@ -18,7 +18,7 @@
 #include "driver/core/cq.h"
 #include "driver/irdma/irdma_device.h"
 #include "model/device/cqe_format.h"
-#include "tests/cpp/host_platform.h"
+#include "tests/cpp/driver/irdma/host_platform.h"
 
 namespace {
 

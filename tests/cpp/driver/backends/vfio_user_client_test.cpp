@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "driver/backends/vfio_user/client.h"
-#include "tests/cpp/vfio_user_toy_device.h"
+#include "tests/cpp/driver/backends/vfio_user_toy_device.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "tests/cpp/direct_cq.h"
+#include "tests/cpp/driver/irdma/direct_cq.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include <memory>
 
-#include "tests/cpp/direct_cq.h"
+#include "tests/cpp/driver/irdma/direct_cq.h"
 
 namespace {
 

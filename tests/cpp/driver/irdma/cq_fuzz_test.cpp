@@ -7,7 +7,7 @@
 #include <random>
 #include <string>
 
-#include "tests/cpp/hostile_ring.h"
+#include "tests/cpp/driver/irdma/hostile_ring.h"
 
 namespace {
 
