@@ -20,6 +20,7 @@ import json
 import re
 import signal
 import sys
+import textwrap
 from pathlib import Path
 
 from irdma_sim import __version__
@@ -334,11 +335,54 @@ CQ_WRITER_HELP = ("the CQ writer, in place of the scenario's device.cq_writer: t
                   "lock-step with the TLM one, its cycles feeding the clock) or rtl:model (the stage costs do)")
 
 
-def main(argv=None):
+# Each subcommand's --help ends with examples and its exit statuses.
+EPILOGS = {
+    "run": ("irdma-sim run scenarios/smoke.yaml\n"
+            "irdma-sim run scenarios/events.yaml --seed 7 --out out/ev7 --html\n"
+            "irdma-sim run scenarios/cross_vectors.yaml --backend vfio-user",
+            "0 every check passed; 1 a check failed (the summary and report.json say which); 2 bad arguments, a "
+            "scenario that cannot run on this backend, or a run that made no report; 128 + the signal when "
+            "SIGINT or SIGTERM stopped it (the outputs are whole)"),
+    "replay": ("irdma-sim run scenarios/smoke.yaml --record --out out/rec\n"
+               "irdma-sim replay out/rec\n"
+               "irdma-sim replay out/rec --flip-cqe-bit 1     # a changed device: must print DIFFERS",
+               "0 the device wrote what the recording holds; 1 it differs (the first difference is printed); "
+               "2 the directory cannot be replayed"),
+    "check": ("irdma-sim check scenarios/*.yaml",
+              "0 every file is a valid scenario; 1 one is not (each error names file:line:column); 2 bad "
+              "arguments"),
+    "sweep": ("irdma-sim sweep scenarios/smoke.yaml scenarios/gen3.yaml --seeds 1-20\n"
+              "irdma-sim sweep scenarios/cross_vectors.yaml --seeds 1-8 --jobs 2 --backend vfio-user --junit j.xml",
+              "0 every run passed; 1 a run failed a check; 2 a run could not run (or bad arguments); 128 + "
+              "the signal when SIGINT or SIGTERM stopped the sweep (summary.json holds what finished)"),
+    "serve": ("irdma-sim serve --socket /tmp/irdma.sock --config scenarios/events.yaml\n"
+              "irdma-sim run scenarios/events.yaml --backend vfio-user:/tmp/irdma.sock   # in another shell",
+              "0 stopped by Ctrl-C (or, with --once, its client left); 2 a config it cannot serve, a socket it "
+              "cannot bind or another server listening there (said before it serves); 3 the model failed"),
+    "gather": ("irdma-sim sweep scenarios/*.yaml --seeds 1-100 --slurm array.sh --out out/big\n"
+               "sbatch array.sh   # then, once the array is done:\n"
+               "irdma-sim gather out/big --junit j.xml",
+               "0 every run passed; 1 a run failed a check; 2 a run could not run, or DIR holds no job list from "
+               "sweep --slurm"),
+    "report": ("irdma-sim report out/smoke", "0 the page was written; 2 DIR is neither a run's nor a sweep's"),
+    "diff": ("irdma-sim run scenarios/smoke.yaml --out out/a && irdma-sim run scenarios/smoke.yaml --out out/b\n"
+             "irdma-sim diff out/a out/b",
+             "0 identical (wall time aside); 1 they differ (where first, per file); 2 a directory cannot be read"),
+}
+
+
+def epilog(command):
+    examples, statuses = EPILOGS[command]
+    indented = "\n".join("  " + line for line in examples.splitlines())
+    return f"examples:\n{indented}\n\n" + textwrap.fill(f"exit status: {statuses}", width=88, subsequent_indent="  ")
+
+
+def build_parser():
     parser = Parser(prog="irdma-sim", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"irdma-sim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    p = sub.add_parser("run", help="run one scenario in a fresh process")
+    p = sub.add_parser("run", help="run one scenario in a fresh process", epilog=epilog("run"),
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenario")
     p.add_argument("--out", help="output directory (default: out/<scenario file's stem>)")
     p.add_argument("--seed", type=seed_value, help="override the scenario's seed (0 to 2^64 - 1)")
@@ -349,17 +393,20 @@ def main(argv=None):
                    help="also write what `irdma-sim replay` needs: stimulus.jsonl and scenario.yaml")
     p.add_argument("--cq-writer", choices=CQ_WRITERS, help=CQ_WRITER_HELP)
     p.set_defaults(func=cmd_run)
-    y = sub.add_parser("replay", help="re-drive a recorded run's host side into the device alone and compare its writes")
+    y = sub.add_parser("replay", help="re-drive a recorded run's host side into the device alone and compare its writes", epilog=epilog("replay"),
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
     y.add_argument("run_dir", help="a run made with --record")
     y.add_argument("--formatter", choices=("tlm", "rtl"), help="the CQE formatter, in place of the recorded run's")
     y.add_argument("--cq-writer", choices=CQ_WRITERS, help=CQ_WRITER_HELP)
     y.add_argument("--flip-cqe-bit", type=flip_bit_value, default=-1, metavar="N",
                    help="replay a deliberately changed device: bit N (0-255) of every CQE's main half flipped")
     y.set_defaults(func=cmd_replay)
-    c = sub.add_parser("check", help="validate scenario files without running them")
+    c = sub.add_parser("check", help="validate scenario files without running them", epilog=epilog("check"),
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("scenarios", nargs="+")
     c.set_defaults(func=cmd_check)
-    s = sub.add_parser("sweep", help="run scenarios over many seeds in parallel, one line each")
+    s = sub.add_parser("sweep", help="run scenarios over many seeds in parallel, one line each", epilog=epilog("sweep"),
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("scenarios", nargs="+")
     s.add_argument("--seeds", required=True, help="e.g. 1-20 or 1,5,9-12")
     s.add_argument("--out", default="out/sweep", help="output root (default: out/sweep)")
@@ -376,7 +423,8 @@ def main(argv=None):
     s.add_argument("--html", action="store_true",
                    help="also write DIR/report.html, and a page for each failing and each of the five slowest runs")
     s.set_defaults(func=cmd_sweep)
-    v = sub.add_parser("serve", help="serve the device model over vfio-user until Ctrl-C")
+    v = sub.add_parser("serve", help="serve the device model over vfio-user until Ctrl-C", epilog=epilog("serve"),
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
     v.add_argument("--socket", required=True, help="the listening socket's path")
     v.add_argument("--config", help="a scenario (its config: section) or such a section alone")
     v.add_argument("--trace", help="write the device's transaction log here")
@@ -384,18 +432,25 @@ def main(argv=None):
     v.add_argument("--no-backdoor", action="store_true",
                    help="offer no test hooks (counters, faults, forced MSI-X), as silicon does")
     v.set_defaults(func=cmd_serve)
-    g = sub.add_parser("gather", help="after a Slurm array from sweep --slurm: write what a sweep writes")
+    g = sub.add_parser("gather", help="after a Slurm array from sweep --slurm: write what a sweep writes", epilog=epilog("gather"),
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("dir", help="the sweep's output directory (its --out)")
     g.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
     g.add_argument("--html", action="store_true", help="also write DIR/report.html")
     g.set_defaults(func=cmd_gather)
-    r = sub.add_parser("report", help="write a run's or a sweep's report.html")
+    r = sub.add_parser("report", help="write a run's or a sweep's report.html", epilog=epilog("report"),
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("dir", help="a run's output directory, or a sweep's")
     r.set_defaults(func=cmd_report)
-    d = sub.add_parser("diff", help="where two runs' outputs first differ")
+    d = sub.add_parser("diff", help="where two runs' outputs first differ", epilog=epilog("diff"),
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
     d.add_argument("a")
     d.add_argument("b")
     d.set_defaults(func=cmd_diff)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
     install_sigterm()
     return args.func(args)

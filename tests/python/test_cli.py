@@ -459,3 +459,23 @@ def test_an_output_path_in_the_way_and_a_reader_gone_are_said_plainly(scenario, 
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc.stdout.close()
     assert proc.wait(timeout=60) in (0, 1) and proc.stderr.read() == ""
+
+
+@pytest.mark.parametrize("command", ["run", "replay", "check", "sweep", "serve", "gather", "report", "diff"])
+def test_each_subcommands_help_shows_examples_that_parse_and_its_exit_statuses(command):
+    import shlex
+    from irdma_sim.cli import build_parser
+    help_text = subprocess.run([sys.executable, "-m", "irdma_sim", command, "--help"], capture_output=True, text=True,
+                               timeout=60, check=True).stdout
+    assert "examples:\n" in help_text and "exit status: 0 " in help_text, help_text
+    examples = help_text.split("examples:\n")[1].split("\n\nexit status:")[0].splitlines()
+    parser = build_parser()
+    ran = 0
+    for line in examples:
+        for part in line.split("#")[0].split("&&"):
+            argv = shlex.split(part)
+            if argv[:1] != ["irdma-sim"]:
+                continue  # sbatch: not ours
+            parser.parse_args(argv[1:])  # every flag and value an example shows exists (exit 2 otherwise)
+            ran += 1
+    assert ran and any(shlex.split(line)[1:2] == [command] for line in examples), examples
