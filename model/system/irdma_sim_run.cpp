@@ -20,7 +20,7 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--record] [--backend sim|vfio-user|vfio-user:SOCKET|vfio:DDDD:BB:DD.F] [--cq-writer tlm|rtl|rtl:model] [--version]\n"
+    "usage: irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--record] [--backend sim|vfio-user|vfio-user:SOCKET|vfio:DDDD:BB:DD.F] [--cq-writer tlm|rtl|rtl:model] [--progress] [--version]\n"
     "       irdma-sim-run --replay RUN_DIR [--formatter tlm|rtl] [--cq-writer tlm|rtl|rtl:model] [--flip-cqe-bit N]";
 
 int replay(const std::string& run_dir, const irdma_sim::system::ReplayOptions& options) {

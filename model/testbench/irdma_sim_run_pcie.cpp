@@ -13,7 +13,7 @@ namespace {
 constexpr const char* kProgram = "irdma-sim-run-pcie";
 constexpr const char* kUsage =
     "usage: irdma-sim-run-pcie SCENARIO --out DIR --backend vfio-user:SOCKET|vfio:DDDD:BB:DD.F [--seed N] [--no-trace] "
-    "[--cq-writer tlm|rtl|rtl:model] [--version]";
+    "[--cq-writer tlm|rtl|rtl:model] [--progress] [--version]";
 
 }  // namespace
 

@@ -35,6 +35,8 @@ bool take_run_argument(int argc, char** argv, int& i, RunCommand& cmd, std::stri
     cmd.options.trace = false;
   } else if (a == "--record") {
     cmd.options.record = true;
+  } else if (a == "--progress") {
+    cmd.progress_lines = true;
   } else if (a == "--cq-writer") {
     try {
       choose_cq_writer(has_value ? argv[++i] : "", cmd.options.cq_writer, cmd.options.cq_writer_timing);
@@ -57,8 +59,11 @@ int usage_error(const char* program, const char* usage, const std::string& what)
 int run_command(const char* program, const char* usage, RunCommand cmd, const BackendFactory& make_backend) {
   if (cmd.scenario.empty()) return usage_error(program, usage, "no scenario given");
   if (cmd.out.empty()) return usage_error(program, usage, "no output directory given (--out DIR)");
-  const bool tty = isatty(STDERR_FILENO);
-  if (tty) cmd.options.progress = [](const RunProgress& p) { std::cerr << "\r\033[K" << p.line() << std::flush; };
+  const bool tty = !cmd.progress_lines && isatty(STDERR_FILENO);
+  if (cmd.progress_lines)
+    cmd.options.progress = [](const RunProgress& p) { std::cout << "progress " << p.line() << std::endl; };
+  else if (tty)
+    cmd.options.progress = [](const RunProgress& p) { std::cerr << "\r\033[K" << p.line() << std::flush; };
   try {
     const RunResult r = run_scenario(cmd.scenario, cmd.out, cmd.options, make_backend);
     if (tty) std::cerr << "\r\033[K" << std::flush;

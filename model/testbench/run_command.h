@@ -1,6 +1,7 @@
 // The command line of one scenario run, shared by irdma-sim-run (every backend, and replay)
 // and irdma-sim-run-pcie (the backends that need no simulator):
 //   SCENARIO --out DIR [--seed N] [--no-trace] [--record] [--backend NAME] [--cq-writer tlm|rtl|rtl:model]
+//            [--progress]
 // Exit status: 0 every check passed, 1 a check failed, 2 bad usage or a malformed scenario,
 // 3 the run failed, 128 + the signal when SIGINT or SIGTERM cut the run short (its outputs
 // are whole).
@@ -16,6 +17,9 @@ namespace irdma_sim::system {
 struct RunCommand {
   std::string scenario, out;
   RunOptions options;
+  // --progress: a line "progress TEXT" on stdout about twice a second, for a parent process
+  // (irdma_sim's runner) to relay; else a line on stderr when it is a terminal.
+  bool progress_lines = false;
 };
 
 // Takes argv[i] (and its value, advancing i) into `cmd` when it is a run's argument;

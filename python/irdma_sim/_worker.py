@@ -3,6 +3,9 @@
   _worker SCENARIO OUT SEED|'' trace|no-trace progress|quiet BACKEND record|no-record CQ_WRITER|'' PARENT_PID
   _worker --replay RUN_DIR FORMATTER|'' FLIP_BIT CQ_WRITER|'' PARENT_PID   (prints the result as JSON)
 
+Runs on a device on PCIe (vfio:BDF, vfio-user:SOCKET) exec irdma-sim-run-pcie, which links no
+simulator; the others run in this process through the module.
+
 Exit status: 0 all checks passed, 1 a check failed, 2 malformed scenario or unknown backend,
 3 the run failed,
 128 + the signal when SIGINT or SIGTERM cut the run short (its outputs are whole). It gets
@@ -37,11 +40,27 @@ def replay(argv):
     return 0
 
 
+def run_on_pcie(scenario, out, seed, trace, progress, backend, record, cq_writer):
+    """A device on PCIe (silicon, or a model served elsewhere) needs no simulator here: this
+    process becomes irdma-sim-run-pcie, which links none (the parent-death signal stays)."""
+    from irdma_sim._build_paths import RUN_PCIE
+    argv = [RUN_PCIE, scenario, "--out", out, "--backend", backend]
+    argv += ["--seed", seed] if seed else []
+    argv += [] if trace == "trace" else ["--no-trace"]
+    argv += ["--progress"] if progress == "progress" else []
+    argv += ["--record"] if record == "record" else []
+    argv += ["--cq-writer", cq_writer] if cq_writer else []
+    sys.stdout.flush()
+    os.execv(RUN_PCIE, argv)
+
+
 def main(argv):
     if argv[0] == "--replay":
         return replay(argv[1:])
     scenario, out, seed, trace, progress, backend, record, cq_writer, parent = argv
     die_with_parent(int(parent))
+    if backend.startswith(("vfio:", "vfio-user:")):
+        run_on_pcie(scenario, out, seed, trace, progress, backend, record, cq_writer)
     from irdma_sim._irdma_sim import ScenarioError, run_scenario
 
     def report(line):

@@ -359,3 +359,26 @@ def test_the_pcie_runner_refuses_bad_usage(args, error, scenario, tmp_path):
     proc = run_pcie(*args)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert error in proc.stderr and "usage: irdma-sim-run-pcie" in proc.stderr, proc.stderr
+
+
+def test_the_cli_runs_a_device_on_pcie_with_no_simulator_in_the_run(tmp_path):
+    sock = tmp_path / "dev.sock"
+    with serving(sock):
+        proc = subprocess.Popen([sys.executable, "-m", "irdma_sim", "run", str(long_scenario(tmp_path)), "--out",
+                                 str(tmp_path / "out"), "--backend", f"vfio-user:{sock}"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 20
+            while not (tmp_path / "out" / "completions.jsonl").exists() or not children(proc.pid):
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+                time.sleep(0.05)
+            run = children(proc.pid)[0]
+            maps = Path(f"/proc/{run}/maps").read_text()
+            assert os.readlink(f"/proc/{run}/exe").endswith("irdma-sim-run-pcie")
+            assert "libsystemc" not in maps and "_irdma_sim" not in maps
+        finally:
+            os.killpg(proc.pid, signal.SIGINT)
+            out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGINT, out + err
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["interrupted"]["signal"] == "SIGINT" and report["counts"]["completions_delivered"] > 0
