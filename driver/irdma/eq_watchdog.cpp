@@ -5,19 +5,21 @@
 // the handler of one whose tail entry has waited a whole period with no handler run. Like
 // mlx5's health poll it also looks at the function itself: one reset under the driver has
 // lost every queue the driver made, and is given up (function_lost).
+#include "driver/irdma/event_queues.h"
+
 #include "driver/irdma/irdma_device.h"
 
 namespace irdma {
 
-bool irdma_device::eq_overdue(irdma_eq_watch& w, bool pending) {
+bool irdma_event_queues::overdue(irdma_eq_watch& w, bool pending) {
   const bool overdue = pending && w.pending_seen && w.handler_runs == w.runs_seen;
   w.pending_seen = pending;
   w.runs_seen = w.handler_runs;
   return overdue;
 }
 
-void irdma_device::eq_watchdog() {
-  const uint64_t period_ns = uint64_t(params_.eq_watchdog_us) * 1000;
+void irdma_event_queues::watchdog() {
+  const uint64_t period_ns = uint64_t(dev_.params_.eq_watchdog_us) * 1000;
   for (;;) {
     watchdog_wake_->wait_for(period_ns);
     if (watchdog_stop_.load()) break;
@@ -30,29 +32,36 @@ void irdma_device::eq_watchdog() {
         const uint64_t ceqe = READ_ONCE(static_cast<const uint64_t*>(ceq.ring.cpu)[ceq.tail]);
         pending = FIELD_GET(IRDMA_CEQE_VALID, ceqe) == ceq.polarity;
       }
-      if (!eq_overdue(ceq.watch, pending)) continue;
-      bump(events_.missed_interrupts);
+      if (!overdue(ceq.watch, pending)) continue;
+      dev_.bump(dev_.events_.missed_interrupts);
       process_ceq(k);
     }
     {
       std::lock_guard<hal::Lock> irq(*aeq_.irq_lock);
       const uint64_t info = READ_ONCE(static_cast<const uint64_t*>(aeq_.ring.cpu)[2ull * aeq_.tail + 1]);
-      if (eq_overdue(aeq_.watch, FIELD_GET(IRDMA_AEQE_VALID, info) == aeq_.polarity)) {
-        bump(events_.missed_interrupts);
+      if (overdue(aeq_.watch, FIELD_GET(IRDMA_AEQE_VALID, info) == aeq_.polarity)) {
+        dev_.bump(dev_.events_.missed_interrupts);
         process_aeq();
       }
     }
     // No lock held: giving the device up runs the consumers' handlers.
-    if (!given_up_.load() && function_lost()) request_reset(reset_cause::function_lost);
+    if (!dev_.given_up_.load() && dev_.function_lost()) dev_.request_reset(irdma_device::reset_cause::function_lost);
   }
   watchdog_running_.store(false);
 }
 
-void irdma_device::stop_eq_watchdog() {
+void irdma_event_queues::start_watchdog() {
+  if (!dev_.params_.eq_watchdog_us) return;
+  watchdog_wake_ = dev_.hw_.exec.make_event();
+  watchdog_running_ = true;
+  dev_.hw_.exec.spawn("irdma-eq-watchdog", 0, [this] { watchdog(); });
+}
+
+void irdma_event_queues::stop_watchdog() {
   if (!watchdog_running_.load()) return;
   watchdog_stop_.store(true);
   watchdog_wake_->signal();
-  while (watchdog_running_.load()) hw_.exec.delay_ns(1000);
+  while (watchdog_running_.load()) dev_.hw_.exec.delay_ns(1000);
 }
 
 }  // namespace irdma

@@ -293,16 +293,11 @@ int irdma_device::probe() {
   attrs.max_cqe = caps_.max_cqe;
   num_comp_vectors = caps_.num_ceqs;
 
-  if (int ret = create_ceqs()) return fail(ret, "creating the CEQs");
-  if (int ret = create_aeq()) return fail(ret, "creating the AEQ");
+  if (int ret = eqs_.create()) return fail(ret, "creating the CEQs and the AEQ");
   workers_ = std::make_unique<ibcore::ib_poll_workers>(hw_.exec);
   poll_workers = workers_.get();
   flush_wq_.start();
-  if (params_.eq_watchdog_us) {
-    watchdog_wake_ = hw_.exec.make_event();
-    watchdog_running_ = true;
-    hw_.exec.spawn("irdma-eq-watchdog", 0, [this] { eq_watchdog(); });
-  }
+  eqs_.start_watchdog();
   hw_.irq.request_error_irq([this] { pci_error_detected(); });  // -EOPNOTSUPP: none reported
   return 0;
 }
@@ -317,9 +312,8 @@ int irdma_device::remove() {
   const int kept = ibcore::ib_cq_pool_cleanup(this);
   if (workers_) workers_->stop();
   flush_wq_.stop();  // the workers return before their objects go
-  stop_eq_watchdog();
-  destroy_aeq();
-  destroy_ceqs();
+  eqs_.stop_watchdog();
+  eqs_.destroy();
   hw_.irq.free_irq_vectors();
   hmc_teardown();
   cqp_.destroy();

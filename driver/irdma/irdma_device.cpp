@@ -10,7 +10,8 @@ irdma_device::irdma_device(hal::Platform& hw, const irdma_params& params)
       params_(params),
       cqp_(hw, uint64_t(params.cqp_timeout_ms) * 1'000'000),
       rsrc_lock_(hw.exec.make_lock()),
-      flush_wq_(hw.exec, [this](irdma_qp* qp) { return run_flush_work(qp); }) {
+      flush_wq_(hw.exec, [this](irdma_qp* qp) { return run_flush_work(qp); }),
+      eqs_(*this) {
   num_online_cpus = hw.exec.num_cpus();
   cqp_.on_timeout = [this] { request_reset(reset_cause::cqp_timeout); };
 }
@@ -22,8 +23,6 @@ irdma_device::~irdma_device() {
     if (q) release_qp(to_iwqp(q));
   for (irdma_cq* cq : cq_table_)
     if (cq) free_cq(cq);
-  for (irdma_ceq& ceq : ceqs_) hw_.dma.free_coherent(ceq.ring);
-  if (aeq_.ring) hw_.dma.free_coherent(aeq_.ring);
   for (hal::DmaBuffer& pd : hmc_.pd_pages) hw_.dma.free_coherent(pd);
   if (hmc_.pble) hw_.dma.free_coherent(hmc_.pble);
 }

@@ -16,6 +16,7 @@
 #include "driver/core/ib_qp.h"
 #include "driver/hal/platform.h"
 #include "driver/irdma/cqp.h"
+#include "driver/irdma/event_queues.h"
 #include "driver/irdma/flush_wq.h"
 #include "driver/irdma/uk.h"
 
@@ -42,7 +43,7 @@ struct irdma_device_caps {
 struct irdma_params {
   uint32_t ceq_itr_us = 0;     // interrupt moderation programmed per CEQ vector (dev->ceq_itr)
   uint32_t max_pbles = 65536;  // most page-list entries committed, whatever the device offers
-  // Missed-interrupt recovery (eq_watchdog.cpp): how often the event queues are looked at
+  // Missed-interrupt recovery (event_queues.h): how often the event queues are looked at
   // for entries an interrupt should have announced, and the function for a reset the driver
   // did not ask for; 0 turns it off. It must exceed the moderation interval, or a held-back
   // interrupt looks missed.
@@ -63,37 +64,6 @@ struct irdma_hmc {
   hal::DmaBuffer pble;                // the PBLE object's pages, contiguous for the CPU
   std::vector<hal::DmaBuffer> pd_pages;  // one per SD the PBLE object spans
   uint32_t first_sd = 0;
-};
-
-// What the missed-interrupt watchdog knows of an event queue, under its irq_lock.
-struct irdma_eq_watch {
-  uint64_t handler_runs = 0;
-  uint64_t runs_seen = 0;     // handler_runs at the watchdog's last look
-  bool pending_seen = false;  // an entry waited at the tail then
-};
-
-// A completion event queue: CEQ k is served by MSI-X vector k, its CEQEs name CQs by
-// context.
-struct irdma_ceq {
-  std::unique_ptr<hal::Lock> ce_lock;  // the ring: its handler against a CQ's cleanup
-  std::unique_ptr<hal::Lock> irq_lock;  // one handler run at a time (interrupt or watchdog)
-  hal::DmaBuffer ring;
-  uint32_t id = 0;
-  uint32_t size = 0;
-  uint32_t tail = 0;
-  uint8_t polarity = 1;
-  irdma_eq_watch watch;
-};
-
-// The asynchronous event queue, on the vector after the CEQs'.
-struct irdma_aeq {
-  std::unique_ptr<hal::Lock> irq_lock;
-  irdma_eq_watch watch;
-  hal::DmaBuffer ring;
-  uint32_t size = 0;
-  uint32_t tail = 0;
-  uint8_t polarity = 1;
-  uint32_t vector = 0;
 };
 
 struct irdma_event_counters {
@@ -248,6 +218,9 @@ class irdma_device final : public ibcore::ib_device {
   irdma_event_counters event_counters() const;
 
  private:
+  // The event queues' handlers reach the CQP, the CQ table, the counters and, from the
+  // watchdog, the reset (irdma_pci_f's handlers take the whole rf).
+  friend class irdma_event_queues;
   // Counters several threads bump (handlers of different vectors, destroys).
   struct event_stats {
     std::atomic<uint64_t> interrupts{0}, ceqes{0}, stale_ceqes{0}, comp_events{0}, aeqes{0},
@@ -297,21 +270,6 @@ class irdma_device final : public ibcore::ib_device {
   size_t generate_flush_completions(irdma_qp* qp, bool sq);
   void take_newly_flushed(irdma_cq* cq);
   int alloc_stag(uint32_t index, bool window, uint64_t max_len, uint32_t pd_id);
-  // Completion events (events.cpp).
-  int create_ceqs();
-  void destroy_ceqs();
-  void irq_handler(uint32_t ceq_id);  // takes the CEQ's irq_lock
-  void process_ceq(uint32_t ceq_id);  // irq_lock held
-  int create_aeq();
-  void destroy_aeq();
-  void aeq_handler();
-  void process_aeq();
-  // Missed-interrupt recovery (eq_watchdog.cpp): the worker, one look at an event queue
-  // (true when its interrupt is overdue), and stopping the worker.
-  void eq_watchdog();
-  static bool eq_overdue(irdma_eq_watch& w, bool pending);
-  void stop_eq_watchdog();
-  void cleanup_ceqes(const irdma_cq* cq);
   int dealloc_stag(uint32_t index, bool window);
   int post_reg_mr(irdma_qp* qp, const ibcore::ib_send_wr& wr);
   void ring_sq(irdma_qp* qp, std::unique_lock<hal::Lock>& guard);
@@ -334,10 +292,7 @@ class irdma_device final : public ibcore::ib_device {
   uint64_t ids_in_use_ = 0;  // CQ, QP, PD and STag ids allocated, under rsrc_lock_
   uint32_t next_stag_ = 1, next_pd_ = 1;
   irdma_flush_wq flush_wq_;
-  std::vector<irdma_ceq> ceqs_;
-  irdma_aeq aeq_;
-  std::unique_ptr<hal::Event> watchdog_wake_;
-  std::atomic<bool> watchdog_stop_{false}, watchdog_running_{false};
+  irdma_event_queues eqs_;
   std::atomic<bool> given_up_{false};  // request_reset ran
   std::atomic<uint64_t> given_up_ns_{0};  // when (0: not yet)
   std::unique_ptr<ibcore::ib_poll_workers> workers_;

@@ -151,7 +151,7 @@ int irdma_device::destroy_cq(ib_cq* ibcq) {
     cq_table_[cq->cq_num] = cq;
     return ret;
   }
-  cleanup_ceqes(cq);
+  eqs_.cleanup_ceqes(cq);
   // The device writes it no more: what is still in the ring goes unreported.
   bump(events_.cqes_left, irdma_uk_cq_unpolled(&cq->sc_cq));
   // Handlers that took it from the table before it left go first (wait_for_completion).

@@ -1,5 +1,7 @@
-// Completion events: the CEQs (one per completion vector, spec E), their interrupt
-// handler, and the CEQE cleanup a destroyed CQ needs.
+// The event queues (event_queues.h): the CEQs and their interrupt handler, the CEQE cleanup
+// a destroyed CQ needs, and the AEQ.
+#include "driver/irdma/event_queues.h"
+
 #include <algorithm>
 #include <cerrno>
 
@@ -9,71 +11,86 @@ namespace irdma {
 
 using namespace ibcore;
 
-int irdma_device::create_ceqs() {
+irdma_event_queues::~irdma_event_queues() {
+  for (irdma_ceq& ceq : ceqs_) dev_.hw_.dma.free_coherent(ceq.ring);
+  if (aeq_.ring) dev_.hw_.dma.free_coherent(aeq_.ring);
+}
+
+int irdma_event_queues::create() {
+  if (int ret = create_ceqs()) return ret;
+  return create_aeq();
+}
+
+void irdma_event_queues::destroy() {
+  destroy_aeq();
+  destroy_ceqs();
+}
+
+int irdma_event_queues::create_ceqs() {
   // Arming is one-shot, but a promotion re-arms a CQ whose CEQE may not be consumed yet:
   // two slots per CQ.
-  const uint32_t size = uint32_t(std::clamp<uint64_t>(2ull * caps_.max_cq, 8, IRDMA_MAX_CEQ_SIZE));
-  ceqs_.reserve(caps_.num_ceqs);  // a handler may run while later CEQs are created
-  for (uint32_t k = 0; k < caps_.num_ceqs; k++) {
+  const uint32_t size = uint32_t(std::clamp<uint64_t>(2ull * dev_.caps_.max_cq, 8, IRDMA_MAX_CEQ_SIZE));
+  ceqs_.reserve(dev_.caps_.num_ceqs);  // a handler may run while later CEQs are created
+  for (uint32_t k = 0; k < dev_.caps_.num_ceqs; k++) {
     irdma_ceq ceq;
-    ceq.ce_lock = hw_.exec.make_lock();
-    ceq.irq_lock = hw_.exec.make_lock();
+    ceq.ce_lock = dev_.hw_.exec.make_lock();
+    ceq.irq_lock = dev_.hw_.exec.make_lock();
     ceq.id = k;
     ceq.size = size;
-    ceq.ring = hw_.dma.alloc_coherent(uint64_t(size) * 8, 256);
+    ceq.ring = dev_.hw_.dma.alloc_coherent(uint64_t(size) * 8, 256);
     if (!ceq.ring) return -ENOMEM;
-    const int ret = cqp_.exec(IRDMA_CQP_OP_CREATE_CEQ, [&](uint64_t* wqe) {
+    const int ret = dev_.cqp_.exec(IRDMA_CQP_OP_CREATE_CEQ, [&](uint64_t* wqe) {
       wqe[2] = FIELD_PREP(IRDMA_CQPSQ_CEQ_CEQSIZE, size);
       wqe[4] = ceq.ring.iova;
       return FIELD_PREP(IRDMA_CQPSQ_CEQ_CEQID, k);
     });
     if (ret) {
-      hw_.dma.free_coherent(ceq.ring);
+      dev_.hw_.dma.free_coherent(ceq.ring);
       return ret;
     }
     ceqs_.push_back(std::move(ceq));
-    if (int err = hw_.irq.request_irq(k, [this, k](unsigned) { irq_handler(k); })) return err;
-    hw_.bar0.write32(IRDMA_GLINT_CEQCTL(k), uint32_t(IRDMA_GLINT_CEQCTL_CAUSE_ENA |
+    if (int err = dev_.hw_.irq.request_irq(k, [this, k](unsigned) { irq_handler(k); })) return err;
+    dev_.hw_.bar0.write32(IRDMA_GLINT_CEQCTL(k), uint32_t(IRDMA_GLINT_CEQCTL_CAUSE_ENA |
                                                      FIELD_PREP(IRDMA_GLINT_CEQCTL_ITR_INDX, IRDMA_IDX_NOITR) |
                                                      FIELD_PREP(IRDMA_GLINT_CEQCTL_MSIX_INDX, k)));
-    hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(k), uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA));
+    dev_.hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(k), uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA));
   }
   return 0;
 }
 
-void irdma_device::destroy_ceqs() {
+void irdma_event_queues::destroy_ceqs() {
   for (irdma_ceq& ceq : ceqs_) {
     // The vector off and its handler gone first: what is left is then left for good.
-    hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq.id), 0);
-    hw_.bar0.write32(IRDMA_GLINT_CEQCTL(ceq.id), 0);
-    hw_.irq.free_irq(ceq.id);
+    dev_.hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq.id), 0);
+    dev_.hw_.bar0.write32(IRDMA_GLINT_CEQCTL(ceq.id), 0);
+    dev_.hw_.irq.free_irq(ceq.id);
     {
       std::lock_guard<hal::Lock> guard(*ceq.ce_lock);
       const auto* ring = static_cast<const uint64_t*>(ceq.ring.cpu);
       for (uint32_t i = 0, idx = ceq.tail, pol = ceq.polarity; i < ceq.size; i++) {
         if (FIELD_GET(IRDMA_CEQE_VALID, READ_ONCE(ring[idx])) != pol) break;
-        bump(events_.ceqes_left);
+        dev_.bump(dev_.events_.ceqes_left);
         if (++idx == ceq.size) {
           idx = 0;
           pol ^= 1;
         }
       }
     }
-    cqp_.exec(IRDMA_CQP_OP_DESTROY_CEQ, [&](uint64_t* wqe) {
+    dev_.cqp_.exec(IRDMA_CQP_OP_DESTROY_CEQ, [&](uint64_t* wqe) {
       wqe[2] = FIELD_PREP(IRDMA_CQPSQ_CEQ_CEQSIZE, ceq.size);
       return FIELD_PREP(IRDMA_CQPSQ_CEQ_CEQID, ceq.id);
     });
-    hw_.dma.free_coherent(ceq.ring);
+    dev_.hw_.dma.free_coherent(ceq.ring);
   }
   ceqs_.clear();
 }
 
 // The CEQ's interrupt. Linux defers the work to a tasklet, which never runs twice at once;
 // here irq_lock keeps the watchdog's runs and the interrupt's apart.
-void irdma_device::irq_handler(uint32_t ceq_id) {
+void irdma_event_queues::irq_handler(uint32_t ceq_id) {
   irdma_ceq& ceq = ceqs_[ceq_id];
   std::lock_guard<hal::Lock> guard(*ceq.irq_lock);
-  bump(events_.interrupts);
+  dev_.bump(dev_.events_.interrupts);
   ceq.watch.handler_runs++;
   process_ceq(ceq_id);
 }
@@ -81,7 +98,7 @@ void irdma_device::irq_handler(uint32_t ceq_id) {
 // irdma_process_ceq: every CEQE is acknowledged, its CQ disarmed and its handler called;
 // CEQEs of no CQ (cleaned up, context 0) are skipped. Then the vector is enabled again.
 // The ring is read under ce_lock, the handler called with the CQ referenced.
-void irdma_device::process_ceq(uint32_t ceq_id) {
+void irdma_event_queues::process_ceq(uint32_t ceq_id) {
   irdma_ceq& ceq = ceqs_[ceq_id];
   auto* ring = static_cast<uint64_t*>(ceq.ring.cpu);
   for (;;) {
@@ -95,29 +112,29 @@ void irdma_device::process_ceq(uint32_t ceq_id) {
         ceq.tail = 0;
         ceq.polarity ^= 1;
       }
-      bump(events_.ceqes);
-      cq = irdma_cq_add_ref(ceqe << 1);
+      dev_.bump(dev_.events_.ceqes);
+      cq = dev_.irdma_cq_add_ref(ceqe << 1);
       if (!cq) {
-        bump(events_.stale_ceqes);
+        dev_.bump(dev_.events_.stale_ceqes);
         continue;
       }
-      hw_.bar0.write32(IRDMA_CQACK, cq->cq_num);
+      dev_.hw_.bar0.write32(IRDMA_CQACK, cq->cq_num);
     }
     cq->armed.store(false);
     if (cq->comp_handler) {
-      bump(events_.comp_events);
+      dev_.bump(dev_.events_.comp_events);
       cq->comp_handler(cq);
     }
-    irdma_cq_rem_ref(cq);
+    irdma_device::irdma_cq_rem_ref(cq);
   }
-  hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq_id),
+  dev_.hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq_id),
                    uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA |
-                            FIELD_PREP(IRDMA_GLINT_DYN_CTL_INTERVAL, params_.ceq_itr_us >> 1)));
+                            FIELD_PREP(IRDMA_GLINT_DYN_CTL_INTERVAL, dev_.params_.ceq_itr_us >> 1)));
 }
 
 // irdma_sc_cleanup_ceqes: the destroyed CQ's unconsumed CEQEs keep only their valid bit,
 // so the handler skips them.
-void irdma_device::cleanup_ceqes(const irdma_cq* cq) {
+void irdma_event_queues::cleanup_ceqes(const irdma_cq* cq) {
   if (cq->ceq_id >= ceqs_.size()) return;
   irdma_ceq& ceq = ceqs_[cq->ceq_id];
   std::lock_guard<hal::Lock> guard(*ceq.ce_lock);
@@ -138,43 +155,43 @@ void irdma_device::cleanup_ceqes(const irdma_cq* cq) {
 // The AEQ: as many entries as CQs and QPs could each report once, on the vector after
 // the CEQs'. Its CQP commands follow CEQ_CREATE's layout (entries in qword2, the ring in
 // qword4): this model's choice, the spec has no AEQ WQE.
-int irdma_device::create_aeq() {
-  aeq_.size = uint32_t(std::clamp<uint64_t>(uint64_t(caps_.max_cq) + caps_.max_qp, 16, IRDMA_MAX_AEQ_SIZE));
-  aeq_.vector = caps_.num_ceqs;
-  aeq_.irq_lock = hw_.exec.make_lock();
-  aeq_.ring = hw_.dma.alloc_coherent(uint64_t(aeq_.size) * 16, 256);
+int irdma_event_queues::create_aeq() {
+  aeq_.size = uint32_t(std::clamp<uint64_t>(uint64_t(dev_.caps_.max_cq) + dev_.caps_.max_qp, 16, IRDMA_MAX_AEQ_SIZE));
+  aeq_.vector = dev_.caps_.num_ceqs;
+  aeq_.irq_lock = dev_.hw_.exec.make_lock();
+  aeq_.ring = dev_.hw_.dma.alloc_coherent(uint64_t(aeq_.size) * 16, 256);
   if (!aeq_.ring) return -ENOMEM;
-  if (int ret = cqp_.exec(IRDMA_CQP_OP_CREATE_AEQ, [&](uint64_t* wqe) {
+  if (int ret = dev_.cqp_.exec(IRDMA_CQP_OP_CREATE_AEQ, [&](uint64_t* wqe) {
         wqe[2] = aeq_.size;
         wqe[4] = aeq_.ring.iova;
         return uint64_t(0);
       })) {
-    hw_.dma.free_coherent(aeq_.ring);
+    dev_.hw_.dma.free_coherent(aeq_.ring);
     aeq_.ring = {};
     return ret;
   }
-  if (int err = hw_.irq.request_irq(aeq_.vector, [this](unsigned) { aeq_handler(); })) return err;
-  hw_.bar0.write32(IRDMA_PFINT_AEQCTL, uint32_t(IRDMA_GLINT_CEQCTL_CAUSE_ENA |
+  if (int err = dev_.hw_.irq.request_irq(aeq_.vector, [this](unsigned) { aeq_handler(); })) return err;
+  dev_.hw_.bar0.write32(IRDMA_PFINT_AEQCTL, uint32_t(IRDMA_GLINT_CEQCTL_CAUSE_ENA |
                                                 FIELD_PREP(IRDMA_GLINT_CEQCTL_ITR_INDX, IRDMA_IDX_NOITR) |
                                                 FIELD_PREP(IRDMA_GLINT_CEQCTL_MSIX_INDX, aeq_.vector)));
-  hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector),
+  dev_.hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector),
                    uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA));
   return 0;
 }
 
-void irdma_device::destroy_aeq() {
+void irdma_event_queues::destroy_aeq() {
   if (!aeq_.ring) return;
-  hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector), 0);
-  hw_.bar0.write32(IRDMA_PFINT_AEQCTL, 0);
-  hw_.irq.free_irq(aeq_.vector);
-  cqp_.exec(IRDMA_CQP_OP_DESTROY_AEQ, [&](uint64_t*) { return uint64_t(0); });
-  hw_.dma.free_coherent(aeq_.ring);
+  dev_.hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector), 0);
+  dev_.hw_.bar0.write32(IRDMA_PFINT_AEQCTL, 0);
+  dev_.hw_.irq.free_irq(aeq_.vector);
+  dev_.cqp_.exec(IRDMA_CQP_OP_DESTROY_AEQ, [&](uint64_t*) { return uint64_t(0); });
+  dev_.hw_.dma.free_coherent(aeq_.ring);
   aeq_.ring = {};
 }
 
-void irdma_device::aeq_handler() {
+void irdma_event_queues::aeq_handler() {
   std::lock_guard<hal::Lock> guard(*aeq_.irq_lock);
-  bump(events_.interrupts);
+  dev_.bump(dev_.events_.interrupts);
   aeq_.watch.handler_runs++;
   process_aeq();
 }
@@ -182,7 +199,7 @@ void irdma_device::aeq_handler() {
 // irdma_process_aeq, as far as CQs go: CQ_OPERATION_ERROR (the device's overflow) and a
 // CQ's catastrophic error become IB_EVENT_CQ_ERR on the CQ's event handler. Consumed
 // entries go back through AEQALLOC before the vector is enabled again.
-void irdma_device::process_aeq() {
+void irdma_event_queues::process_aeq() {
   auto* ring = static_cast<uint64_t*>(aeq_.ring.cpu);
   uint32_t consumed = 0;
   for (;;) {
@@ -201,18 +218,18 @@ void irdma_device::process_aeq() {
     if (!irdma_ae_source_is_cq(src) ||
         (code != IRDMA_AE_CQ_OPERATION_ERROR && code != IRDMA_AE_LCE_CQ_CATASTROPHIC))
       continue;
-    irdma_cq* cq = irdma_cq_add_ref(ctx << 1);
+    irdma_cq* cq = dev_.irdma_cq_add_ref(ctx << 1);
     if (!cq) {
-      bump(events_.stale_cq_errors);
+      dev_.bump(dev_.events_.stale_cq_errors);
       continue;
     }
-    bump(events_.cq_errors);
-    if (cq->event_handler) cq->event_handler({this, cq, IB_EVENT_CQ_ERR});
-    irdma_cq_rem_ref(cq);
+    dev_.bump(dev_.events_.cq_errors);
+    if (cq->event_handler) cq->event_handler({&dev_, cq, IB_EVENT_CQ_ERR});
+    irdma_device::irdma_cq_rem_ref(cq);
   }
-  bump(events_.aeqes, consumed);
-  if (consumed) hw_.bar0.write32(IRDMA_AEQALLOC, consumed);
-  hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector),
+  dev_.bump(dev_.events_.aeqes, consumed);
+  if (consumed) dev_.hw_.bar0.write32(IRDMA_AEQALLOC, consumed);
+  dev_.hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector),
                    uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA));
 }
 
