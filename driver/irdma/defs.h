@@ -136,7 +136,7 @@ enum irdma_cqp_op : uint8_t {
 
 // HMC set-up (irdma_sc_query_fpm_val, irdma_sc_commit_fpm_val, irdma_sc_update_pe_sds).
 // The width of the CEQ count (10:0, Linux reads 9:0) and the absence of an overflow SD
-// buffer are this simulator's choices; see the README's bring-up table.
+// buffer are this simulator's choices; see model/device/README.md, "Bring-up".
 enum irdma_hmc_rsrc_type : unsigned {
   IRDMA_HMC_IW_QP = 0,
   IRDMA_HMC_IW_CQ = 1,

@@ -1,7 +1,8 @@
 // The device's view of a completion queue entry (irdma spec C.3/C.4): what the CQ engine
 // knows about a completion, and the formatter that turns it into the 32-byte halves the
 // engine writes to host memory. Layout facts are restated here on purpose, apart from the
-// driver's copy (ARCHITECTURE.md: written twice, held together by golden-vector tests).
+// driver's copy (model/device/README.md: written twice, held together by golden-vector
+// tests).
 #pragma once
 
 #include <array>

@@ -12,8 +12,7 @@ enum class CqWriterKind { tlm, rtl };
 // What the RTL CQ writer charges the engine: its own clock cycles, or the stage costs.
 enum class CqWriterTiming { rtl, model };
 
-// The CQ writer's costs are the RTL's cycles (rtl/cq_writer.v; README "The CQ writer in
-// RTL"), each charged where the RTL spends it, so that a read or a write lands after the
+// The CQ writer's costs are the RTL's cycles (rtl/cq_writer.v; rtl_bridge/README.md), each charged where the RTL spends it, so that a read or a write lands after the
 // same cycles in both.
 struct StageCycles {
   uint32_t doorbell = 4;     // decode a doorbell write, queue the work

@@ -7,8 +7,8 @@
 // bounded but need no backing. SDs are paged (a page of 512 page addresses each); direct
 // SDs, whose 2 MiB the driver would have to find contiguous, are refused.
 //
-// Layouts this model chose where Linux's are unconfirmed are in the README's bring-up
-// table: the CEQ count's width (10:0), the FTN_FLAGS bits beyond atomics, the max-CQE
+// Layouts this model chose where Linux's are unconfirmed are in model/device/README.md,
+// "Bring-up": the CEQ count's width (10:0), the FTN_FLAGS bits beyond atomics, the max-CQE
 // feature, SD command bits, overflow SD buffers (refused).
 #pragma once
 

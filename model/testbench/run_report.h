@@ -1,5 +1,5 @@
 // A run's report.json and coverage.json: what the run was, what it counted and what held.
-// The format is a documented contract (README: "report.json"): extend it, never break it.
+// The format is a documented contract (model/testbench/README.md): extend it, never break it.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // A scenario: the system's configuration, what the driver sets up (pool CQs, loopback QP
 // pairs), the traffic to run, and what must hold at the end. Loaded from YAML strictly
-// (see README, "Scenario files").
+// (scenarios/README.md, "The format").
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 namespace irdma_sim::system {
 
 // What a QP posts, cycled through. reg_mr, bind_mw, local_inv and read_inv work on the
-// QP's own memory region over its peer's buffers (see README, "Traffic").
+// QP's own memory region over its peer's buffers (scenarios/README.md, "The format").
 enum class TrafficOp {
   send, write, write_imm, read, fetch_add, cmp_swap, local_inv, reg_mr, bind_mw, read_inv, nop
 };

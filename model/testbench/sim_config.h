@@ -1,5 +1,6 @@
 // A whole simulated system's configuration: device, PCIe link, host, and the time
-// synchronisation mode. Every field has a documented default (README, "Configuration").
+// synchronisation mode. Every field has a documented default (scenarios/README.md,
+// "Configuration and its defaults").
 #pragma once
 
 #include <string>

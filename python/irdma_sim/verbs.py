@@ -9,7 +9,7 @@ IBV_WR_SEND, ...). Everything runs in simulated time: a poll that finds nothing 
 device run a little, as a CPU spinning on a CQ does.
 
 One Context per process (SystemC elaborates once): run each test in a fresh process with
-the `fresh_process` marker of the irdma_sim.pytest_plugin (see the README).
+the `fresh_process` marker of the irdma_sim.pytest_plugin (see python/README.md).
 
 Errors are VerbsError, an OSError whose errno is Linux's.
 """
