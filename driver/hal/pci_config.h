@@ -25,6 +25,8 @@ inline constexpr uint32_t PCI_STATUS = 0x06;
 inline constexpr uint32_t PCI_REVISION_ID = 0x08;
 inline constexpr uint32_t PCI_CAPABILITY_LIST = 0x34;
 inline constexpr uint16_t PCI_COMMAND_MEMORY = 0x2;
+// A read of a function that is gone completes with all ones (Linux's PCI_POSSIBLE_ERROR).
+inline constexpr bool pci_possible_error(uint16_t v) { return v == 0xFFFF; }
 inline constexpr uint16_t PCI_COMMAND_MASTER = 0x4;
 inline constexpr uint16_t PCI_STATUS_CAP_LIST = 0x10;
 inline constexpr uint8_t PCI_CAP_ID_EXP = 0x10;

@@ -61,7 +61,7 @@ void irdma_device::request_reset(reset_cause cause) {
 // and never clears it.
 bool irdma_device::function_lost() {
   const uint16_t cmd = hw_.config.read16(hal::PCI_COMMAND);
-  return cmd == 0xFFFF || !(cmd & hal::PCI_COMMAND_MEMORY);
+  return hal::pci_possible_error(cmd) || !(cmd & hal::PCI_COMMAND_MEMORY);
 }
 
 // pci_error_handlers::error_detected: whatever the error, the function is reset.

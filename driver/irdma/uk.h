@@ -96,6 +96,11 @@ struct irdma_qp_uk {
   uint64_t compl_ctx = 0;
 };
 
+// The opaque contexts the device echoes (a QP's compl_ctx, a CQ's ctx before its shift):
+// the object's id in the low 32 bits, a generation above that makes every object's new.
+constexpr uint64_t irdma_obj_cookie(uint64_t generation, uint32_t id) { return generation << 32 | id; }
+constexpr uint32_t irdma_cookie_id(uint64_t cookie) { return uint32_t(cookie); }
+
 struct irdma_cq_poll_info {
   uint64_t wr_id = 0;
   irdma_qp_uk* qp_handle = nullptr;

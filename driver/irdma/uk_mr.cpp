@@ -37,8 +37,8 @@ int irdma_sc_mr_fast_register(irdma_qp_uk* qp, const irdma_fast_reg_stag_info& i
   const uint64_t q1 = (info.reg_addr_pa & IRDMAQPSQ_PBLADDR) |
                       FIELD_PREP(IRDMAQPSQ_FIRSTPMPBLIDXHI, info.first_pm_pbl_index >> 16);
   const uint64_t q2 = FIELD_PREP(IRDMAQPSQ_STAGLEN, info.total_len) |
-                      FIELD_PREP(IRDMAQPSQ_FIRSTPMPBLIDXLO, info.first_pm_pbl_index & 0xFFFF);
-  const uint64_t flags = FIELD_PREP(IRDMAQPSQ_STAGKEY, info.stag & 0xFF) |
+                      FIELD_PREP(IRDMAQPSQ_FIRSTPMPBLIDXLO, info.first_pm_pbl_index);
+  const uint64_t flags = FIELD_PREP(IRDMAQPSQ_STAGKEY, info.stag) |
                          FIELD_PREP(IRDMAQPSQ_STAGINDEX, info.stag >> 8) |
                          FIELD_PREP(IRDMAQPSQ_LPBLSIZE, info.chunk_size) |
                          FIELD_PREP(IRDMAQPSQ_STAGRIGHTS, info.access_rights) |

@@ -79,7 +79,7 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
     std::lock_guard<hal::Lock> guard(*rsrc_lock_);
     // The CQ context comes back in CEQEs and AEQEs shifted right by one, as Linux's
     // pointer does; an even cookie survives that.
-    obj->ctx = (++obj_generation_ << 32 | uint64_t(cq_num)) << 1;
+    obj->ctx = irdma_obj_cookie(++obj_generation_, uint32_t(cq_num)) << 1;
   }
   const int ret = cqp_.exec(IRDMA_CQP_OP_CREATE_CQ, [&](uint64_t* wqe) {
     wqe[0] = entries;
@@ -117,7 +117,7 @@ void irdma_device::free_cq(irdma_cq* cq) {
 }
 
 irdma_cq* irdma_device::irdma_cq_add_ref(uint64_t ctx) {
-  const uint64_t cq_num = (ctx >> 1) & 0xFFFFFFFF;
+  const uint32_t cq_num = irdma_cookie_id(ctx >> 1);
   std::lock_guard<hal::Lock> guard(*rsrc_lock_);
   irdma_cq* cq = cq_num < cq_table_.size() ? cq_table_[cq_num] : nullptr;
   if (!cq || cq->ctx != ctx) return nullptr;

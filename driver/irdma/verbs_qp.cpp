@@ -34,7 +34,7 @@ void irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qke
   const uint64_t rq_pa = sq_pa + uint64_t(q.sq_ring.size) * IRDMA_QP_WQE_MIN_SIZE;
   // Queue sizes are encoded as log2(quanta) - 2.
   ctx[0] = FIELD_PREP(IRDMAQPC_RQWQESIZE, q.rq_shift) | FIELD_PREP(IRDMAQPC_PDIDXHI, qp->pd_id >> 16);
-  ctx[IRDMAQPC_PDIDX_QWORD] = FIELD_PREP(IRDMAQPC_PDIDX, qp->pd_id & 0xFFFF);
+  ctx[IRDMAQPC_PDIDX_QWORD] = FIELD_PREP(IRDMAQPC_PDIDX, qp->pd_id);  // bits 15:0; PDIDXHI has the rest
   ctx[IRDMAQPC_SQADDR_QWORD] = sq_pa;
   ctx[IRDMAQPC_RQADDR_QWORD] = rq_pa;
   ctx[IRDMAQPC_SIZES_QWORD] =
@@ -70,7 +70,7 @@ ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr, ib_pd* pd) {
   q.back_qp = static_cast<ib_qp*>(qp.get());
   {
     std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-    q.compl_ctx = ++obj_generation_ << 32 | uint64_t(qp_num);
+    q.compl_ctx = irdma_obj_cookie(++obj_generation_, uint32_t(qp_num));
   }
   qp->qp_num = uint32_t(qp_num);
   qp->qp_type = attr.qp_type;

@@ -61,6 +61,9 @@ int sc_main(int argc, char** argv) {
     if (a == "--version") {
       std::cout << "irdma-sim-run " IRDMA_SIM_VERSION "\n";
       return 0;
+    } else if (a == "--help" || a == "-h") {
+      std::cout << kUsage << "\n";
+      return 0;
     } else if (a == "--replay") {
       if (!has_value) return usage("--replay needs a run's output directory");
       replay_dir = argv[++i];

@@ -23,12 +23,17 @@ int main(int argc, char** argv) {
   cmd.options.backend.clear();
   std::string error;
   for (int i = 1; i < argc; i++) {
-    if (std::string(argv[i]) == "--version") {
+    const std::string a = argv[i];
+    if (a == "--version") {
       std::cout << kProgram << " " IRDMA_SIM_VERSION "\n";
       return 0;
     }
+    if (a == "--help" || a == "-h") {
+      std::cout << kUsage << "\n";
+      return 0;
+    }
     if (!take_run_argument(argc, argv, i, cmd, error))
-      return usage_error(kProgram, kUsage, std::string("unexpected argument '") + argv[i] + "'");
+      return usage_error(kProgram, kUsage, "unexpected argument '" + a + "'");
     if (!error.empty()) return usage_error(kProgram, kUsage, error);
   }
   const std::string& backend = cmd.options.backend;

@@ -382,3 +382,11 @@ def test_the_cli_runs_a_device_on_pcie_with_no_simulator_in_the_run(tmp_path):
     assert proc.returncode == 128 + signal.SIGINT, out + err
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["interrupted"]["signal"] == "SIGINT" and report["counts"]["completions_delivered"] > 0
+
+
+@pytest.mark.parametrize("runner", ["model/system/irdma-sim-run", "model/testbench/irdma-sim-run-pcie"])
+def test_the_runners_print_their_usage_on_help(runner):
+    binary = Path(os.environ["IRDMA_SIM_BIN"]).parent / runner
+    for flag in ("--help", "-h"):
+        proc = subprocess.run([str(binary), flag], capture_output=True, text=True, timeout=30)
+        assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {binary.name} "), proc.stdout + proc.stderr

@@ -19,7 +19,7 @@ PcieHost::PcieHost(std::unique_ptr<PciTransport> transport, PcieHostOptions opti
       dma_(*transport_, options.dma),
       irq_(*transport_, config_),
       platform_{config_, bar0_, dma_, irq_, exec_} {
-  if (config_.read16(hal::PCI_VENDOR_ID) == 0xFFFF)
+  if (hal::pci_possible_error(config_.read16(hal::PCI_VENDOR_ID)))
     throw PciTransportError("pcie: the function's config space does not answer (vendor id reads 0xffff)" +
                             (config_.errors().count() ? ": " + config_.errors().last() : std::string()));
   if (bar0_.size() == 0) throw PciTransportError("pcie: the function has no BAR0");
