@@ -1,6 +1,6 @@
-// Step-by-step driving of a simulated system, for scripts and notebooks: take CQs from
-// the pool, make loopback QP pairs, post, poll, read counters. Every call runs the driver
-// on host CPU 0 and simulates until the call returns.
+// Step-by-step driving of a host's device, for scripts and notebooks (Python's Session,
+// on the in-process simulation): take CQs from the pool, make loopback QP pairs, post,
+// poll, read counters. Every call runs the driver on the host's CPU 0 until it returns.
 #pragma once
 
 #include <cstdint>

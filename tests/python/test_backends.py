@@ -390,3 +390,16 @@ def test_the_runners_print_their_usage_on_help(runner):
     for flag in ("--help", "-h"):
         proc = subprocess.run([str(binary), flag], capture_output=True, text=True, timeout=30)
         assert proc.returncode == 0 and proc.stdout.startswith(f"usage: {binary.name} "), proc.stdout + proc.stderr
+
+
+def test_progress_of_a_run_on_pcie_reaches_the_caller(tmp_path):
+    import irdma_sim
+    path = tmp_path / "medium.yaml"
+    path.write_text("name: medium\nqp_pairs: [{name: p, count: 2, sq_depth: 32, rq_depth: 32}]\n"
+                    "traffic: {sends_per_qp: 40000}\n")
+    sock = tmp_path / "dev.sock"
+    lines = []
+    with serving(sock):
+        report = irdma_sim.run(path, tmp_path / "out", backend=f"vfio-user:{sock}", progress=lines.append)
+    assert report["passed"], report["checks"]
+    assert lines and all("completions" in line for line in lines), lines
