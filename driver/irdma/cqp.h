@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "driver/hal/platform.h"
 #include "driver/irdma/uk.h"
@@ -16,6 +17,8 @@ struct cqp_completion {
   uint16_t major_err = 0;
   uint16_t minor_err = 0;
   uint32_t op_ret_val = 0;
+  // " (major 0x..., minor 0x...)", for an error message.
+  std::string describe() const;
 };
 
 class irdma_cqp {

@@ -1,9 +1,12 @@
-// The control QP and its CCQ (cqp.h): the layer of Linux's ctrl.c that posts CQP commands
-// and reaps their completions (irdma_sc_cqp_*, irdma_sc_ccq_*).
-#include "driver/irdma/cqp.h"
-
+// The shared-code layer of Linux's ctrl.c: the control QP and its CCQ, which post CQP
+// commands and reap their completions (irdma_sc_cqp_*, irdma_sc_ccq_*), and the device's
+// own bring-up steps that need no HMC (irdma_wait_pe_ready, irdma_get_rdma_features).
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+
+#include "driver/irdma/type.h"
 
 namespace irdma {
 namespace {
@@ -11,6 +14,7 @@ namespace {
 constexpr uint32_t kCcqSize = irdma_cqp::kSqSize + 1;
 constexpr uint32_t kCcqShadowReadThreshold = 16;
 constexpr uint64_t kStatusPollNs = 1'000;
+constexpr uint64_t kPeReadyPollNs = 1'000'000'000;
 // Contexts the device echoes: opaque cookies rather than Linux's pointers (see uk.h).
 constexpr uint64_t kCqpContext = 0x4350'0000'0000'0000ull;  // "CP"
 constexpr uint64_t kCcqContext = 0x4343'0000'0000'0000ull;  // "CC", even
@@ -22,6 +26,12 @@ uint32_t log2u(uint32_t v) {
 }
 
 }  // namespace
+
+std::string cqp_completion::describe() const {
+  char s[40];
+  std::snprintf(s, sizeof s, " (major 0x%04x, minor 0x%04x)", major_err, minor_err);
+  return s;
+}
 
 // Teardown without a device to talk to (it may be gone): only the memory is released.
 irdma_cqp::~irdma_cqp() { free_memory(); }
@@ -278,6 +288,69 @@ int irdma_cqp::wait_for(std::unique_lock<hal::Lock>& guard, const std::function<
     guard.lock();
   }
   return 0;
+}
+
+int irdma_sc_dev::fail(int err, const std::string& what) {
+  if (init_error.empty()) init_error = what;
+  return err;
+}
+
+// irdma_wait_pe_ready, then the doorbell BAR check of irdma_sc_dev_init.
+int irdma_sc_dev::wait_pe_ready() {
+  for (uint32_t polls = 1;; polls++) {
+    if (hw.bar0.read32(IRDMA_GLPE_CPUSTATUS0) == IRDMA_CPU_READY &&
+        hw.bar0.read32(IRDMA_GLPE_CPUSTATUS1) == IRDMA_CPU_READY &&
+        hw.bar0.read32(IRDMA_GLPE_CPUSTATUS2) == IRDMA_CPU_READY)
+      break;
+    if (polls == IRDMA_MAX_PE_READY_POLLS)
+      return fail(-ETIMEDOUT, "the protocol engine's CPUs did not report ready (GLPE_CPUSTATUS0-2) in " +
+                                  std::to_string(polls) + " polls a second apart");
+    hw.exec.delay_ns(kPeReadyPollNs);
+  }
+  const uint64_t db_size = FIELD_GET(IRDMA_GLPCI_LBARCTRL_PE_DB_SIZE, hw.bar0.read32(IRDMA_GLPCI_LBARCTRL));
+  if (db_size != IRDMA_PE_DB_SIZE_4M && db_size != IRDMA_PE_DB_SIZE_8M)
+    return fail(-ENODEV, "GLPCI_LBARCTRL reports PE doorbell size " + std::to_string(db_size) +
+                             ": neither 4 MiB (1) nor 8 MiB (2)");
+  return 0;
+}
+
+// QUERY_RDMA_FEATURES (irdma_get_rdma_features): asked again with room for all of them
+// when the first answer counts more than fit.
+int irdma_sc_dev::query_features() {
+  uint32_t room = IRDMA_MAX_FEATURES;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    hal::DmaBuffer buf = hw.dma.alloc_coherent(room * 8, 64);
+    if (!buf) return fail(-ENOMEM, "allocating the feature buffer");
+    cqp_completion err;
+    const int ret = cqp.exec(IRDMA_CQP_OP_QUERY_RDMA_FEATURES, [&](uint64_t* wqe) {
+      wqe[4] = buf.iova;
+      return uint64_t(room * 8);
+    }, &err);
+    hal::dma_rmb();
+    const auto* f = static_cast<const uint64_t*>(buf.cpu);
+    const uint32_t count = ret ? 0 : uint32_t(FIELD_GET(IRDMA_FEATURE_CNT, f[0]));
+    if (!ret && count <= room) {
+      for (uint32_t i = 0; i < count; i++) {
+        const uint64_t value = FIELD_GET(IRDMA_FEATURE_INFO, f[i]);
+        switch (FIELD_GET(IRDMA_FEATURE_TYPE, f[i])) {
+          case IRDMA_FEATURE_FW_INFO: caps.fw_version = uint32_t(value); break;
+          case IRDMA_FTN_FLAGS:
+            caps.atomics = value & IRDMA_ATOMICS_ALLOWED_BIT;
+            caps.cq_resize = value & IRDMA_SIM_FTN_CQ_RESIZE;
+            caps.cqe_64byte = value & IRDMA_SIM_FTN_64BYTE_CQE;
+            break;
+          case IRDMA_SIM_FEATURE_MAX_CQE: caps.max_cqe = int(std::min<uint64_t>(value, IRDMA_MAX_CQ_SIZE - 1)); break;
+          default: break;  // a feature this driver does not use
+        }
+      }
+    }
+    hw.dma.free_coherent(buf);
+    if (ret) return fail(ret, "QUERY_RDMA_FEATURES" + err.describe());
+    if (count < 2) return fail(-EINVAL, "QUERY_RDMA_FEATURES reported " + std::to_string(count) + " features");
+    if (count <= room) return caps.max_cqe > 0 ? 0 : fail(-EINVAL, "QUERY_RDMA_FEATURES reported no CQ size");
+    room = count;
+  }
+  return fail(-EINVAL, "QUERY_RDMA_FEATURES counted more features on the second query");
 }
 
 }  // namespace irdma

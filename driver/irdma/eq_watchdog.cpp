@@ -7,7 +7,7 @@
 // lost every queue the driver made, and is given up (function_lost).
 #include "driver/irdma/event_queues.h"
 
-#include "driver/irdma/irdma_device.h"
+#include "driver/irdma/main.h"
 
 namespace irdma {
 
@@ -19,7 +19,7 @@ bool irdma_event_queues::overdue(irdma_eq_watch& w, bool pending) {
 }
 
 void irdma_event_queues::watchdog() {
-  const uint64_t period_ns = uint64_t(dev_.params_.eq_watchdog_us) * 1000;
+  const uint64_t period_ns = uint64_t(rf_.params.eq_watchdog_us) * 1000;
   for (;;) {
     watchdog_wake_->wait_for(period_ns);
     if (watchdog_stop_.load()) break;
@@ -33,35 +33,35 @@ void irdma_event_queues::watchdog() {
         pending = FIELD_GET(IRDMA_CEQE_VALID, ceqe) == ceq.polarity;
       }
       if (!overdue(ceq.watch, pending)) continue;
-      dev_.bump(dev_.events_.missed_interrupts);
+      bump(rf_.stats.missed_interrupts);
       process_ceq(k);
     }
     {
       std::lock_guard<hal::Lock> irq(*aeq_.irq_lock);
       const uint64_t info = READ_ONCE(static_cast<const uint64_t*>(aeq_.ring.cpu)[2ull * aeq_.tail + 1]);
       if (overdue(aeq_.watch, FIELD_GET(IRDMA_AEQE_VALID, info) == aeq_.polarity)) {
-        dev_.bump(dev_.events_.missed_interrupts);
+        bump(rf_.stats.missed_interrupts);
         process_aeq();
       }
     }
     // No lock held: giving the device up runs the consumers' handlers.
-    if (!dev_.given_up_.load() && dev_.function_lost()) dev_.request_reset(irdma_device::reset_cause::function_lost);
+    if (!rf_.reset.requested() && rf_.reset.function_lost()) rf_.reset.request(irdma_reset::cause::function_lost);
   }
   watchdog_running_.store(false);
 }
 
 void irdma_event_queues::start_watchdog() {
-  if (!dev_.params_.eq_watchdog_us) return;
-  watchdog_wake_ = dev_.hw_.exec.make_event();
+  if (!rf_.params.eq_watchdog_us) return;
+  watchdog_wake_ = rf_.sc_dev.hw.exec.make_event();
   watchdog_running_ = true;
-  dev_.hw_.exec.spawn("irdma-eq-watchdog", 0, [this] { watchdog(); });
+  rf_.sc_dev.hw.exec.spawn("irdma-eq-watchdog", 0, [this] { watchdog(); });
 }
 
 void irdma_event_queues::stop_watchdog() {
   if (!watchdog_running_.load()) return;
   watchdog_stop_.store(true);
   watchdog_wake_->signal();
-  while (watchdog_running_.load()) dev_.hw_.exec.delay_ns(1000);
+  while (watchdog_running_.load()) rf_.sc_dev.hw.exec.delay_ns(1000);
 }
 
 }  // namespace irdma

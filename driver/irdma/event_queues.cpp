@@ -12,8 +12,8 @@ namespace irdma {
 using namespace ibcore;
 
 irdma_event_queues::~irdma_event_queues() {
-  for (irdma_ceq& ceq : ceqs_) dev_.hw_.dma.free_coherent(ceq.ring);
-  if (aeq_.ring) dev_.hw_.dma.free_coherent(aeq_.ring);
+  for (irdma_ceq& ceq : ceqs_) rf_.sc_dev.hw.dma.free_coherent(ceq.ring);
+  if (aeq_.ring) rf_.sc_dev.hw.dma.free_coherent(aeq_.ring);
 }
 
 int irdma_event_queues::create() {
@@ -29,31 +29,31 @@ void irdma_event_queues::destroy() {
 int irdma_event_queues::create_ceqs() {
   // Arming is one-shot, but a promotion re-arms a CQ whose CEQE may not be consumed yet:
   // two slots per CQ.
-  const uint32_t size = uint32_t(std::clamp<uint64_t>(2ull * dev_.caps_.max_cq, 8, IRDMA_MAX_CEQ_SIZE));
-  ceqs_.reserve(dev_.caps_.num_ceqs);  // a handler may run while later CEQs are created
-  for (uint32_t k = 0; k < dev_.caps_.num_ceqs; k++) {
+  const uint32_t size = uint32_t(std::clamp<uint64_t>(2ull * rf_.sc_dev.caps.max_cq, 8, IRDMA_MAX_CEQ_SIZE));
+  ceqs_.reserve(rf_.sc_dev.caps.num_ceqs);  // a handler may run while later CEQs are created
+  for (uint32_t k = 0; k < rf_.sc_dev.caps.num_ceqs; k++) {
     irdma_ceq ceq;
-    ceq.ce_lock = dev_.hw_.exec.make_lock();
-    ceq.irq_lock = dev_.hw_.exec.make_lock();
+    ceq.ce_lock = rf_.sc_dev.hw.exec.make_lock();
+    ceq.irq_lock = rf_.sc_dev.hw.exec.make_lock();
     ceq.id = k;
     ceq.size = size;
-    ceq.ring = dev_.hw_.dma.alloc_coherent(uint64_t(size) * 8, 256);
+    ceq.ring = rf_.sc_dev.hw.dma.alloc_coherent(uint64_t(size) * 8, 256);
     if (!ceq.ring) return -ENOMEM;
-    const int ret = dev_.cqp_.exec(IRDMA_CQP_OP_CREATE_CEQ, [&](uint64_t* wqe) {
+    const int ret = rf_.sc_dev.cqp.exec(IRDMA_CQP_OP_CREATE_CEQ, [&](uint64_t* wqe) {
       wqe[2] = FIELD_PREP(IRDMA_CQPSQ_CEQ_CEQSIZE, size);
       wqe[4] = ceq.ring.iova;
       return FIELD_PREP(IRDMA_CQPSQ_CEQ_CEQID, k);
     });
     if (ret) {
-      dev_.hw_.dma.free_coherent(ceq.ring);
+      rf_.sc_dev.hw.dma.free_coherent(ceq.ring);
       return ret;
     }
     ceqs_.push_back(std::move(ceq));
-    if (int err = dev_.hw_.irq.request_irq(k, [this, k](unsigned) { irq_handler(k); })) return err;
-    dev_.hw_.bar0.write32(IRDMA_GLINT_CEQCTL(k), uint32_t(IRDMA_GLINT_CEQCTL_CAUSE_ENA |
+    if (int err = rf_.sc_dev.hw.irq.request_irq(k, [this, k](unsigned) { irq_handler(k); })) return err;
+    rf_.sc_dev.hw.bar0.write32(IRDMA_GLINT_CEQCTL(k), uint32_t(IRDMA_GLINT_CEQCTL_CAUSE_ENA |
                                                      FIELD_PREP(IRDMA_GLINT_CEQCTL_ITR_INDX, IRDMA_IDX_NOITR) |
                                                      FIELD_PREP(IRDMA_GLINT_CEQCTL_MSIX_INDX, k)));
-    dev_.hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(k), uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA));
+    rf_.sc_dev.hw.bar0.write32(IRDMA_GLINT_DYN_CTL(k), uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA));
   }
   return 0;
 }
@@ -61,26 +61,26 @@ int irdma_event_queues::create_ceqs() {
 void irdma_event_queues::destroy_ceqs() {
   for (irdma_ceq& ceq : ceqs_) {
     // The vector off and its handler gone first: what is left is then left for good.
-    dev_.hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq.id), 0);
-    dev_.hw_.bar0.write32(IRDMA_GLINT_CEQCTL(ceq.id), 0);
-    dev_.hw_.irq.free_irq(ceq.id);
+    rf_.sc_dev.hw.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq.id), 0);
+    rf_.sc_dev.hw.bar0.write32(IRDMA_GLINT_CEQCTL(ceq.id), 0);
+    rf_.sc_dev.hw.irq.free_irq(ceq.id);
     {
       std::lock_guard<hal::Lock> guard(*ceq.ce_lock);
       const auto* ring = static_cast<const uint64_t*>(ceq.ring.cpu);
       for (uint32_t i = 0, idx = ceq.tail, pol = ceq.polarity; i < ceq.size; i++) {
         if (FIELD_GET(IRDMA_CEQE_VALID, READ_ONCE(ring[idx])) != pol) break;
-        dev_.bump(dev_.events_.ceqes_left);
+        bump(rf_.stats.ceqes_left);
         if (++idx == ceq.size) {
           idx = 0;
           pol ^= 1;
         }
       }
     }
-    dev_.cqp_.exec(IRDMA_CQP_OP_DESTROY_CEQ, [&](uint64_t* wqe) {
+    rf_.sc_dev.cqp.exec(IRDMA_CQP_OP_DESTROY_CEQ, [&](uint64_t* wqe) {
       wqe[2] = FIELD_PREP(IRDMA_CQPSQ_CEQ_CEQSIZE, ceq.size);
       return FIELD_PREP(IRDMA_CQPSQ_CEQ_CEQID, ceq.id);
     });
-    dev_.hw_.dma.free_coherent(ceq.ring);
+    rf_.sc_dev.hw.dma.free_coherent(ceq.ring);
   }
   ceqs_.clear();
 }
@@ -90,7 +90,7 @@ void irdma_event_queues::destroy_ceqs() {
 void irdma_event_queues::irq_handler(uint32_t ceq_id) {
   irdma_ceq& ceq = ceqs_[ceq_id];
   std::lock_guard<hal::Lock> guard(*ceq.irq_lock);
-  dev_.bump(dev_.events_.interrupts);
+  bump(rf_.stats.interrupts);
   ceq.watch.handler_runs++;
   process_ceq(ceq_id);
 }
@@ -112,24 +112,24 @@ void irdma_event_queues::process_ceq(uint32_t ceq_id) {
         ceq.tail = 0;
         ceq.polarity ^= 1;
       }
-      dev_.bump(dev_.events_.ceqes);
-      cq = dev_.irdma_cq_add_ref(ceqe << 1);
+      bump(rf_.stats.ceqes);
+      cq = rf_.irdma_cq_add_ref(ceqe << 1);
       if (!cq) {
-        dev_.bump(dev_.events_.stale_ceqes);
+        bump(rf_.stats.stale_ceqes);
         continue;
       }
-      dev_.hw_.bar0.write32(IRDMA_CQACK, cq->cq_num);
+      rf_.sc_dev.hw.bar0.write32(IRDMA_CQACK, cq->cq_num);
     }
     cq->armed.store(false);
     if (cq->comp_handler) {
-      dev_.bump(dev_.events_.comp_events);
+      bump(rf_.stats.comp_events);
       cq->comp_handler(cq);
     }
-    irdma_device::irdma_cq_rem_ref(cq);
+    irdma_pci_f::irdma_cq_rem_ref(cq);
   }
-  dev_.hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq_id),
+  rf_.sc_dev.hw.bar0.write32(IRDMA_GLINT_DYN_CTL(ceq_id),
                    uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA |
-                            FIELD_PREP(IRDMA_GLINT_DYN_CTL_INTERVAL, dev_.params_.ceq_itr_us >> 1)));
+                            FIELD_PREP(IRDMA_GLINT_DYN_CTL_INTERVAL, rf_.params.ceq_itr_us >> 1)));
 }
 
 // irdma_sc_cleanup_ceqes: the destroyed CQ's unconsumed CEQEs keep only their valid bit,
@@ -156,42 +156,42 @@ void irdma_event_queues::cleanup_ceqes(const irdma_cq* cq) {
 // the CEQs'. Its CQP commands follow CEQ_CREATE's layout (entries in qword2, the ring in
 // qword4): this model's choice, the spec has no AEQ WQE.
 int irdma_event_queues::create_aeq() {
-  aeq_.size = uint32_t(std::clamp<uint64_t>(uint64_t(dev_.caps_.max_cq) + dev_.caps_.max_qp, 16, IRDMA_MAX_AEQ_SIZE));
-  aeq_.vector = dev_.caps_.num_ceqs;
-  aeq_.irq_lock = dev_.hw_.exec.make_lock();
-  aeq_.ring = dev_.hw_.dma.alloc_coherent(uint64_t(aeq_.size) * 16, 256);
+  aeq_.size = uint32_t(std::clamp<uint64_t>(uint64_t(rf_.sc_dev.caps.max_cq) + rf_.sc_dev.caps.max_qp, 16, IRDMA_MAX_AEQ_SIZE));
+  aeq_.vector = rf_.sc_dev.caps.num_ceqs;
+  aeq_.irq_lock = rf_.sc_dev.hw.exec.make_lock();
+  aeq_.ring = rf_.sc_dev.hw.dma.alloc_coherent(uint64_t(aeq_.size) * 16, 256);
   if (!aeq_.ring) return -ENOMEM;
-  if (int ret = dev_.cqp_.exec(IRDMA_CQP_OP_CREATE_AEQ, [&](uint64_t* wqe) {
+  if (int ret = rf_.sc_dev.cqp.exec(IRDMA_CQP_OP_CREATE_AEQ, [&](uint64_t* wqe) {
         wqe[2] = aeq_.size;
         wqe[4] = aeq_.ring.iova;
         return uint64_t(0);
       })) {
-    dev_.hw_.dma.free_coherent(aeq_.ring);
+    rf_.sc_dev.hw.dma.free_coherent(aeq_.ring);
     aeq_.ring = {};
     return ret;
   }
-  if (int err = dev_.hw_.irq.request_irq(aeq_.vector, [this](unsigned) { aeq_handler(); })) return err;
-  dev_.hw_.bar0.write32(IRDMA_PFINT_AEQCTL, uint32_t(IRDMA_GLINT_CEQCTL_CAUSE_ENA |
+  if (int err = rf_.sc_dev.hw.irq.request_irq(aeq_.vector, [this](unsigned) { aeq_handler(); })) return err;
+  rf_.sc_dev.hw.bar0.write32(IRDMA_PFINT_AEQCTL, uint32_t(IRDMA_GLINT_CEQCTL_CAUSE_ENA |
                                                 FIELD_PREP(IRDMA_GLINT_CEQCTL_ITR_INDX, IRDMA_IDX_NOITR) |
                                                 FIELD_PREP(IRDMA_GLINT_CEQCTL_MSIX_INDX, aeq_.vector)));
-  dev_.hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector),
+  rf_.sc_dev.hw.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector),
                    uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA));
   return 0;
 }
 
 void irdma_event_queues::destroy_aeq() {
   if (!aeq_.ring) return;
-  dev_.hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector), 0);
-  dev_.hw_.bar0.write32(IRDMA_PFINT_AEQCTL, 0);
-  dev_.hw_.irq.free_irq(aeq_.vector);
-  dev_.cqp_.exec(IRDMA_CQP_OP_DESTROY_AEQ, [&](uint64_t*) { return uint64_t(0); });
-  dev_.hw_.dma.free_coherent(aeq_.ring);
+  rf_.sc_dev.hw.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector), 0);
+  rf_.sc_dev.hw.bar0.write32(IRDMA_PFINT_AEQCTL, 0);
+  rf_.sc_dev.hw.irq.free_irq(aeq_.vector);
+  rf_.sc_dev.cqp.exec(IRDMA_CQP_OP_DESTROY_AEQ, [&](uint64_t*) { return uint64_t(0); });
+  rf_.sc_dev.hw.dma.free_coherent(aeq_.ring);
   aeq_.ring = {};
 }
 
 void irdma_event_queues::aeq_handler() {
   std::lock_guard<hal::Lock> guard(*aeq_.irq_lock);
-  dev_.bump(dev_.events_.interrupts);
+  bump(rf_.stats.interrupts);
   aeq_.watch.handler_runs++;
   process_aeq();
 }
@@ -218,18 +218,18 @@ void irdma_event_queues::process_aeq() {
     if (!irdma_ae_source_is_cq(src) ||
         (code != IRDMA_AE_CQ_OPERATION_ERROR && code != IRDMA_AE_LCE_CQ_CATASTROPHIC))
       continue;
-    irdma_cq* cq = dev_.irdma_cq_add_ref(ctx << 1);
+    irdma_cq* cq = rf_.irdma_cq_add_ref(ctx << 1);
     if (!cq) {
-      dev_.bump(dev_.events_.stale_cq_errors);
+      bump(rf_.stats.stale_cq_errors);
       continue;
     }
-    dev_.bump(dev_.events_.cq_errors);
-    if (cq->event_handler) cq->event_handler({&dev_, cq, IB_EVENT_CQ_ERR});
-    irdma_device::irdma_cq_rem_ref(cq);
+    bump(rf_.stats.cq_errors);
+    if (cq->event_handler) cq->event_handler({&rf_.iwdev, cq, IB_EVENT_CQ_ERR});
+    irdma_pci_f::irdma_cq_rem_ref(cq);
   }
-  dev_.bump(dev_.events_.aeqes, consumed);
-  if (consumed) dev_.hw_.bar0.write32(IRDMA_AEQALLOC, consumed);
-  dev_.hw_.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector),
+  bump(rf_.stats.aeqes, consumed);
+  if (consumed) rf_.sc_dev.hw.bar0.write32(IRDMA_AEQALLOC, consumed);
+  rf_.sc_dev.hw.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector),
                    uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA));
 }
 

@@ -1,8 +1,8 @@
 // The device's event queues, as irdma_pci_f keeps its ceqlist and aeq: a CEQ per completion
 // vector (spec E), whose entries name the CQs to call back, and the AEQ, whose entries
 // report CQ errors; their interrupt handlers; and the watchdog that recovers an interrupt
-// the host never delivered (eq_watchdog.cpp). A member of irdma_device, which it reaches
-// back into for what a handler needs: the CQP, the CQ table, the consumers' handlers.
+// the host never delivered (eq_watchdog.cpp). A member of irdma_pci_f, which it reaches
+// back into for what a handler needs: the CQP, the CQ table, the reset.
 #pragma once
 
 #include <atomic>
@@ -15,7 +15,7 @@
 
 namespace irdma {
 
-class irdma_device;
+struct irdma_pci_f;
 struct irdma_cq;
 
 // What the missed-interrupt watchdog knows of an event queue, under its irq_lock.
@@ -51,7 +51,7 @@ struct irdma_aeq {
 
 class irdma_event_queues {
  public:
-  explicit irdma_event_queues(irdma_device& dev) : dev_(dev) {}
+  explicit irdma_event_queues(irdma_pci_f& rf) : rf_(rf) {}
   irdma_event_queues(const irdma_event_queues&) = delete;
   irdma_event_queues& operator=(const irdma_event_queues&) = delete;
   // Frees the rings' memory only: the device may already be gone.
@@ -82,7 +82,7 @@ class irdma_event_queues {
   // One look at a queue: true when its interrupt is overdue.
   static bool overdue(irdma_eq_watch& w, bool pending);
 
-  irdma_device& dev_;
+  irdma_pci_f& rf_;
   std::vector<irdma_ceq> ceqs_;
   irdma_aeq aeq_;
   std::unique_ptr<hal::Event> watchdog_wake_;

@@ -2,6 +2,7 @@
 // driver makes itself for work the device will never see (spec G.7).
 #include <algorithm>
 #include <cerrno>
+#include <vector>
 
 #include "driver/irdma/irdma_device.h"
 
@@ -15,7 +16,7 @@ int irdma_device::flush_qp(irdma_qp* qp) {
     if (qp->flush_issued) return -EALREADY;
   }
   // A ULP's move to error carries no asynchronous event: every WQE flushes as general.
-  const int ret = cqp_.exec(IRDMA_CQP_OP_FLUSH_WQES, [&](uint64_t* wqe) {
+  const int ret = cqp().exec(IRDMA_CQP_OP_FLUSH_WQES, [&](uint64_t* wqe) {
     wqe[2] = FIELD_PREP(IRDMA_CQPSQ_FWQE_SQMJERR, IRDMA_FLUSH_MAJOR_ERR) |
              FIELD_PREP(IRDMA_CQPSQ_FWQE_SQMNERR, FLUSH_GENERAL_ERR) |
              FIELD_PREP(IRDMA_CQPSQ_FWQE_RQMJERR, IRDMA_FLUSH_MAJOR_ERR) |
@@ -59,11 +60,11 @@ bool irdma_device::run_flush_work(irdma_qp* qp) {
       bool held = irdma_uk_cq_holds_qp(&cq->sc_cq, qp->qp_uk.compl_ctx);
       for (const irdma_cq::retired_buf& b : cq->resize_list)
         held = held || irdma_uk_cq_holds_qp(&b.uk, qp->qp_uk.compl_ctx);
-      // Once the device is given up nothing more lands, and request_reset had every CQ
+      // Once the device is given up nothing more lands, and recover_from_reset had every CQ
       // polled: what is still there a flush delay later lies behind an entry that never
       // will (a refused CQE, or a torn one), where no poll reaches it.
-      const uint64_t given_up = given_up_ns_.load();
-      if (given_up && hw_.exec.now_ns() >= given_up + IRDMA_FLUSH_DELAY_NS) held = false;
+      const uint64_t given_up = rf_.reset.requested_ns();
+      if (given_up && hw().exec.now_ns() >= given_up + IRDMA_FLUSH_DELAY_NS) held = false;
       if (held) {
         again = true;
       } else {
@@ -111,6 +112,36 @@ size_t irdma_device::generate_flush_completions(irdma_qp* qp, bool sq) {
     q.rq_flush_complete = true;
   }
   return cq->cmpl_generated.size() - before;
+}
+
+// Events the device can no longer raise: every armed CQ's consumer polls what landed (the
+// flush work waits for that, run_flush_work).
+void irdma_device::recover_from_reset() {
+  {
+    // A QP still in the table has not reached free_qp's cancel of its flush work.
+    std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
+    for (irdma_qp_uk* uk : rf_.qp_table) {
+      if (!uk) continue;
+      irdma_qp* qp = to_iwqp(uk);
+      {
+        std::lock_guard<hal::Lock> qp_guard(*qp->lock);
+        qp->flush_issued = true;
+      }
+      flush_wq_.schedule(qp);
+    }
+  }
+  std::vector<uint64_t> cqs;
+  {
+    std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
+    for (const irdma_cq* cq : rf_.cq_table)
+      if (cq) cqs.push_back(cq->ctx);
+  }
+  for (const uint64_t ctx : cqs)
+    if (irdma_cq* cq = rf_.irdma_cq_add_ref(ctx)) {
+      irdma_comp_handler(cq);
+      irdma_pci_f::irdma_cq_rem_ref(cq);
+    }
+  if (event_handler) event_handler({this, nullptr, IB_EVENT_DEVICE_FATAL});
 }
 
 }  // namespace irdma

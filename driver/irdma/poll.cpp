@@ -202,7 +202,7 @@ int irdma_device::poll_resized(irdma_cq* cq, int num_entries, ib_wc* wc) {
     cq->sc_cq.corrupt_cqes += cq->resize_list.front().uk.corrupt_cqes;
     cq->sc_cq.destroyed_qp_cqes += cq->resize_list.front().uk.destroyed_qp_cqes;
     cq->sc_cq.ext_half_waits += cq->resize_list.front().uk.ext_half_waits;
-    hw_.dma.free_coherent(cq->resize_list.front().ring);
+    hw().dma.free_coherent(cq->resize_list.front().ring);
     cq->resize_list.pop_front();
   }
   if (done) irdma_uk_cq_set_resized_cnt(&cq->sc_cq, uint32_t(done));

@@ -12,8 +12,8 @@ using namespace ibcore;
 
 int irdma_device::resize_cq(ib_cq* ibcq, int cqe) {
   auto* cq = static_cast<irdma_cq*>(ibcq);
-  if (!caps_.cq_resize) return -EOPNOTSUPP;
-  if (cqe < 1 || cqe > caps_.max_cqe) return -EINVAL;
+  if (!caps().cq_resize) return -EOPNOTSUPP;
+  if (cqe < 1 || cqe > caps().max_cqe) return -EINVAL;
   const uint32_t entries = std::max(cq_ring_entries(uint32_t(cqe)), 4u);
   {
     std::lock_guard<hal::Lock> guard(*cq->lock);
@@ -22,17 +22,17 @@ int irdma_device::resize_cq(ib_cq* ibcq, int cqe) {
   hal::DmaBuffer ring = alloc_cq_ring(entries);
   if (!ring) return -ENOMEM;
   // CHKOVERFLOW stays clear, as the kernel's resize leaves it.
-  const int ret = cqp_.exec(IRDMA_CQP_OP_MODIFY_CQ, [&](uint64_t* wqe) {
+  const int ret = cqp().exec(IRDMA_CQP_OP_MODIFY_CQ, [&](uint64_t* wqe) {
     wqe[0] = entries;
     wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, cq->ctx >> 1);
     wqe[2] = FIELD_PREP(IRDMA_CQPSQ_CQ_SHADOW_READ_THRESHOLD, std::min(entries / 2, IRDMA_MAX_CQ_READ_THRESH));
     wqe[4] = ring.iova;
     wqe[5] = cq->shadow.iova;
     return uint64_t(cq->cq_num) | IRDMA_CQPSQ_CQ_CQRESIZE | IRDMA_CQPSQ_CQ_ENCEQEMASK |
-           (caps_.cqe_64byte ? IRDMA_CQPSQ_CQ_AVOIDMEMCNFLCT : 0);
+           (caps().cqe_64byte ? IRDMA_CQPSQ_CQ_AVOIDMEMCNFLCT : 0);
   });
   if (ret) {
-    hw_.dma.free_coherent(ring);
+    hw().dma.free_coherent(ring);
     return ret;
   }
   // The device writes to the new ring from now on; pollers switch under the lock.

@@ -20,14 +20,14 @@ constexpr uint32_t IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION = 1;
 // are even.
 uint32_t irdma_device::cq_ring_entries(uint32_t cqe) const {
   uint32_t entries = cqe + 1;
-  if (caps_.hw_rev >= IRDMA_GEN_2 && !caps_.cqe_64byte) entries *= 2;
+  if (caps().hw_rev >= IRDMA_GEN_2 && !caps().cqe_64byte) entries *= 2;
   if (entries & 1) entries++;
   return entries;
 }
 
 hal::DmaBuffer irdma_device::alloc_cq_ring(uint32_t entries) {
-  const unsigned cqe_bytes = caps_.cqe_64byte ? IRDMA_EXTENDED_CQE_SIZE_BYTES : IRDMA_CQE_SIZE_BYTES;
-  return hw_.dma.alloc_coherent(hal::round_up(uint64_t(entries) * cqe_bytes, IRDMA_CQ_RING_ALIGN),
+  const unsigned cqe_bytes = caps().cqe_64byte ? IRDMA_EXTENDED_CQE_SIZE_BYTES : IRDMA_CQE_SIZE_BYTES;
+  return hw().dma.alloc_coherent(hal::round_up(uint64_t(entries) * cqe_bytes, IRDMA_CQ_RING_ALIGN),
                                 IRDMA_CQ_RING_ALIGN);
 }
 
@@ -40,7 +40,7 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
     err = -EINVAL;
     return nullptr;
   }
-  const int64_t cq_num = alloc_id(cq_used_, next_cq_, 3);
+  const int64_t cq_num = rf_.alloc_rsrc(rf_.allocated_cqs, rf_.next_cq, 3);
   if (cq_num < 0) {
     err = int(cq_num);
     return nullptr;
@@ -49,15 +49,15 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
   const uint32_t entries = cq_ring_entries(attr.cqe);
 
   auto cq = std::make_unique<irdma_cq>();
-  cq->lock = hw_.exec.make_lock();
+  cq->lock = hw().exec.make_lock();
   cq->cq_num = uint32_t(cq_num);
   cq->cqe = int(std::max(attr.cqe, 4u));  // the request, floored at 4 (spec G.1)
   cq->ring = alloc_cq_ring(entries);
-  cq->shadow = hw_.dma.alloc_coherent(IRDMA_SHADOW_AREA_SIZE_BYTES, 64);
+  cq->shadow = hw().dma.alloc_coherent(IRDMA_SHADOW_AREA_SIZE_BYTES, 64);
   const auto release = [&] {
-    if (cq->ring) hw_.dma.free_coherent(cq->ring);
-    if (cq->shadow) hw_.dma.free_coherent(cq->shadow);
-    free_id(cq_used_, uint32_t(cq_num));
+    if (cq->ring) hw().dma.free_coherent(cq->ring);
+    if (cq->shadow) hw().dma.free_coherent(cq->shadow);
+    rf_.free_rsrc(rf_.allocated_cqs, uint32_t(cq_num));
   };
   if (!cq->ring || !cq->shadow) {
     release();
@@ -66,22 +66,22 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
   }
   irdma_uk_cq_init(&cq->sc_cq, static_cast<uint64_t*>(cq->ring.cpu),
                    static_cast<uint64_t*>(cq->shadow.cpu), uint32_t(cq_num), entries,
-                   caps_.cqe_64byte);
-  cq->sc_cq.db = &hw_.bar0;
-  cq->sc_cq.hw_rev = caps_.hw_rev;
-  cq->sc_cq.qp_table = {qp_table_.data(), uint32_t(qp_table_.size())};
+                   caps().cqe_64byte);
+  cq->sc_cq.db = &hw().bar0;
+  cq->sc_cq.hw_rev = caps().hw_rev;
+  cq->sc_cq.qp_table = {rf_.qp_table.data(), uint32_t(rf_.qp_table.size())};
 
-  const uint32_t ceq_id = attr.comp_vector < caps_.num_ceqs ? attr.comp_vector : 0;
+  const uint32_t ceq_id = attr.comp_vector < caps().num_ceqs ? attr.comp_vector : 0;
   cq->ceq_id = ceq_id;
   const uint32_t threshold = std::min(entries / 2, IRDMA_MAX_CQ_READ_THRESH);
   irdma_cq* obj = cq.get();
   {
-    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
+    std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
     // The CQ context comes back in CEQEs and AEQEs shifted right by one, as Linux's
     // pointer does; an even cookie survives that.
-    obj->ctx = irdma_obj_cookie(++obj_generation_, uint32_t(cq_num)) << 1;
+    obj->ctx = irdma_obj_cookie(++rf_.obj_generation, uint32_t(cq_num)) << 1;
   }
-  const int ret = cqp_.exec(IRDMA_CQP_OP_CREATE_CQ, [&](uint64_t* wqe) {
+  const int ret = cqp().exec(IRDMA_CQP_OP_CREATE_CQ, [&](uint64_t* wqe) {
     wqe[0] = entries;
     wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, obj->ctx >> 1);
     wqe[2] = FIELD_PREP(IRDMA_CQPSQ_CQ_SHADOW_READ_THRESHOLD, threshold);
@@ -90,42 +90,31 @@ ib_cq* irdma_device::create_cq(const ib_cq_init_attr& attr, int& err) {
     return FIELD_PREP(IRDMA_CQPSQ_CQ_CQID, uint64_t(cq_num)) |
            FIELD_PREP(IRDMA_CQPSQ_CQ_CEQID, ceq_id) | IRDMA_CQPSQ_CQ_CHKOVERFLOW |
            IRDMA_CQPSQ_CQ_ENCEQEMASK | IRDMA_CQPSQ_CQ_CEQIDVALID |
-           (caps_.cqe_64byte ? IRDMA_CQPSQ_CQ_AVOIDMEMCNFLCT : 0);
+           (caps().cqe_64byte ? IRDMA_CQPSQ_CQ_AVOIDMEMCNFLCT : 0);
   });
   if (ret) {
     release();
     err = ret;
     return nullptr;
   }
-  std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-  cq_table_[cq_num] = obj;
+  std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
+  rf_.cq_table[cq_num] = obj;
   return cq.release();
 }
 
 // Nothing else uses the CQ any more: ib-core frees a CQ no QP uses, its poller cancelled,
 // and destroy_cq has waited out the event handlers.
 void irdma_device::free_cq(irdma_cq* cq) {
-  for (irdma_cq::retired_buf& b : cq->resize_list) hw_.dma.free_coherent(b.ring);
-  hw_.dma.free_coherent(cq->ring);
-  hw_.dma.free_coherent(cq->shadow);
+  for (irdma_cq::retired_buf& b : cq->resize_list) hw().dma.free_coherent(b.ring);
+  hw().dma.free_coherent(cq->ring);
+  hw().dma.free_coherent(cq->shadow);
   {
-    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-    free_id_locked(cq_used_, cq->cq_num);
-    cq_table_[cq->cq_num] = nullptr;
+    std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
+    rf_.free_rsrc_locked(rf_.allocated_cqs, cq->cq_num);
+    rf_.cq_table[cq->cq_num] = nullptr;
   }
   delete cq;
 }
-
-irdma_cq* irdma_device::irdma_cq_add_ref(uint64_t ctx) {
-  const uint32_t cq_num = irdma_cookie_id(ctx >> 1);
-  std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-  irdma_cq* cq = cq_num < cq_table_.size() ? cq_table_[cq_num] : nullptr;
-  if (!cq || cq->ctx != ctx) return nullptr;
-  cq->refcnt.fetch_add(1, std::memory_order_relaxed);
-  return cq;
-}
-
-void irdma_device::irdma_cq_rem_ref(irdma_cq* cq) { cq->refcnt.fetch_sub(1, std::memory_order_release); }
 
 void irdma_device::irdma_comp_handler(irdma_cq* cq) {
   if (cq->comp_handler && cq->armed.exchange(false)) cq->comp_handler(cq);
@@ -136,10 +125,10 @@ int irdma_device::destroy_cq(ib_cq* ibcq) {
   // Out of the table before the command: a CEQE the interrupt handler meets meanwhile is
   // for no CQ, and nothing schedules this one again.
   {
-    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-    cq_table_[cq->cq_num] = nullptr;
+    std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
+    rf_.cq_table[cq->cq_num] = nullptr;
   }
-  const int ret = cqp_.exec(IRDMA_CQP_OP_DESTROY_CQ, [&](uint64_t* wqe) {
+  const int ret = cqp().exec(IRDMA_CQP_OP_DESTROY_CQ, [&](uint64_t* wqe) {
     wqe[0] = cq->sc_cq.cq_size;
     wqe[1] = FIELD_PREP(IRDMA_CQPSQ_CQ_CQCTX, cq->ctx >> 1);
     wqe[5] = cq->shadow.iova;
@@ -147,15 +136,15 @@ int irdma_device::destroy_cq(ib_cq* ibcq) {
   });
   // The device may still hold the ring if the command failed: keep the memory then.
   if (ret) {
-    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-    cq_table_[cq->cq_num] = cq;
+    std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
+    rf_.cq_table[cq->cq_num] = cq;
     return ret;
   }
-  eqs_.cleanup_ceqes(cq);
+  rf_.eqs.cleanup_ceqes(cq);
   // The device writes it no more: what is still in the ring goes unreported.
-  bump(events_.cqes_left, irdma_uk_cq_unpolled(&cq->sc_cq));
+  bump(rf_.stats.cqes_left, irdma_uk_cq_unpolled(&cq->sc_cq));
   // Handlers that took it from the table before it left go first (wait_for_completion).
-  while (cq->refcnt.load(std::memory_order_acquire)) hw_.exec.delay_ns(1000);
+  while (cq->refcnt.load(std::memory_order_acquire)) hw().exec.delay_ns(1000);
   free_cq(cq);
   return 0;
 }

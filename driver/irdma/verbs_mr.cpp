@@ -44,7 +44,7 @@ int64_t alloc_run(std::vector<bool>& used, uint32_t n) {
 }  // namespace
 
 ErrPtr<irdma_pd> irdma_device::alloc_pd() {
-  const int64_t id = alloc_id(pd_used_, next_pd_, 1);
+  const int64_t id = rf_.alloc_rsrc(rf_.allocated_pds, rf_.next_pd, 1);
   if (id < 0) return ErrPtr<irdma_pd>::error(int(id));
   auto pd = std::make_unique<irdma_pd>();
   pd->pd_id = uint32_t(id);
@@ -52,13 +52,13 @@ ErrPtr<irdma_pd> irdma_device::alloc_pd() {
 }
 
 int irdma_device::dealloc_pd(irdma_pd* pd) {
-  free_id(pd_used_, pd->pd_id);
+  rf_.free_rsrc(rf_.allocated_pds, pd->pd_id);
   delete pd;
   return 0;
 }
 
 int irdma_device::alloc_stag(uint32_t index, bool window, uint64_t max_len, uint32_t pd_id) {
-  return cqp_.exec(IRDMA_CQP_OP_ALLOC_STAG, [&](uint64_t* wqe) {
+  return cqp().exec(IRDMA_CQP_OP_ALLOC_STAG, [&](uint64_t* wqe) {
     wqe[1] = FIELD_PREP(IRDMA_CQPSQ_STAG_STAGLEN, max_len) | FIELD_PREP(IRDMA_CQPSQ_STAG_PDID, pd_id);
     wqe[2] = FIELD_PREP(IRDMA_CQPSQ_STAG_IDX, index);
     return window ? IRDMA_CQPSQ_STAG_MWTYPE  // type 1
@@ -67,23 +67,23 @@ int irdma_device::alloc_stag(uint32_t index, bool window, uint64_t max_len, uint
 }
 
 int irdma_device::dealloc_stag(uint32_t index, bool window) {
-  return cqp_.exec(IRDMA_CQP_OP_DEALLOC_STAG, [&](uint64_t* wqe) {
+  return cqp().exec(IRDMA_CQP_OP_DEALLOC_STAG, [&](uint64_t* wqe) {
     wqe[2] = FIELD_PREP(IRDMA_CQPSQ_STAG_IDX, index);
     return window ? 0 : IRDMA_CQPSQ_STAG_MR;
   });
 }
 
 ErrPtr<irdma_mr> irdma_device::alloc_mr(uint32_t max_num_sg, ib_pd* pd) {
-  if (max_num_sg == 0 || max_num_sg > caps_.pble_entries) return ErrPtr<irdma_mr>::error(-EINVAL);
-  const int64_t index = alloc_id(stag_used_, next_stag_, 1);
+  if (max_num_sg == 0 || max_num_sg > caps().pble_entries) return ErrPtr<irdma_mr>::error(-EINVAL);
+  const int64_t index = rf_.alloc_rsrc(rf_.allocated_mrs, rf_.next_mr, 1);
   if (index < 0) return ErrPtr<irdma_mr>::error(int(index));
   int64_t pble;
   {
-    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-    pble = alloc_run(pble_used_, max_num_sg);
+    std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
+    pble = alloc_run(rf_.allocated_pbles, max_num_sg);
   }
   if (pble < 0) {
-    free_id(stag_used_, uint32_t(index));
+    rf_.free_rsrc(rf_.allocated_mrs, uint32_t(index));
     return ErrPtr<irdma_mr>::error(int(pble));
   }
   auto mr = std::make_unique<irdma_mr>();
@@ -93,9 +93,9 @@ ErrPtr<irdma_mr> irdma_device::alloc_mr(uint32_t max_num_sg, ib_pd* pd) {
   mr->lkey = mr->rkey = uint32_t(index) << 8;
   mr->pd_id = pd ? pd->pd_id : 0;
   if (int ret = alloc_stag(mr->stag_index, false, uint64_t(max_num_sg) * kPage, mr->pd_id)) {
-    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-    free_id_locked(stag_used_, uint32_t(index));
-    std::fill_n(pble_used_.begin() + pble, max_num_sg, false);
+    std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
+    rf_.free_rsrc_locked(rf_.allocated_mrs, uint32_t(index));
+    std::fill_n(rf_.allocated_pbles.begin() + pble, max_num_sg, false);
     return ErrPtr<irdma_mr>::error(ret);
   }
   return mr.release();
@@ -104,7 +104,7 @@ ErrPtr<irdma_mr> irdma_device::alloc_mr(uint32_t max_num_sg, ib_pd* pd) {
 int irdma_device::map_mr_sg(irdma_mr* mr, uint64_t dma_addr, uint64_t length) {
   const uint64_t n = pages_spanned(dma_addr, length);
   if (n == 0 || n > mr->max_pages) return -EINVAL;
-  uint64_t* list = pble_list(mr->pble_index);
+  uint64_t* list = rf_.sc_dev.pble_list(mr->pble_index);
   const uint64_t first = dma_addr & ~(kPage - 1);
   for (uint64_t i = 0; i < n; i++) list[i] = first + i * kPage;
   mr->iova = dma_addr;
@@ -116,19 +116,19 @@ int irdma_device::map_mr_sg(irdma_mr* mr, uint64_t dma_addr, uint64_t length) {
 int irdma_device::dereg_mr(irdma_mr* mr) {
   if (int ret = dealloc_stag(mr->stag_index, false)) return ret;
   {
-    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-    free_id_locked(stag_used_, mr->stag_index);
-    std::fill_n(pble_used_.begin() + mr->pble_index, mr->max_pages, false);
+    std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
+    rf_.free_rsrc_locked(rf_.allocated_mrs, mr->stag_index);
+    std::fill_n(rf_.allocated_pbles.begin() + mr->pble_index, mr->max_pages, false);
   }
   delete mr;
   return 0;
 }
 
 ErrPtr<irdma_mw> irdma_device::alloc_mw(ib_pd* pd) {
-  const int64_t index = alloc_id(stag_used_, next_stag_, 1);
+  const int64_t index = rf_.alloc_rsrc(rf_.allocated_mrs, rf_.next_mr, 1);
   if (index < 0) return ErrPtr<irdma_mw>::error(int(index));
   if (int ret = alloc_stag(uint32_t(index), true, 0, pd ? pd->pd_id : 0)) {
-    free_id(stag_used_, uint32_t(index));
+    rf_.free_rsrc(rf_.allocated_mrs, uint32_t(index));
     return ErrPtr<irdma_mw>::error(ret);
   }
   auto mw = std::make_unique<irdma_mw>();
@@ -139,7 +139,7 @@ ErrPtr<irdma_mw> irdma_device::alloc_mw(ib_pd* pd) {
 
 int irdma_device::dealloc_mw(irdma_mw* mw) {
   if (int ret = dealloc_stag(mw->stag_index, true)) return ret;
-  free_id(stag_used_, mw->stag_index);
+  rf_.free_rsrc(rf_.allocated_mrs, mw->stag_index);
   delete mw;
   return 0;
 }
@@ -154,8 +154,8 @@ int irdma_device::post_reg_mr(irdma_qp* qp, const ib_send_wr& wr) {
   info.va = mr->iova;
   info.total_len = mr->length;
   info.access_rights = irdma_get_mr_access(wr.reg.access);
-  info.remote_atomics = caps_.atomics && (wr.reg.access & IB_ACCESS_REMOTE_ATOMIC);
-  info.reg_addr_pa = *pble_list(mr->pble_index);
+  info.remote_atomics = caps().atomics && (wr.reg.access & IB_ACCESS_REMOTE_ATOMIC);
+  info.reg_addr_pa = *rf_.sc_dev.pble_list(mr->pble_index);
   info.first_pm_pbl_index = mr->pble_index;
   info.chunk_size = mr->npages > 1;
   return irdma_sc_mr_fast_register(&qp->qp_uk, info);
@@ -173,7 +173,7 @@ int irdma_device::post_bind_mw(irdma_qp* qp, const ib_send_wr& wr) {
   info.len = wr.bind.length;
   info.ena_reads = wr.bind.access & IB_ACCESS_REMOTE_READ;
   info.ena_writes = wr.bind.access & IB_ACCESS_REMOTE_WRITE;
-  info.remote_atomics = caps_.atomics && (wr.bind.access & IB_ACCESS_REMOTE_ATOMIC);
+  info.remote_atomics = caps().atomics && (wr.bind.access & IB_ACCESS_REMOTE_ATOMIC);
   return irdma_uk_mw_bind(&qp->qp_uk, info);
 }
 

@@ -55,22 +55,22 @@ ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr, ib_pd* pd) {
   if (attr.qp_type != IB_QPT_RC && attr.qp_type != IB_QPT_UD)
     return ErrPtr<irdma_qp>::error(-EOPNOTSUPP);
   auto qp = std::make_unique<irdma_qp>();
-  qp->lock = hw_.exec.make_lock();
+  qp->lock = hw().exec.make_lock();
   irdma_qp_uk& q = qp->qp_uk;
-  const int64_t qp_num = alloc_id(qp_used_, next_qp_, 2);
+  const int64_t qp_num = rf_.alloc_rsrc(rf_.allocated_qps, rf_.next_qp, 2);
   if (qp_num < 0) return ErrPtr<irdma_qp>::error(int(qp_num));
   if (int ret = irdma_uk_qp_init(&q, uint32_t(qp_num), attr.cap.max_send_wr, attr.cap.max_recv_wr,
                                  attr.cap.max_send_sge, attr.cap.max_recv_sge)) {
-    free_id(qp_used_, uint32_t(qp_num));
+    rf_.free_rsrc(rf_.allocated_qps, uint32_t(qp_num));
     return ErrPtr<irdma_qp>::error(ret);
   }
   q.qp_type = attr.qp_type == IB_QPT_UD ? IRDMA_QP_TYPE_ROCE_UD : IRDMA_QP_TYPE_ROCE_RC;
-  q.hw_rev = caps_.hw_rev;
-  q.db = &hw_.bar0;
+  q.hw_rev = caps().hw_rev;
+  q.db = &hw().bar0;
   q.back_qp = static_cast<ib_qp*>(qp.get());
   {
-    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-    q.compl_ctx = irdma_obj_cookie(++obj_generation_, uint32_t(qp_num));
+    std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
+    q.compl_ctx = irdma_obj_cookie(++rf_.obj_generation, uint32_t(qp_num));
   }
   qp->qp_num = uint32_t(qp_num);
   qp->qp_type = attr.qp_type;
@@ -79,12 +79,12 @@ ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr, ib_pd* pd) {
   qp->recv_cq = attr.recv_cq;
 
   const uint64_t sq_bytes = uint64_t(q.sq_ring.size) * IRDMA_QP_WQE_MIN_SIZE;
-  qp->queues = hw_.dma.alloc_coherent(sq_bytes + rq_bytes(q) + IRDMA_SHADOW_AREA_SIZE_BYTES, 4096);
-  qp->host_ctx = hw_.dma.alloc_coherent(IRDMA_QP_CTX_SIZE_BYTES, 64);
+  qp->queues = hw().dma.alloc_coherent(sq_bytes + rq_bytes(q) + IRDMA_SHADOW_AREA_SIZE_BYTES, 4096);
+  qp->host_ctx = hw().dma.alloc_coherent(IRDMA_QP_CTX_SIZE_BYTES, 64);
   const auto release = [&] {
-    if (qp->queues) hw_.dma.free_coherent(qp->queues);
-    if (qp->host_ctx) hw_.dma.free_coherent(qp->host_ctx);
-    free_id(qp_used_, uint32_t(qp_num));
+    if (qp->queues) hw().dma.free_coherent(qp->queues);
+    if (qp->host_ctx) hw().dma.free_coherent(qp->host_ctx);
+    rf_.free_rsrc(rf_.allocated_qps, uint32_t(qp_num));
   };
   if (!qp->queues || !qp->host_ctx) {
     release();
@@ -97,7 +97,7 @@ ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr, ib_pd* pd) {
   write_qp_ctx(qp.get(), 0, 0);
 
   const uint64_t shadow_pa = qp->queues.iova + sq_bytes + rq_bytes(q);
-  const int ret = cqp_.exec(IRDMA_CQP_OP_CREATE_QP, [&](uint64_t* wqe) {
+  const int ret = cqp().exec(IRDMA_CQP_OP_CREATE_QP, [&](uint64_t* wqe) {
     wqe[2] = qp->host_ctx.iova;
     wqe[5] = shadow_pa;
     return qp_cmd_header(q);
@@ -107,8 +107,8 @@ ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr, ib_pd* pd) {
     return ErrPtr<irdma_qp>::error(ret);
   }
   {
-    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-    smp_store_release(qp_table_[qp_num], &q);
+    std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
+    smp_store_release(rf_.qp_table[qp_num], &q);
   }
   qp->send_cq->usecnt++;
   qp->recv_cq->usecnt++;
@@ -119,7 +119,7 @@ ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr, ib_pd* pd) {
 
 int irdma_device::connect_qp(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey) {
   write_qp_ctx(qp, dest_qp_num, qkey);
-  return cqp_.exec(IRDMA_CQP_OP_MODIFY_QP, [&](uint64_t* wqe) {
+  return cqp().exec(IRDMA_CQP_OP_MODIFY_QP, [&](uint64_t* wqe) {
     wqe[2] = qp->host_ctx.iova;
     return qp_cmd_header(qp->qp_uk);
   });
@@ -131,9 +131,9 @@ void irdma_device::irdma_clean_cqes(irdma_qp* qp) {
   for (ib_cq* ibcq : {qp->send_cq, qp->recv_cq}) {
     auto* cq = static_cast<irdma_cq*>(ibcq);
     std::lock_guard<hal::Lock> guard(*cq->lock);
-    bump(events_.cqes_cleaned, irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &cq->sc_cq));
+    bump(rf_.stats.cqes_cleaned, irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &cq->sc_cq));
     for (irdma_cq::retired_buf& b : cq->resize_list)
-      bump(events_.cqes_cleaned, irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &b.uk));
+      bump(rf_.stats.cqes_cleaned, irdma_uk_clean_cq(qp->qp_uk.compl_ctx, &b.uk));
     if (qp->recv_cq == qp->send_cq) break;
   }
 }
@@ -141,7 +141,7 @@ void irdma_device::irdma_clean_cqes(irdma_qp* qp) {
 int irdma_device::destroy_qp(irdma_qp* qp) {
   WRITE_ONCE(qp->qp_uk.destroy_pending, true);
   irdma_clean_cqes(qp);
-  const int ret = cqp_.exec(IRDMA_CQP_OP_DESTROY_QP, [&](uint64_t* wqe) {
+  const int ret = cqp().exec(IRDMA_CQP_OP_DESTROY_QP, [&](uint64_t* wqe) {
     wqe[2] = qp->host_ctx.iova;
     return qp_cmd_header(qp->qp_uk);
   });
@@ -167,12 +167,12 @@ void irdma_device::free_qp(irdma_qp* qp) {
     auto& noted = cq->sc_cq.newly_flushed;
     noted.erase(std::remove(noted.begin(), noted.end(), &qp->qp_uk), noted.end());
   }
-  // Out of the table before its flush work is cancelled: request_reset schedules work only
+  // Out of the table before its flush work is cancelled: recover_from_reset schedules work only
   // for QPs in the table.
   {
-    std::lock_guard<hal::Lock> guard(*rsrc_lock_);
-    smp_store_release(qp_table_[qp->qp_num], static_cast<irdma_qp_uk*>(nullptr));
-    free_id_locked(qp_used_, qp->qp_num);
+    std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
+    smp_store_release(rf_.qp_table[qp->qp_num], static_cast<irdma_qp_uk*>(nullptr));
+    rf_.free_rsrc_locked(rf_.allocated_qps, qp->qp_num);
   }
   flush_wq_.cancel_sync(qp);
   for (irdma_cq* cq : cqs) {
@@ -188,8 +188,8 @@ void irdma_device::free_qp(irdma_qp* qp) {
 void irdma_device::release_qp(irdma_qp* qp) {
   qp->send_cq->usecnt--;
   qp->recv_cq->usecnt--;
-  hw_.dma.free_coherent(qp->queues);
-  hw_.dma.free_coherent(qp->host_ctx);
+  hw().dma.free_coherent(qp->queues);
+  hw().dma.free_coherent(qp->host_ctx);
   delete qp;
 }
 
@@ -249,7 +249,7 @@ int irdma_device::post_send(irdma_qp* qp, const ib_send_wr* wr, const ib_send_wr
         break;
       case IB_WR_ATOMIC_FETCH_AND_ADD:
       case IB_WR_ATOMIC_CMP_AND_SWP:
-        if (!caps_.atomics) {
+        if (!caps().atomics) {
           ret = -EOPNOTSUPP;
           break;
         }
