@@ -17,6 +17,7 @@
 
 namespace py = pybind11;
 using namespace irdma_sim::system;
+using namespace irdma_sim::testbench;
 
 // libsystemc.so refers to sc_main; Python loads it with RTLD_NOW, so the module defines one.
 extern "C" __attribute__((visibility("default"))) int sc_main(int, char**) { return 0; }

@@ -7,11 +7,11 @@
 
 namespace irdma_sim::system {
 
-std::optional<CqWriterFigures> cq_writer_figures(device::CqWriter& writer, device::CqWriterTiming timing,
+std::optional<testbench::CqWriterFigures> cq_writer_figures(device::CqWriter& writer, device::CqWriterTiming timing,
                                                  const std::string& out_dir) {
   auto* lockstep = dynamic_cast<device::LockstepCqWriter*>(&writer);
   if (!lockstep) return std::nullopt;
-  CqWriterFigures f;
+  testbench::CqWriterFigures f;
   f.timing = timing;
   f.requests = lockstep->requests();
   f.correlation = lockstep->correlation();

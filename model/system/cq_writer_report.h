@@ -13,7 +13,7 @@ namespace irdma_sim::system {
 
 // The figures of `writer` when it is the RTL in lock-step, its coverage written to
 // `out_dir`/rtl_coverage.dat; nullopt for any other writer.
-std::optional<CqWriterFigures> cq_writer_figures(device::CqWriter& writer, device::CqWriterTiming timing,
+std::optional<testbench::CqWriterFigures> cq_writer_figures(device::CqWriter& writer, device::CqWriterTiming timing,
                                                  const std::string& out_dir);
 
 }  // namespace irdma_sim::system

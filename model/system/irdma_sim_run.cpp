@@ -38,7 +38,7 @@ int replay(const std::string& run_dir, const irdma_sim::system::ReplayOptions& o
     }
     std::cout << "DIFFERS " << run_dir << ": " << r.difference << " (" << counts << " before)\n";
     return 1;
-  } catch (const irdma_sim::system::ScenarioError& e) {
+  } catch (const irdma_sim::testbench::ScenarioError& e) {
     std::cerr << "irdma-sim-run --replay: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
@@ -50,9 +50,10 @@ int replay(const std::string& run_dir, const irdma_sim::system::ReplayOptions& o
 }  // namespace
 
 int sc_main(int argc, char** argv) {
+  using namespace irdma_sim;
   using namespace irdma_sim::system;
-  const auto usage = [](const std::string& what) { return usage_error("irdma-sim-run", kUsage, what); };
-  RunCommand cmd;
+  const auto usage = [](const std::string& what) { return testbench::usage_error("irdma-sim-run", kUsage, what); };
+  testbench::RunCommand cmd;
   std::string replay_dir, error;
   ReplayOptions replay_options;
   for (int i = 1; i < argc; i++) {
@@ -77,13 +78,13 @@ int sc_main(int argc, char** argv) {
       const long bit = std::strtol(s, &end, 10);
       if (!*s || *end || bit < 0 || bit > 255) return usage("--flip-cqe-bit takes a bit of a CQE half, 0 to 255");
       replay_options.flip_cqe_bit = int(bit);
-    } else if (!take_run_argument(argc, argv, i, cmd, error)) {
+    } else if (!testbench::take_run_argument(argc, argv, i, cmd, error)) {
       return usage("unexpected argument '" + a + "'");
     } else if (!error.empty()) {
       return usage(error);
     }
   }
-  const RunOptions& options = cmd.options;
+  const testbench::RunOptions& options = cmd.options;
   if (!replay_dir.empty()) {
     if (!cmd.scenario.empty() || !cmd.out.empty()) return usage("--replay takes a run's directory, no scenario or --out");
     if (options.seed || options.backend != "sim" || !options.trace || options.record)
@@ -94,5 +95,5 @@ int sc_main(int argc, char** argv) {
   }
   if (replay_options.formatter || replay_options.flip_cqe_bit >= 0)
     return usage("--formatter and --flip-cqe-bit go with --replay");
-  return run_command("irdma-sim-run", kUsage, cmd, make_backend);
+  return testbench::run_command("irdma-sim-run", kUsage, cmd, make_backend);
 }

@@ -48,12 +48,12 @@ int sc_main(int argc, char** argv) {
   }
   if (socket.empty()) return usage_error("no socket given (--socket PATH)");
   try {
-    const irdma_sim::system::SimConfig cfg =
-        config.empty() ? irdma_sim::system::SimConfig{} : irdma_sim::system::load_config_file(config);
+    const irdma_sim::testbench::SimConfig cfg =
+        config.empty() ? irdma_sim::testbench::SimConfig{} : irdma_sim::testbench::load_config_file(config);
     irdma_sim::system::serve_device(cfg, socket, options,
                                     [&] { std::cerr << "irdma-sim-serve: serving at " << socket << std::endl; });
     return 0;
-  } catch (const irdma_sim::system::ScenarioError& e) {
+  } catch (const irdma_sim::testbench::ScenarioError& e) {
     std::cerr << "irdma-sim-serve: " << e.what() << "\n";
     return 2;
   } catch (const irdma_sim::system::ServeRefused& e) {

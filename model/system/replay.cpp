@@ -19,6 +19,8 @@
 #include "model/trace/trace_log.h"
 
 namespace irdma_sim::system {
+
+using testbench::ScenarioError;
 namespace {
 
 using sc_core::sc_time;
@@ -221,8 +223,8 @@ ReplayResult replay_run(const std::string& run_dir, const ReplayOptions& options
   if (std::filesystem::file_size(dir / "stimulus.jsonl", size_ec) == 0 && !size_ec)
     throw ScenarioError(run_dir + "/stimulus.jsonl is empty: the run recorded nothing (killed before the device "
                         "was first touched?), so there is nothing to replay");
-  Scenario sc = load_scenario((dir / "scenario.yaml").string());
-  if (sc.config.sync != SyncMode::approximate)
+  testbench::Scenario sc = testbench::load_scenario((dir / "scenario.yaml").string());
+  if (sc.config.sync != testbench::SyncMode::approximate)
     throw ScenarioError(run_dir + ": a loosely timed run cannot be replayed (its device's order of work depends on "
                         "where its quantum fell); record it with sync.mode approximate");
   device::DeviceConfig& d = sc.config.device;
@@ -230,7 +232,7 @@ ReplayResult replay_run(const std::string& run_dir, const ReplayOptions& options
   // A replay writes no waveform and no coverage.
   d.rtl_vcd.clear();
   d.rtl_toggle_coverage = false;
-  override_cq_writer(d, options.cq_writer, options.cq_writer_timing, sc.file);
+  testbench::override_cq_writer(d, options.cq_writer, options.cq_writer_timing, sc.file);
   if (options.formatter && d.cq_writer == device::CqWriterKind::rtl)
     throw ScenarioError("--formatter chooses the TLM writer's formatter; this replay runs the RTL CQ writer, which has "
                         "its own (replay with --cq-writer tlm)");
@@ -238,7 +240,7 @@ ReplayResult replay_run(const std::string& run_dir, const ReplayOptions& options
 
   begin_elaboration("replay");
   trace::TraceLog no_trace;
-  const bool approximate = sc.config.sync == SyncMode::approximate;
+  const bool approximate = sc.config.sync == testbench::SyncMode::approximate;
   const sc_time quantum = approximate ? sc_core::SC_ZERO_TIME : sc_time(sc.config.quantum_ns, sc_core::SC_NS);
   if (options.flip_cqe_bit >= 0 && d.cq_writer == device::CqWriterKind::rtl)
     throw ScenarioError("--flip-cqe-bit changes the TLM writer's formatter; the RTL CQ writer formats with its own "

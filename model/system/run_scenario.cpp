@@ -8,26 +8,27 @@
 
 namespace irdma_sim::system {
 
-Backend make_backend(const SimConfig& cfg, const std::string& name, const std::string& trace_path,
+testbench::Backend make_backend(const testbench::SimConfig& cfg, const std::string& name, const std::string& trace_path,
                      const std::string& stimulus_path) {
-  Backend b;
+  testbench::Backend b;
   if (name == "sim") {
     b.host = std::make_unique<Simulation>(cfg, trace_path, stimulus_path);
   } else if (name == "vfio-user") {
     ServeOptions serve;
     serve.trace_path = trace_path;
     auto server = std::make_unique<ServerChild>(cfg, serve);
-    b = make_pcie_backend(cfg, "vfio-user:" + server->socket_path());
+    b = testbench::make_pcie_backend(cfg, "vfio-user:" + server->socket_path());
     b.server = std::move(server);
   } else if (name.rfind("vfio-user:", 0) == 0 || name.rfind("vfio:", 0) == 0) {
-    b = make_pcie_backend(cfg, name);
+    b = testbench::make_pcie_backend(cfg, name);
   } else {
     throw std::invalid_argument("unknown backend '" + name + "' (sim, vfio-user, vfio-user:SOCKET or vfio:DDDD:BB:DD.F)");
   }
   return b;
 }
 
-RunResult run_scenario(const std::string& scenario_path, const std::string& out_dir, const RunOptions& options) {
+testbench::RunResult run_scenario(const std::string& scenario_path, const std::string& out_dir,
+                                  const testbench::RunOptions& options) {
   return run_scenario(scenario_path, out_dir, options, make_backend);
 }
 

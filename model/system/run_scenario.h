@@ -11,7 +11,7 @@
 namespace irdma_sim::system {
 
 // Every backend RunOptions::backend may name.
-Backend make_backend(const SimConfig& cfg, const std::string& name, const std::string& trace_path,
+testbench::Backend make_backend(const testbench::SimConfig& cfg, const std::string& name, const std::string& trace_path,
                      const std::string& stimulus_path);
 
 // Throws ScenarioError for a malformed scenario, std::invalid_argument for an unknown
@@ -20,7 +20,7 @@ Backend make_backend(const SimConfig& cfg, const std::string& name, const std::s
 // SIGINT and SIGTERM during the run stop the traffic: everything is torn down, the
 // outputs are completed and the report says the run was interrupted (a second SIGINT
 // kills the process as usual).
-RunResult run_scenario(const std::string& scenario_path, const std::string& out_dir,
-                       const RunOptions& options = {});
+testbench::RunResult run_scenario(const std::string& scenario_path, const std::string& out_dir,
+                                  const testbench::RunOptions& options = {});
 
 }  // namespace irdma_sim::system

@@ -40,9 +40,9 @@ const sc_core::sc_time kSettle(10, sc_core::SC_US);
 
 }  // namespace
 
-ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path, const ServeOptions& options)
+ServedDevice::ServedDevice(const testbench::SimConfig& cfg, const std::string& socket_path, const ServeOptions& options)
     : cfg_(cfg), offer_backdoor_(options.backdoor), trace_path_(options.trace_path) {
-  check_servable(cfg);
+  testbench::check_servable(cfg);
   begin_elaboration("ServedDevice");
   platform::VfioUserServerOptions server_options;
   server_options.serve_next_client = false;  // the next one gets a device fresh from power-on
@@ -51,7 +51,7 @@ ServedDevice::ServedDevice(const SimConfig& cfg, const std::string& socket_path,
   if (!options.trace_path.empty())
     trace_.open(options.trace_path, [] { return sc_core::sc_time_stamp().value(); });
 
-  const bool approximate = cfg.sync == SyncMode::approximate;
+  const bool approximate = cfg.sync == testbench::SyncMode::approximate;
   const sc_core::sc_time quantum =
       approximate ? sc_core::SC_ZERO_TIME : sc_core::sc_time(cfg.quantum_ns, sc_core::SC_NS);
   memory_ = std::make_unique<platform::RemoteMemory>("client_memory", *server_);
@@ -198,9 +198,9 @@ std::atomic<ServedDevice*> g_served{nullptr};
 // next), accepted from one listening socket this loop keeps, so that a client that connects
 // meanwhile waits in its backlog for the next. The transaction log of client N > 1 goes to
 // TRACE.N.
-int serve_device(const SimConfig& config, const std::string& socket_path, const ServeOptions& options,
+int serve_device(const testbench::SimConfig& config, const std::string& socket_path, const ServeOptions& options,
                  const std::function<void()>& listening) {
-  check_servable(config);
+  testbench::check_servable(config);
   ServeOptions one = options;
   pcie::UniqueFd listener;  // unless one was lent (a server child's)
   if (one.listen_fd < 0) {
@@ -217,7 +217,7 @@ int serve_device(const SimConfig& config, const std::string& socket_path, const 
       if (path) ::unlink(path->c_str());
     }
   } unlink_at_end{listener.valid() ? &socket_path : nullptr};
-  const StopSignals signals([] {
+  const testbench::StopSignals signals([] {
     if (ServedDevice* served = g_served.load()) served->stop();
   });
   if (listening) listening();

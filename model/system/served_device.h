@@ -40,7 +40,7 @@ class ServedDevice final : public platform::VfioUserEndpoint {
   // `socket_path` for one client (options.serve_next_client is serve_device's). Throws
   // pcie::PciTransportError when the socket cannot be had, ScenarioError when `cfg` is not
   // servable (check_servable).
-  ServedDevice(const SimConfig& cfg, const std::string& socket_path, const ServeOptions& options = {});
+  ServedDevice(const testbench::SimConfig& cfg, const std::string& socket_path, const ServeOptions& options = {});
   ~ServedDevice() override;
   ServedDevice(const ServedDevice&) = delete;
   ServedDevice& operator=(const ServedDevice&) = delete;
@@ -68,7 +68,7 @@ class ServedDevice final : public platform::VfioUserEndpoint {
   int backdoor_read(uint64_t offset, void* data, size_t size);
   int backdoor_write(uint64_t offset, const void* data, size_t size);
 
-  SimConfig cfg_;
+  testbench::SimConfig cfg_;
   bool offer_backdoor_;
   std::string trace_path_;
   bool had_client_ = false;
@@ -93,7 +93,7 @@ class ServeRefused : public std::runtime_error {
 // socket listens. Returns the signal, or 0. Throws ScenarioError for a configuration a
 // served model cannot carry and ServeRefused for the socket, both before `listening`; a
 // server that fails later throws anything else.
-int serve_device(const SimConfig& config, const std::string& socket_path, const ServeOptions& options,
+int serve_device(const testbench::SimConfig& config, const std::string& socket_path, const ServeOptions& options,
                  const std::function<void()>& listening = {});
 
 }  // namespace irdma_sim::system

@@ -36,7 +36,7 @@ std::string describe(int status) {
 
 }  // namespace
 
-ServerChild::ServerChild(const SimConfig& cfg, ServeOptions options, const std::string& socket_path)
+ServerChild::ServerChild(const testbench::SimConfig& cfg, ServeOptions options, const std::string& socket_path)
     : path_(socket_path.empty() ? fresh_socket_path() : socket_path) {
   options.serve_next_client = false;
   // The child runs SystemC, malloc and streams: safe after fork only from one thread.

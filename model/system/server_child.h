@@ -14,11 +14,11 @@
 
 namespace irdma_sim::system {
 
-class ServerChild final : public ServerProcess {
+class ServerChild final : public testbench::ServerProcess {
  public:
   // Serves `cfg` for one client at `socket_path`, or at a fresh path under $TMPDIR (or
   // /tmp) when it is empty.
-  ServerChild(const SimConfig& cfg, ServeOptions options, const std::string& socket_path = "");
+  ServerChild(const testbench::SimConfig& cfg, ServeOptions options, const std::string& socket_path = "");
   ~ServerChild();
   ServerChild(const ServerChild&) = delete;
   ServerChild& operator=(const ServerChild&) = delete;

@@ -45,12 +45,12 @@ struct Simulation::HostJob : sc_core::sc_module {
 };
 
 
-Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path, const std::string& stimulus_path)
+Simulation::Simulation(const testbench::SimConfig& cfg, const std::string& trace_path, const std::string& stimulus_path)
     : cfg_(cfg) {
   begin_elaboration("Simulation");
   if (!trace_path.empty()) trace_.open(trace_path, [] { return sc_core::sc_time_stamp().value(); });
 
-  const bool approximate = cfg.sync == SyncMode::approximate;
+  const bool approximate = cfg.sync == testbench::SyncMode::approximate;
   const sc_core::sc_time quantum =
       approximate ? sc_core::SC_ZERO_TIME : sc_core::sc_time(cfg.quantum_ns, sc_core::SC_NS);
   memory_ = std::make_unique<platform::HostMemory>("host_memory", cfg.host.memory_mb << 20);
@@ -90,12 +90,12 @@ Simulation::Simulation(const SimConfig& cfg, const std::string& trace_path, cons
   backdoor_ = std::make_unique<SimBackdoor>(*device_, *link_, recorder_.get());
 
   hal_ = std::make_unique<hal::Platform>(hal::Platform{*pci_config_, *bar0_, *dma_, *irq_, *exec_});
-  driver_ = std::make_unique<irdma::irdma_device>(*hal_, driver_params(cfg));
+  driver_ = std::make_unique<irdma::irdma_device>(*hal_, testbench::driver_params(cfg));
   int ret = 0;
   run_on_host([&] { ret = driver_->probe(); });
   if (ret == -ENOMEM)
-    throw ScenarioError("config.host.memory_mb = " + std::to_string(cfg.host.memory_mb) +
-                        " is too small: the driver's probe (its control QP and event queues) failed with ENOMEM");
+    throw testbench::ScenarioError("config.host.memory_mb = " + std::to_string(cfg.host.memory_mb) +
+                                   " is too small: the driver's probe (its control QP and event queues) failed with ENOMEM");
   if (ret)
     throw std::runtime_error("driver probe failed: " + driver_->probe_error() + " (errno " + std::to_string(-ret) + ")");
 }
@@ -104,13 +104,13 @@ Simulation::~Simulation() = default;
 
 uint64_t Simulation::now_ps() const { return sc_core::sc_time_stamp().value(); }
 
-std::optional<CqWriterFigures> Simulation::cq_writer_figures(const std::string& out_dir) {
+std::optional<testbench::CqWriterFigures> Simulation::cq_writer_figures(const std::string& out_dir) {
   return system::cq_writer_figures(device_->cq_engine().writer(),
                                    cfg_.device.cq_writer_timing.value_or(device::CqWriterTiming::rtl), out_dir);
 }
 
-HostCounters Simulation::host_counters() const {
-  HostCounters c;
+testbench::HostCounters Simulation::host_counters() const {
+  testbench::HostCounters c;
   c.dma_errors = memory_->access_errors();
   c.mmio_errors = link_->mmio_errors();
   c.dma_bytes_mapped = memory_->mapped_bytes();

@@ -24,12 +24,13 @@
 
 namespace irdma_sim::system {
 
-class Simulation final : public Host {
+class Simulation final : public testbench::Host {
  public:
   // `trace_path` empty: no transaction log; `stimulus_path` empty: no record for replay
   // (stimulus.h). Throws std::logic_error if a simulation was already elaborated in this
   // process, ScenarioError if the host's memory cannot hold what the driver needs to probe.
-  explicit Simulation(const SimConfig& cfg, const std::string& trace_path = "", const std::string& stimulus_path = "");
+  explicit Simulation(const testbench::SimConfig& cfg, const std::string& trace_path = "",
+                      const std::string& stimulus_path = "");
   ~Simulation() override;
   Simulation(const Simulation&) = delete;
   Simulation& operator=(const Simulation&) = delete;
@@ -41,11 +42,11 @@ class Simulation final : public Host {
   irdma::irdma_device& driver() override { return *driver_; }
   int reprobe() override {
     int ret = 0;
-    run_on_host([&] { ret = probe_again(driver_); });
+    run_on_host([&] { ret = testbench::probe_again(driver_); });
     return ret;
   }
   backends::DeviceBackdoor* backdoor() override { return backdoor_.get(); }
-  HostCounters host_counters() const override;
+  testbench::HostCounters host_counters() const override;
   uint64_t stall_timeout_ns() const override { return 50'000'000; }  // simulated: 50 ms is an age
   const device::IrdmaDevice& device() const { return *device_; }
   device::IrdmaDevice& device() { return *device_; }
@@ -53,9 +54,9 @@ class Simulation final : public Host {
   const platform::SimInterrupts& interrupts() const { return *irq_; }
   const platform::PcieLink& link() const { return *link_; }
   const platform::SimExec& exec() const { return *exec_; }
-  const SimConfig& config() const { return cfg_; }
+  const testbench::SimConfig& config() const { return cfg_; }
   trace::TraceLog* trace() override { return &trace_; }
-  std::optional<CqWriterFigures> cq_writer_figures(const std::string& out_dir) override;
+  std::optional<testbench::CqWriterFigures> cq_writer_figures(const std::string& out_dir) override;
   uint64_t now_ps() const override;
   void close_trace() override {
     trace_.close();
@@ -65,7 +66,7 @@ class Simulation final : public Host {
  private:
   void host_thread();
 
-  SimConfig cfg_;
+  testbench::SimConfig cfg_;
   trace::TraceLog trace_;
   std::unique_ptr<platform::HostMemory> memory_;
   std::unique_ptr<platform::PcieLink> link_;

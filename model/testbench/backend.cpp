@@ -6,7 +6,7 @@
 #include "driver/backends/vfio_user/client.h"
 #include "model/testbench/pcie_system.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 Backend make_pcie_backend(const SimConfig& cfg, const std::string& name) {
   Backend b;
@@ -23,4 +23,4 @@ Backend make_pcie_backend(const SimConfig& cfg, const std::string& name) {
   return b;
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -11,7 +11,7 @@
 #include "model/testbench/host.h"
 #include "model/testbench/sim_config.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 // A process serving the device for one run alone.
 class ServerProcess {
@@ -38,4 +38,4 @@ using BackendFactory = std::function<Backend(const SimConfig& cfg, const std::st
 // to vfio-pci: silicon, no backdoor).
 Backend make_pcie_backend(const SimConfig& cfg, const std::string& name);
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

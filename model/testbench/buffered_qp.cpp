@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <memory>
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 BufferedQp* BufferedQp::create(irdma::irdma_device& dev, ibcore::ib_cq* cq, uint32_t sq_depth,
                                uint32_t rq_depth, uint32_t slot_bytes, int& err,
@@ -76,4 +76,4 @@ uint64_t BufferedQp::window_addr(uint32_t slot) const {
   return window_buf_.iova + uint64_t(slot) * slot_bytes_;
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

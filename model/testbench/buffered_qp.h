@@ -10,7 +10,7 @@
 #include "driver/core/ib_qp.h"
 #include "driver/irdma/irdma_device.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 class BufferedQp {
  public:
@@ -64,4 +64,4 @@ class BufferedQp {
   hal::DmaBuffer send_buf_, recv_buf_, window_buf_;
 };
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

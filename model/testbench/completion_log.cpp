@@ -5,7 +5,7 @@
 #include "model/testbench/json_writer.h"
 #include "model/trace/text.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 using namespace ibcore;
 
@@ -63,4 +63,4 @@ void CompletionLog::write(uint64_t t_ps, uint64_t posted_ps, uint32_t cq, uint64
   std::fputc('\n', out_);
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

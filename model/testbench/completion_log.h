@@ -9,7 +9,7 @@
 #include "driver/core/ib_verbs.h"
 #include "model/testbench/json_writer.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 class CompletionLog {
  public:
@@ -33,4 +33,4 @@ class CompletionLog {
   JsonWriter line_;  // reused: a line costs no allocation
 };
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

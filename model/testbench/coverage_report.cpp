@@ -4,7 +4,7 @@
 
 #include "model/testbench/json_writer.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 namespace {
 
 double percent(size_t covered, size_t reachable) {
@@ -63,4 +63,4 @@ std::string coverage_json(const trace::Coverage& coverage, bool device_seen) {
   return j.text();
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

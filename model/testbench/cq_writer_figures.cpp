@@ -1,6 +1,6 @@
 #include "model/testbench/cq_writer_figures.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 using device::CqCorrelation;
 using device::CqCycleStats;
@@ -40,4 +40,4 @@ void write_cq_writer(JsonWriter& j, const CqWriterFigures& f) {
   j.end_object();
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -12,7 +12,7 @@
 #include "model/device/device_config.h"
 #include "model/testbench/json_writer.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 struct CqWriterFigures {
   device::CqWriterTiming timing = device::CqWriterTiming::rtl;
@@ -25,4 +25,4 @@ struct CqWriterFigures {
 
 void write_cq_writer(JsonWriter& j, const CqWriterFigures& f);
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -20,7 +20,7 @@ namespace irdma_sim::trace {
 class TraceLog;
 }
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 // The host side's own view of the device.
 struct HostCounters {
@@ -89,4 +89,4 @@ class Host {
   virtual std::optional<CqWriterFigures> cq_writer_figures(const std::string& /*out_dir*/) { return std::nullopt; }
 };
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

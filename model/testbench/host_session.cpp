@@ -9,7 +9,7 @@
 #include "driver/irdma/irdmadv.h"
 #include "model/testbench/scenario.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 using namespace ibcore;
 
@@ -475,4 +475,4 @@ void HostSession::recover() {
   }
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

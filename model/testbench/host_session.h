@@ -17,7 +17,7 @@
 #include "model/testbench/host.h"
 #include "model/testbench/sim_config.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 
 // Raised for driver and pool errors, with Linux's errno.
@@ -152,4 +152,4 @@ class HostSession {
   bool down_ = false;
 };
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -18,7 +18,7 @@ constexpr const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace irdma_sim::system;
+  using namespace irdma_sim::testbench;
   RunCommand cmd;
   cmd.options.backend.clear();
   std::string error;

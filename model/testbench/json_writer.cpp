@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 void append_json_escaped(std::string& out, std::string_view s) {
   size_t plain = 0;  // the run of characters that need no escape, appended at once
@@ -104,4 +104,4 @@ JsonWriter& JsonWriter::str(const char* key, std::string_view v) {
   return *this;
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

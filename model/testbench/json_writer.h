@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 // Appends `s` to `out`, escaped.
 void append_json_escaped(std::string& out, std::string_view s);
@@ -36,4 +36,4 @@ class JsonWriter {
   bool first_ = true;
 };
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 PcieSystem::PcieSystem(std::unique_ptr<pcie::PciTransport> transport, const irdma::irdma_params& params,
                        Backdoor backdoor)
@@ -39,4 +39,4 @@ HostCounters PcieSystem::host_counters() const {
   return c;
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

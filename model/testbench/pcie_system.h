@@ -12,7 +12,7 @@
 #include "driver/irdma/irdma_device.h"
 #include "model/testbench/host.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 class PcieSystem final : public Host {
  public:
@@ -42,4 +42,4 @@ class PcieSystem final : public Host {
   std::unique_ptr<irdma::irdma_device> driver_;
 };
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

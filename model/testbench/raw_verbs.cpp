@@ -7,7 +7,7 @@
 #include "driver/irdma/irdma_device.h"
 #include "model/testbench/host.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 using namespace ibcore;
 
@@ -320,4 +320,4 @@ void RawVerbs::post_recv(uint32_t qp_num, std::vector<ib_recv_wr> wrs, const std
              [&](const ib_recv_wr* first, const ib_recv_wr** bad) { return session_.host().driver().post_recv(q.qp, first, bad); });
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

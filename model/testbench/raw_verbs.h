@@ -21,7 +21,7 @@ struct irdma_mr;
 struct irdma_pd;
 }  // namespace irdma
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 // ib_qp_state, as Linux numbers it.
 enum class QpState : int { reset = 0, init = 1, rtr = 2, rts = 3, err = 6 };
@@ -108,4 +108,4 @@ class RawVerbs {
   bool closed_ = false;
 };
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -8,7 +8,7 @@
 #include "model/testbench/yaml_reader.h"
 #include "model/trace/trace_log.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 SystemCounters read_system_counters(Host& host, ServerProcess* server) {
   SystemCounters c;
@@ -232,4 +232,4 @@ std::vector<std::string> device_mismatches(const Scenario& sc, const irdma::irdm
   return warnings;
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

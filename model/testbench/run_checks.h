@@ -17,7 +17,7 @@
 #include "model/testbench/scoreboard.h"
 #include "model/testbench/workload.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 // The system's counters after teardown, taken once: the checks and the report read them,
 // and a backend in another process may be gone by the time the report is written.
@@ -51,4 +51,4 @@ void warn_of_idle_faults(const SimConfig& cfg, const backends::DeviceCounters& c
 // `elsewhere`: the device was not built from this scenario (a served model, silicon).
 std::vector<std::string> device_mismatches(const Scenario& sc, const irdma::irdma_device& dev, bool elsewhere);
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -9,7 +9,7 @@
 
 #include "model/testbench/yaml_reader.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 bool take_run_argument(int argc, char** argv, int& i, RunCommand& cmd, std::string& error) {
   const std::string a = argv[i];
@@ -82,4 +82,4 @@ int run_command(const char* program, const char* usage, RunCommand cmd, const Ba
   }
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -12,7 +12,7 @@
 #include "model/testbench/backend.h"
 #include "model/testbench/run_loop.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 struct RunCommand {
   std::string scenario, out;
@@ -34,4 +34,4 @@ int run_command(const char* program, const char* usage, RunCommand cmd, const Ba
 // Prints "program: what" and the usage to stderr; returns 2.
 int usage_error(const char* program, const char* usage, const std::string& what);
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -14,7 +14,7 @@
 #include "model/testbench/yaml_reader.h"
 #include "model/trace/trace_log.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 void choose_cq_writer(const std::string& choice, std::optional<device::CqWriterKind>& kind,
                       std::optional<device::CqWriterTiming>& timing) {
@@ -173,4 +173,4 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   return result;
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

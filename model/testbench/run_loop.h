@@ -15,7 +15,7 @@
 #include "model/testbench/run_progress.h"
 #include "model/testbench/scoreboard.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 struct RunOptions {
   std::optional<uint64_t> seed;  // overrides the scenario's
@@ -60,4 +60,4 @@ struct RunResult {
 RunResult run_scenario(const std::string& scenario_path, const std::string& out_dir, const RunOptions& options,
                        const BackendFactory& make_backend);
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 std::string RunProgress::line() const {
   char buf[160];
@@ -13,4 +13,4 @@ std::string RunProgress::line() const {
   return buf;
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 struct RunProgress {
   uint64_t sim_time_ps = 0;
@@ -17,4 +17,4 @@ struct RunProgress {
   std::string line() const;
 };
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -8,7 +8,7 @@
 #include "model/testbench/json_writer.h"
 #include "model/testbench/stop_signals.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 namespace {
 
@@ -169,4 +169,4 @@ void write_whole(const std::string& path, const std::string& text) {
   std::filesystem::rename(tmp, path);
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -11,7 +11,7 @@
 #include "model/testbench/run_checks.h"
 #include "model/trace/coverage.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 std::string report_json(const Scenario& sc, const SystemCounters& sys, const WorkloadCounters& wl,
                         const std::vector<Check>& checks, const std::vector<std::string>& warnings,
@@ -24,4 +24,4 @@ void cover_driver_paths(trace::Coverage& coverage, const SystemCounters& sys, co
 // Written whole or not at all: a reader never finds half a file.
 void write_whole(const std::string& path, const std::string& text);
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

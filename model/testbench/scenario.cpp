@@ -7,7 +7,7 @@
 #include "model/testbench/buffered_qp.h"
 #include "model/testbench/yaml_reader.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 const std::vector<std::string> kFlushCodeNames = {
     "invalid",      "general_err",   "prot_err",    "rem_access_err",  "loc_qp_op_err",
@@ -444,4 +444,4 @@ void check_servable(const SimConfig& config) {
                           "not with the run's traffic; it needs the sim backend");
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -10,7 +10,7 @@
 #include "driver/core/ib_device.h"
 #include "model/testbench/sim_config.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 // What a QP posts, cycled through. reg_mr, bind_mw, local_inv and read_inv work on the
 // QP's own memory region over its peer's buffers (scenarios/README.md, "The format").
@@ -99,4 +99,4 @@ SimConfig load_config_file(const std::string& path);
 // simulation's alone.
 void check_servable(const SimConfig& config);
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

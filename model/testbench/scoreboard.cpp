@@ -6,7 +6,7 @@
 
 #include "driver/core/ib_qp.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 using namespace ibcore;
 
@@ -269,4 +269,4 @@ std::vector<Check> Scoreboard::checks() const {
   return out;
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -11,7 +11,7 @@
 
 #include "driver/core/ib_verbs.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 struct Check {
   std::string name;
@@ -149,4 +149,4 @@ class Scoreboard {
   uint64_t stale_extended_delivered_ = 0;
 };
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -9,7 +9,7 @@
 #include "model/platform/host_config.h"
 #include "model/platform/link_config.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 enum class SyncMode {
   // Every device step waits for simulated time and posted writes land when they arrive:
@@ -35,4 +35,4 @@ struct SimConfig {
   double quantum_ns = 10000;  // loose mode only
 };
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -1,6 +1,6 @@
 #include "model/testbench/stop_signals.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 volatile std::sig_atomic_t StopSignals::caught_ = 0;
 void (*StopSignals::on_stop_)() = nullptr;
@@ -27,4 +27,4 @@ StopSignals::~StopSignals() {
 
 const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal"; }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -6,7 +6,7 @@
 
 #include <csignal>
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 class StopSignals {
  public:
@@ -25,4 +25,4 @@ class StopSignals {
 
 const char* signal_name(int sig);
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

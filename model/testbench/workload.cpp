@@ -7,7 +7,7 @@
 #include "model/testbench/host.h"
 #include "model/testbench/workload/bookkeeping.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 Workload::Workload(Host& host, const Scenario& sc, Scoreboard& sb, CompletionLog& log)
     : host_(host), dev_(host.driver()), sc_(sc), sb_(sb), log_(log) {}
@@ -43,4 +43,4 @@ void Workload::run() {
   dev_.event_handler = nullptr;
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -24,7 +24,7 @@
 #include "model/testbench/workload/ready_set.h"
 #include "model/trace/coverage.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 class Host;
 
@@ -221,4 +221,4 @@ class Workload {
   std::vector<backends::DeviceBackdoor::StruckAccess> struck_;
 };
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <map>
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 namespace {
 
@@ -192,4 +192,4 @@ std::vector<YamlMap> YamlMap::list_of_maps(const char* key) const {
   return out;
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

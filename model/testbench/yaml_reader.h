@@ -10,7 +10,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 class ScenarioError : public std::runtime_error {
  public:
@@ -67,4 +67,4 @@ class YamlMap {
 // Parses `path`; syntax errors become ScenarioErrors with the file and line.
 YAML::Node load_yaml_file(const std::string& path);
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

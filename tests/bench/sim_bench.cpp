@@ -57,8 +57,8 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-system::Scenario e2e_scenario(uint32_t sends, uint32_t max_bytes, uint32_t itr_us) {
-  system::Scenario sc = system::load_scenario(IRDMA_SIM_SOURCE_DIR "/scenarios/smoke.yaml");
+testbench::Scenario e2e_scenario(uint32_t sends, uint32_t max_bytes, uint32_t itr_us) {
+  testbench::Scenario sc = testbench::load_scenario(IRDMA_SIM_SOURCE_DIR "/scenarios/smoke.yaml");
   sc.traffic.sends_per_qp = sends;
   sc.traffic.max_bytes = max_bytes;
   sc.traffic.min_bytes = std::min(sc.traffic.min_bytes, max_bytes);
@@ -70,19 +70,19 @@ system::Scenario e2e_scenario(uint32_t sends, uint32_t max_bytes, uint32_t itr_u
 struct TimedRun {
   double wall_s = 0, setup_s = 0;
   bool passed = true;
-  system::WorkloadCounters counts;
+  testbench::WorkloadCounters counts;
 };
 
-TimedRun run_timed(system::Host& host, const system::Scenario& sc) {
-  system::CompletionLog no_log;
-  system::Scoreboard sb(2 * sc.pairs.size());
-  system::Workload wl(host, sc, sb, no_log);
+TimedRun run_timed(testbench::Host& host, const testbench::Scenario& sc) {
+  testbench::CompletionLog no_log;
+  testbench::Scoreboard sb(2 * sc.pairs.size());
+  testbench::Workload wl(host, sc, sb, no_log);
   const auto start = std::chrono::steady_clock::now();
   host.run_on_host([&] { wl.run(); });
   TimedRun r;
   r.wall_s = seconds_since(start);
   r.setup_s = std::chrono::duration<double>(wl.traffic_started() - start).count();
-  for (const system::Check& c : sb.checks()) {
+  for (const testbench::Check& c : sb.checks()) {
     if (!c.passed) std::fprintf(stderr, "check %s failed: %s\n", c.name.c_str(), c.detail.c_str());
     r.passed = r.passed && c.passed;
   }
@@ -91,7 +91,7 @@ TimedRun run_timed(system::Host& host, const system::Scenario& sc) {
 }
 
 // The workload on `host`, timed: one line of figures, exit status 0 when every check held.
-int e2e_on(system::Host& host, const system::Scenario& sc, const char* mode) {
+int e2e_on(testbench::Host& host, const testbench::Scenario& sc, const char* mode) {
   const TimedRun r = run_timed(host, sc);
   const double wall = r.wall_s;
   const bool passed = r.passed;
@@ -110,8 +110,8 @@ int e2e_on(system::Host& host, const system::Scenario& sc, const char* mode) {
 }
 
 int e2e(bool loose, uint32_t sends, uint32_t max_bytes, uint32_t itr_us) {
-  system::Scenario sc = e2e_scenario(sends, max_bytes, itr_us);
-  sc.config.sync = loose ? system::SyncMode::loose : system::SyncMode::approximate;
+  testbench::Scenario sc = e2e_scenario(sends, max_bytes, itr_us);
+  sc.config.sync = loose ? testbench::SyncMode::loose : testbench::SyncMode::approximate;
   system::Simulation sim(sc.config);
   return e2e_on(sim, sc, loose ? "loose" : "approximate");
 }
@@ -135,16 +135,16 @@ int scale(bool loose, uint64_t pairs, uint64_t completions, uint64_t cq_entries,
     std::fputs(doc, f);
     std::fclose(f);
   }
-  system::Scenario sc;
+  testbench::Scenario sc;
   try {
-    sc = system::load_scenario(path);
-  } catch (const system::ScenarioError& e) {
+    sc = testbench::load_scenario(path);
+  } catch (const testbench::ScenarioError& e) {
     std::remove(path.c_str());
     std::fprintf(stderr, "irdma-sim-bench scale: %llu pairs cannot run: %s\n", (unsigned long long)pairs, e.what());
     return 2;
   }
   std::remove(path.c_str());
-  sc.config.sync = loose ? system::SyncMode::loose : system::SyncMode::approximate;
+  sc.config.sync = loose ? testbench::SyncMode::loose : testbench::SyncMode::approximate;
   system::Simulation sim(sc.config);
   const TimedRun r = run_timed(sim, sc);
   const double wall = r.wall_s, setup = r.setup_s;
@@ -160,15 +160,15 @@ int scale(bool loose, uint64_t pairs, uint64_t completions, uint64_t cq_entries,
 }
 
 // The model served by a child process, the driver and the workload here on OS threads.
-std::unique_ptr<system::PcieSystem> served(system::ServerChild& server, const system::SimConfig& cfg) {
+std::unique_ptr<testbench::PcieSystem> served(system::ServerChild& server, const testbench::SimConfig& cfg) {
   pcie::vfio_user::VfioUserClientOptions options;
   options.posted_writes = true;
-  return std::make_unique<system::PcieSystem>(
-      std::make_unique<pcie::vfio_user::VfioUserClient>(server.socket_path(), options), system::driver_params(cfg));
+  return std::make_unique<testbench::PcieSystem>(
+      std::make_unique<pcie::vfio_user::VfioUserClient>(server.socket_path(), options), testbench::driver_params(cfg));
 }
 
 int e2e_vfio_user(uint32_t sends, uint32_t max_bytes, uint32_t itr_us) {
-  const system::Scenario sc = e2e_scenario(sends, max_bytes, itr_us);
+  const testbench::Scenario sc = e2e_scenario(sends, max_bytes, itr_us);
   system::ServerChild server(sc.config, {});
   return e2e_on(*served(server, sc.config), sc, "vfio-user");
 }
@@ -176,8 +176,8 @@ int e2e_vfio_user(uint32_t sends, uint32_t max_bytes, uint32_t itr_us) {
 // Doorbell to MSI-X through vfio-user: a signaled NOP posted on a QP whose CQ is armed
 // (the WQEALLOC doorbell) until the CQ's completion handler runs on the interrupt thread.
 int doorbell_to_msix(uint32_t rounds) {
-  system::ServerChild server(system::SimConfig{}, {});
-  auto host = served(server, system::SimConfig{});
+  system::ServerChild server(testbench::SimConfig{}, {});
+  auto host = served(server, testbench::SimConfig{});
   irdma::irdma_device& dev = host->driver();
   auto got = ibcore::ib_alloc_cq(&dev, nullptr, 64, 0, ibcore::IB_POLL_DIRECT);
   if (got.is_err()) return 1;
@@ -189,8 +189,8 @@ int doorbell_to_msix(uint32_t rounds) {
   std::atomic<uint64_t> fired_ns{0};
   cq->comp_handler = [&](ibcore::ib_cq*) { fired_ns = now_ns(); };
   int err = 0;
-  std::unique_ptr<system::BufferedQp> a(system::BufferedQp::create(dev, cq, 8, 8, 64, err));
-  std::unique_ptr<system::BufferedQp> b(err ? nullptr : system::BufferedQp::create(dev, cq, 8, 8, 64, err));
+  std::unique_ptr<testbench::BufferedQp> a(testbench::BufferedQp::create(dev, cq, 8, 8, 64, err));
+  std::unique_ptr<testbench::BufferedQp> b(err ? nullptr : testbench::BufferedQp::create(dev, cq, 8, 8, 64, err));
   if (err || dev.connect_qp(a->qp(), b->qp_num()) || dev.connect_qp(b->qp(), a->qp_num())) return 1;
   std::vector<double> us;
   for (uint32_t i = 0; i < rounds; i++) {

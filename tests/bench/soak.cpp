@@ -31,6 +31,7 @@
 namespace {
 
 using namespace irdma_sim::system;
+using namespace irdma_sim::testbench;
 
 constexpr uint64_t kSmallPairs = 4;  // CQs too small for their traffic
 

@@ -25,8 +25,8 @@ constexpr uint64_t kRegisters[] = {CQPDB,        CQPTAIL,      CQARM,        CQA
                                    WQEALLOC,     GLINT_CEQCTL, GLINT_DYN_CTL, PFINT_AEQCTL, CCQPSTATUS,
                                    CCQPLOW,      CCQPHIGH,     CQPERRCODES,  GLPE_CPUSTATUS0, GLPCI_LBARCTRL};
 
-irdma_sim::system::SimConfig config() {
-  irdma_sim::system::SimConfig c;
+irdma_sim::testbench::SimConfig config() {
+  irdma_sim::testbench::SimConfig c;
   c.device.max_cq = 16;
   c.device.max_qp = 16;
   c.device.num_ceqs = 2;

@@ -30,7 +30,7 @@ constexpr uint8_t kOpcodes[] = {OP_CREATE_QP,   OP_MODIFY_QP,   OP_DESTROY_QP,  
 
 struct System {
   irdma_sim::system::Simulation sim{[] {
-    irdma_sim::system::SimConfig c;
+    irdma_sim::testbench::SimConfig c;
     c.device.max_cq = 16;
     c.device.max_qp = 16;
     c.driver.cqp_timeout_ms = 1;  // a command that cannot complete costs little

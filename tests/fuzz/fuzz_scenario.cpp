@@ -35,8 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!out.flush()) irdma_sim::fuzz::broken("fuzz_scenario", "cannot write " + path);
   }
   try {
-    irdma_sim::system::load_scenario(path);
-  } catch (const irdma_sim::system::ScenarioError& e) {
+    irdma_sim::testbench::load_scenario(path);
+  } catch (const irdma_sim::testbench::ScenarioError& e) {
     if (std::string(e.what()).find(path) == std::string::npos)
       irdma_sim::fuzz::broken("fuzz_scenario", std::string("an error that does not name the file: ") + e.what());
   } catch (const std::exception& e) {

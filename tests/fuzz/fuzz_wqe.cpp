@@ -27,7 +27,7 @@ constexpr size_t kRoundsPerEpoch = 1000;
 
 struct System {
   irdma_sim::system::Simulation sim{[] {
-    irdma_sim::system::SimConfig c;
+    irdma_sim::testbench::SimConfig c;
     c.device.max_cq = 16;
     return c;
   }()};

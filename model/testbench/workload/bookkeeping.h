@@ -13,7 +13,7 @@
 #include "model/testbench/buffered_qp.h"
 #include "model/testbench/workload.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 // Records by slot that cost memory only where a slot is used: calloc of a large block is a
 // fresh mapping whose pages the kernel zero-fills on first touch (a deep queue's records are
@@ -113,4 +113,4 @@ decltype(auto) Workload::unlocked(Call&& call) {
   return call();
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

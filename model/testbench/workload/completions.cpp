@@ -10,7 +10,7 @@
 #include "model/testbench/workload/bookkeeping.h"
 #include "model/testbench/workload/payload.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 using namespace ibcore;
 
@@ -163,4 +163,4 @@ bool Workload::moved_right(const Qp& q, const WrCtx& ctx) const {
   return false;
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -5,7 +5,7 @@
 
 #include "model/testbench/workload/bookkeeping.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 using namespace ibcore;
 
@@ -34,4 +34,4 @@ void Workload::forget_region(Qp& q) {
   q.rkey = 0;
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;
@@ -52,4 +52,4 @@ uint32_t message_size(const TrafficSpec& t, uint64_t seed, unsigned qp_index, ui
   return t.min_bytes + uint32_t(splitmix64(seed ^ (uint64_t(qp_index) << 40) ^ seq) % span);
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

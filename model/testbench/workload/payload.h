@@ -6,7 +6,7 @@
 
 #include "model/testbench/scenario.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 uint64_t splitmix64(uint64_t x);
 
@@ -22,4 +22,4 @@ uint64_t read_source_key(uint64_t seed, unsigned owner, uint32_t slot);
 // The length of message `seq` of QP `qp_index`, within the traffic's min_bytes..max_bytes.
 uint32_t message_size(const TrafficSpec& t, uint64_t seed, unsigned qp_index, uint64_t seq);
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -7,7 +7,7 @@
 #include "model/testbench/workload/bookkeeping.h"
 #include "model/testbench/workload/payload.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 using namespace ibcore;
 
@@ -257,4 +257,4 @@ void Workload::wake_poster(const Qp& q) {
     completed_->signal();
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

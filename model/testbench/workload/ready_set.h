@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 class ReadySet {
  public:
@@ -51,4 +51,4 @@ class ReadySet {
   std::vector<uint64_t> summary_;
 };
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -8,7 +8,7 @@
 #include "driver/core/cq.h"
 #include "model/testbench/workload/bookkeeping.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 using namespace ibcore;
 
@@ -108,4 +108,4 @@ int Workload::maybe_resize(Qp& q) {
   return 1;
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -14,7 +14,7 @@
 #include "model/testbench/workload/bookkeeping.h"
 #include "model/testbench/workload/payload.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 using namespace ibcore;
 
@@ -238,4 +238,4 @@ void Workload::expect_struck() {
       }
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

@@ -7,7 +7,7 @@
 #include "driver/irdma/irdmadv.h"
 #include "model/testbench/workload/bookkeeping.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 using namespace ibcore;
 
@@ -70,4 +70,4 @@ bool Workload::destroy_qp(Qp& q) {
   return true;
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

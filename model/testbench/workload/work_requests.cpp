@@ -4,7 +4,7 @@
 #include "model/testbench/workload/bookkeeping.h"
 #include "model/testbench/workload/payload.h"
 
-namespace irdma_sim::system {
+namespace irdma_sim::testbench {
 
 using namespace ibcore;
 
@@ -144,4 +144,4 @@ void Workload::describe(Qp& q, uint64_t seq, TrafficOp op, WrCtx& ctx, ib_send_w
   }
 }
 
-}  // namespace irdma_sim::system
+}  // namespace irdma_sim::testbench

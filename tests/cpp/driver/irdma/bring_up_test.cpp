@@ -15,6 +15,7 @@ namespace {
 
 using namespace irdma_sim;
 using namespace irdma_sim::system;
+using namespace irdma_sim::testbench;
 
 TEST(BringUp, CapabilitiesAreReadFromTheDevice) {
   SimConfig cfg;

@@ -16,6 +16,7 @@
 namespace irdma_sim::testing {
 
 using namespace irdma_sim::system;
+using namespace irdma_sim::testbench;
 using namespace ibcore;
 
 inline SimConfig config(uint32_t max_cq = 64) {

@@ -11,6 +11,7 @@
 namespace {
 
 using namespace irdma_sim::system;
+using namespace irdma_sim::testbench;
 using namespace irdma_sim::testing;
 using namespace ibcore;
 

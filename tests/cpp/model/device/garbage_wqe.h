@@ -42,7 +42,7 @@ template <class Rng>
 void garbage_wqe_round(system::Simulation& sim, ibcore::ib_cq* cq, Rng& rng, GarbageWqeStats& stats,
                        const std::function<void(const std::string&)>& fail) {
   using namespace ibcore;
-  using system::BufferedQp;
+  using testbench::BufferedQp;
   static constexpr uint8_t kOps[] = {
       irdma::IRDMA_OP_TYPE_RDMA_WRITE, irdma::IRDMA_OP_TYPE_RDMA_READ, irdma::IRDMA_OP_TYPE_SEND,
       irdma::IRDMA_OP_TYPE_SEND_INV,   irdma::IRDMA_OP_TYPE_BIND_MW,   irdma::IRDMA_OP_TYPE_FAST_REG_NSMR,

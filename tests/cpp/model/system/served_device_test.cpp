@@ -26,6 +26,7 @@
 namespace {
 
 using namespace irdma_sim::system;
+using namespace irdma_sim::testbench;
 namespace vfio = pcie::vfio;
 
 uint32_t config_read(pcie::PciTransport& t, uint32_t offset, size_t size) {

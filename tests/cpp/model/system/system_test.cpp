@@ -20,6 +20,7 @@
 namespace {
 
 using namespace irdma_sim::system;
+using namespace irdma_sim::testbench;
 
 std::string slurp(const std::filesystem::path& p) {
   std::ifstream f(p);

@@ -9,7 +9,7 @@
 
 namespace {
 
-using irdma_sim::system::JsonWriter;
+using irdma_sim::testbench::JsonWriter;
 
 TEST(JsonWriter, EscapesWhatJsonForbidsInStringsAndKeysAndNothingElse) {
   JsonWriter j;

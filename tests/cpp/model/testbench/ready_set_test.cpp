@@ -8,7 +8,7 @@
 
 namespace {
 
-using irdma_sim::system::ReadySet;
+using irdma_sim::testbench::ReadySet;
 
 TEST(ReadySet, TakesMembersInOrderFromAnyPointAsASortedSetWould) {
   for (const unsigned size : {1u, 63u, 64u, 65u, 4095u, 4096u, 4097u, 20000u}) {

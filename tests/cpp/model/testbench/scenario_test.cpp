@@ -16,7 +16,7 @@
 
 namespace {
 
-using namespace irdma_sim::system;
+using namespace irdma_sim::testbench;
 
 // ctest runs tests in parallel processes: each test writes files of its own.
 std::string write_temp(const std::string& name, const std::string& text) {

@@ -10,7 +10,7 @@
 
 namespace {
 
-using namespace irdma_sim::system;
+using namespace irdma_sim::testbench;
 using namespace ibcore;
 
 const Check& named(const std::vector<Check>& checks, const std::string& name) {

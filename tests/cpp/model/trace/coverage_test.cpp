@@ -63,8 +63,8 @@ TEST(Coverage, TheReportCountsReachableBinsOnlyAndLeavesUnobservedDeviceGroupsOu
   trace::Coverage cov;
   cov.hit(Cover::ceq, {0});
   cov.hit(Cover::sq_completion, {0, 0, 0});
-  const std::string seen = system::coverage_json(cov, true);
-  const std::string unseen = system::coverage_json(cov, false);
+  const std::string seen = testbench::coverage_json(cov, true);
+  const std::string unseen = testbench::coverage_json(cov, false);
   // ceq: 5 events, "dropped" unreachable; one hit of 4 reachable.
   EXPECT_NE(seen.find(R"("name":"ceq")"), std::string::npos);
   EXPECT_NE(seen.find(R"({"bin":["dropped"],"unreachable":)"), std::string::npos);
