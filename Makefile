@@ -21,23 +21,26 @@ DEBIAN_PACKAGES := cmake ninja-build g++ pkg-config libsystemc-dev verilator lib
 FUZZ_SECONDS ?= 30
 FUZZ_KEEP    ?=
 
+# SystemC prints its banner in every process it starts, the build's test discovery too.
+export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE := 1
+
 .PHONY: run test tsan asan fuzz bench deps build clean
 
 run: build
-	SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 $(BUILD)/bin/irdma-sim run $(SCENARIO) --out $(OUT) $(if $(SEED),--seed $(SEED))
+	$(BUILD)/bin/irdma-sim run $(SCENARIO) --out $(OUT) $(if $(SEED),--seed $(SEED))
 
 test: build
-	cd $(BUILD) && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ctest --output-on-failure -j 2
+	cd $(BUILD) && ctest --output-on-failure -j 2
 
 tsan: build
 	@cmake --preset tsan --log-level=WARNING > /dev/null
 	@cmake --build build-tsan -- --quiet
-	cd build-tsan && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ctest --output-on-failure -j 2 -L tsan
+	cd build-tsan && ctest --output-on-failure -j 2 -L tsan
 
 asan: build
 	@cmake --preset asan --log-level=WARNING > /dev/null
 	@cmake --build build-asan -- --quiet
-	cd build-asan && SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ctest --output-on-failure -j 2
+	cd build-asan && ctest --output-on-failure -j 2
 
 fuzz: deps
 	@cmake --preset fuzz --log-level=WARNING > /dev/null
@@ -64,10 +67,13 @@ deps:
 	@missing=$$(for p in $(DEBIAN_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
-	  echo "installing Debian packages:" $$missing; \
+	  echo "installing Debian packages (log: $(BUILD)/apt.log):" $$missing; \
+	  mkdir -p $(BUILD); \
 	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$sudo apt-get update -qq && \
-	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  { $$sudo apt-get update -qq && \
+	    $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Use-Pty=0 \
+	      --no-install-recommends $$missing; } > $(BUILD)/apt.log 2>&1 || \
+	    { tail -20 $(BUILD)/apt.log; echo "installing Debian packages failed: see $(BUILD)/apt.log"; exit 1; }; \
 	fi
 
 clean:
