@@ -2,9 +2,12 @@
 // (the slice of struct ib_device / ib_device_ops / struct ib_cq the CQ layer uses).
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <list>
 #include <mutex>
@@ -16,6 +19,7 @@ namespace ibcore {
 
 class ib_device;
 class ib_poll_workers;
+class ib_pd;
 
 struct ib_cq_init_attr {
   unsigned cqe = 0;
@@ -58,8 +62,86 @@ struct ib_cq {
   bool poll_disabled = false;   // cancelled: never scheduled again
 };
 
+// What ib_register_device caches of the device (ib_query_device's answer, struct
+// ib_device_attr): ULPs size against it, uverbs answers QUERY_DEVICE from it.
 struct ib_device_attr {
-  int max_cqe = 0;
+  uint64_t fw_ver = 0;
+  uint64_t sys_image_guid = 0;  // as the wire carries it (big-endian)
+  uint64_t max_mr_size = 0;
+  uint64_t page_size_cap = 0;
+  uint32_t vendor_id = 0, vendor_part_id = 0, hw_ver = 0;
+  int max_qp = 0, max_qp_wr = 0;
+  uint64_t device_cap_flags = 0;
+  int max_send_sge = 0, max_recv_sge = 0, max_sge_rd = 0;
+  int max_cq = 0, max_cqe = 0;
+  int max_mr = 0, max_pd = 0, max_mw = 0, max_ah = 0;
+  int max_qp_rd_atom = 0, max_qp_init_rd_atom = 0, max_res_rd_atom = 0;
+  int atomic_cap = 0;  // enum ib_atomic_cap
+  uint16_t max_pkeys = 0;
+  uint8_t local_ca_ack_delay = 0;
+  uint32_t max_fast_reg_page_list_len = 0;
+};
+
+enum ib_device_cap_flags : uint64_t {
+  IB_DEVICE_RC_RNR_NAK_GEN = 1ull << 12,
+  IB_DEVICE_MEM_WINDOW = 1ull << 17,
+  IB_DEVICE_MEM_MGT_EXTENSIONS = 1ull << 21,
+};
+
+enum ib_atomic_cap : int { IB_ATOMIC_NONE = 0, IB_ATOMIC_HCA = 1 };
+
+enum ib_port_state : uint8_t { IB_PORT_DOWN = 1, IB_PORT_ACTIVE = 4 };
+enum ib_mtu : uint8_t { IB_MTU_256 = 1, IB_MTU_512, IB_MTU_1024, IB_MTU_2048, IB_MTU_4096 };
+enum ib_link_layer : uint8_t { IB_LINK_LAYER_UNSPECIFIED = 0, IB_LINK_LAYER_INFINIBAND, IB_LINK_LAYER_ETHERNET };
+enum ib_port_phys_state : uint8_t { IB_PORT_PHYS_STATE_DISABLED = 3, IB_PORT_PHYS_STATE_LINK_UP = 5 };
+enum ib_port_capability_mask_bits : uint32_t {
+  IB_PORT_CM_SUP = 1u << 16,
+  IB_PORT_IP_BASED_GIDS = 1u << 26,
+};
+
+// A port as ib_query_port reports it (struct ib_port_attr).
+struct ib_port_attr {
+  uint32_t port_cap_flags = 0;
+  uint32_t max_msg_sz = 0;
+  uint32_t gid_tbl_len = 0;
+  uint16_t pkey_tbl_len = 0;
+  ib_port_state state = IB_PORT_DOWN;
+  ib_mtu max_mtu = IB_MTU_256, active_mtu = IB_MTU_256;
+  uint8_t active_width = 0, active_speed = 0;
+  ib_port_phys_state phys_state = IB_PORT_PHYS_STATE_DISABLED;
+  ib_link_layer link_layer = IB_LINK_LAYER_UNSPECIFIED;
+};
+
+// A user-space caller's own part of a command (struct ib_udata): the driver's request bytes,
+// and where its reply goes, up to outlen bytes. `copy_to_user` is the caller's process's.
+struct ib_udata {
+  const uint8_t* inbuf = nullptr;
+  size_t inlen = 0;
+  uint64_t outbuf = 0;  // a user address
+  size_t outlen = 0;
+  std::function<bool(uint64_t addr, const void* src, size_t len)> copy_to_user;
+};
+
+// ib_copy_from_udata: at most what the caller sent; the rest of `dst` is left as it was.
+inline void ib_copy_from_udata(void* dst, const ib_udata& udata, size_t len) {
+  std::memcpy(dst, udata.inbuf, std::min(len, udata.inlen));
+}
+// ib_copy_to_udata: -EFAULT when the caller's memory does not take it.
+inline int ib_copy_to_udata(const ib_udata& udata, const void* src, size_t len) {
+  return udata.copy_to_user(udata.outbuf, src, std::min(len, udata.outlen)) ? 0 : -EFAULT;
+}
+
+// What a driver keeps per open of its uverbs device (struct ib_ucontext).
+struct ib_ucontext {
+  virtual ~ib_ucontext() = default;
+  ib_device* device = nullptr;
+};
+
+// What an mmap of a user context maps (rdma_user_mmap_entry): a range of a BAR's pages.
+struct ib_mmap_range {
+  unsigned bar = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
 };
 
 // How ib_cq_pool_get picks among fitting CQs.
@@ -89,9 +171,31 @@ class ib_device {
   virtual int destroy_cq(ib_cq* cq) = 0;
   virtual int poll_cq(ib_cq* cq, int num_entries, ib_wc* wc) = 0;
   virtual int req_notify_cq(ib_cq* cq, unsigned flags) = 0;
-  virtual int resize_cq(ib_cq*, int /*cqe*/) { return -95; }  // -EOPNOTSUPP unless offered
+  virtual int resize_cq(ib_cq*, int /*cqe*/) { return -EOPNOTSUPP; }  // unless offered
+
+  // What user space reaches through uverbs (driver/core/uverbs); -EOPNOTSUPP unless offered.
+  // query_device fills what attrs caches; query_port numbers ports from 1.
+  virtual int query_device(ib_device_attr* /*attr*/) { return -EOPNOTSUPP; }
+  virtual int query_port(uint32_t /*port*/, ib_port_attr* /*attr*/) { return -EOPNOTSUPP; }
+  virtual ib_ucontext* alloc_ucontext(ib_udata& /*udata*/, int& err) {
+    err = -EOPNOTSUPP;
+    return nullptr;
+  }
+  virtual void dealloc_ucontext(ib_ucontext* /*uctx*/) {}
+  // Which device pages an mmap of `length` bytes at `offset` of the context maps.
+  virtual int mmap(ib_ucontext* /*uctx*/, uint64_t /*offset*/, uint64_t /*length*/, ib_mmap_range* /*out*/) {
+    return -EOPNOTSUPP;
+  }
+  // A protection domain of a user context, its driver reply in udata.
+  virtual ib_pd* alloc_user_pd(ib_ucontext* /*uctx*/, ib_udata& /*udata*/, int& err) {
+    err = -EOPNOTSUPP;
+    return nullptr;
+  }
+  virtual int dealloc_user_pd(ib_pd* /*pd*/) { return -EOPNOTSUPP; }
 
   ib_device_attr attrs;
+  uint64_t node_guid = 0;  // as the wire carries it (big-endian)
+  unsigned phys_port_cnt = 1;
   unsigned num_comp_vectors = 1;
   unsigned num_online_cpus = 1;
 

@@ -16,6 +16,10 @@ class PciConfig {
   uint16_t read16(uint32_t offset) { return uint16_t(read(offset, 2)); }
   // The offset of capability `id` in the standard list, 0 when there is none.
   uint8_t find_capability(uint8_t id);
+  // The offset of extended capability `id` (PCI Express, from 0x100), 0 when there is none.
+  uint16_t find_ext_capability(uint16_t id);
+  // The Device Serial Number (pci_get_dsn), 0 when the function has none.
+  uint64_t get_dsn();
 };
 
 inline constexpr uint32_t PCI_VENDOR_ID = 0x00;
@@ -35,6 +39,9 @@ inline constexpr uint32_t PCI_EXP_DEVCAP = 4;
 inline constexpr uint32_t PCI_EXP_DEVCTL = 8;
 inline constexpr uint32_t PCI_EXP_DEVCAP_FLR = 1u << 28;
 inline constexpr uint16_t PCI_EXP_DEVCTL_BCR_FLR = 1u << 15;
+inline constexpr uint32_t PCI_CFG_SPACE_SIZE = 256;
+inline constexpr uint32_t PCI_CFG_SPACE_EXP_SIZE = 4096;
+inline constexpr uint16_t PCI_EXT_CAP_ID_DSN = 0x03;
 inline constexpr uint32_t PCI_MSIX_FLAGS = 2;
 inline constexpr uint32_t PCI_MSIX_TABLE = 4;
 inline constexpr uint16_t PCI_MSIX_FLAGS_QSIZE = 0x07FF;
@@ -55,6 +62,24 @@ inline uint8_t PciConfig::find_capability(uint8_t id) {
     pos = uint8_t(header >> 8) & ~3;
   }
   return 0;
+}
+
+inline uint16_t PciConfig::find_ext_capability(uint16_t id) {
+  uint32_t pos = PCI_CFG_SPACE_SIZE;
+  // Each capability takes at least 8 bytes: a longer chain is a loop.
+  for (int ttl = (PCI_CFG_SPACE_EXP_SIZE - PCI_CFG_SPACE_SIZE) / 8; ttl > 0; ttl--) {
+    const uint32_t header = read(pos, 4);
+    if (header == 0 || header == 0xFFFFFFFF) return 0;  // no extended space, or the function is gone
+    if ((header & 0xFFFF) == id) return uint16_t(pos);
+    pos = (header >> 20) & ~3u;
+    if (pos < PCI_CFG_SPACE_SIZE) return 0;
+  }
+  return 0;
+}
+
+inline uint64_t PciConfig::get_dsn() {
+  const uint16_t pos = find_ext_capability(PCI_EXT_CAP_ID_DSN);
+  return pos ? uint64_t(read(pos + 8u, 4)) << 32 | read(pos + 4u, 4) : 0;
 }
 
 }  // namespace hal

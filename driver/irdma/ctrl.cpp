@@ -311,6 +311,7 @@ int irdma_sc_dev::wait_pe_ready() {
   if (db_size != IRDMA_PE_DB_SIZE_4M && db_size != IRDMA_PE_DB_SIZE_8M)
     return fail(-ENODEV, "GLPCI_LBARCTRL reports PE doorbell size " + std::to_string(db_size) +
                              ": neither 4 MiB (1) nor 8 MiB (2)");
+  caps.db_addr_offset = db_size == IRDMA_PE_DB_SIZE_4M ? IRDMA_DB_ADDR_OFFSET_4M : IRDMA_DB_ADDR_OFFSET_8M;
   return 0;
 }
 

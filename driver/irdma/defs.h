@@ -53,6 +53,11 @@ inline constexpr uint32_t IRDMA_CPU_READY = 0x80;
 inline constexpr uint32_t IRDMA_MAX_PE_READY_POLLS = 15;  // one a second
 inline constexpr uint64_t IRDMA_GLPCI_LBARCTRL_PE_DB_SIZE = GENMASK_ULL(5, 4);
 enum irdma_pe_db_size : uint8_t { IRDMA_PE_DB_SIZE_4M = 1, IRDMA_PE_DB_SIZE_8M = 2 };
+// The doorbell page a user context maps, by the PE doorbell size: its SQ doorbell at +0, its
+// CQ arm at +IRDMA_DB_CQ_OFFSET.
+inline constexpr uint64_t IRDMA_DB_ADDR_OFFSET_4M = 0x3F0000;
+inline constexpr uint64_t IRDMA_DB_ADDR_OFFSET_8M = 0x7F0000;
+inline constexpr uint64_t IRDMA_DB_CQ_OFFSET = 64;
 inline constexpr uint32_t IRDMA_CCQPSTATUS_CCQP_DONE = 1u << 0;
 inline constexpr uint32_t IRDMA_CCQPSTATUS_CCQP_ERR = 1u << 31;
 inline constexpr uint32_t IRDMA_CQPTAIL_WQTAIL = 0x7FF;
@@ -67,6 +72,25 @@ inline constexpr unsigned IRDMA_QP_CTX_SIZE_BYTES = 256;
 // A CQ ring's base and size are multiples of this (irdma_create_cq's ALIGN(rsize, 256)).
 inline constexpr unsigned IRDMA_CQ_RING_ALIGN = 256;
 inline constexpr unsigned IRDMA_QP_WQE_MIN_SIZE = 32;  // one SQ/RQ quantum
+// Work queue limits (GEN_2's uk_attrs): quanta the SQ and RQ keep back, the quanta of the
+// largest WQE, the quanta a ring has at least and at most, the fragments of a WQE (14 slots
+// with immediate data: 8 quanta at most), inline bytes and fragments of an RDMA read.
+inline constexpr uint32_t IRDMA_SQ_RSVD = 258;
+inline constexpr uint32_t IRDMA_RQ_RSVD = 1;
+inline constexpr uint32_t IRDMA_MAX_QUANTA_PER_WR = 8;
+inline constexpr uint32_t IRDMA_MIN_WQ_SIZE = 8;  // IRDMA_QP_SW_MIN_WQSIZE
+inline constexpr uint32_t IRDMA_MAX_WQ_QUANTA = 32768;
+inline constexpr uint32_t IRDMA_MAX_FRAGS = 13;
+inline constexpr uint32_t IRDMA_MAX_INLINE_DATA_SIZE = 101;
+inline constexpr uint32_t IRDMA_MAX_SGE_RD = 13;
+inline constexpr uint32_t IRDMA_MAX_QP_WRS = (IRDMA_MAX_WQ_QUANTA - IRDMA_SQ_RSVD) / IRDMA_MAX_QUANTA_PER_WR;
+// RDMA reads a QP may have outstanding as responder and as initiator (ICRDMA_MAX_IRD/ORD_SIZE).
+inline constexpr uint32_t IRDMA_MAX_IRD_SIZE = 32;
+inline constexpr uint32_t IRDMA_MAX_ORD_SIZE = 32;
+inline constexpr uint64_t IRDMA_MAX_MR_SIZE = 0x200000000000ull;
+inline constexpr uint32_t IRDMA_MAX_OUTBOUND_MSG_SIZE = 0x7FFFFFFF;
+inline constexpr uint32_t IRDMA_PKEY_TBL_SZ = 1;
+inline constexpr uint32_t IRDMA_ROCE_GID_TBL_LEN = 32;
 inline constexpr uint32_t IRDMA_MIN_CQ_SIZE = 1;
 inline constexpr uint32_t IRDMA_MAX_CQ_SIZE = 1048575;
 inline constexpr uint32_t IRDMA_MAX_PDS = 262144;  // max_hw_pds: 18 bits of PD index

@@ -46,7 +46,14 @@ int irdma_pci_f::pci_enable() {
     return sc_dev.fail(-ENODEV, "PCI function " + hex16(vendor) + ":" + hex16(device) + " has a BAR0 of " +
                                     std::to_string(hw.bar0.size()) + " bytes; irdma's registers need " +
                                     std::to_string(IRDMA_GEN2_BAR0_MIN_SIZE) + ": not the function expected");
-  sc_dev.caps.hw_rev = id->gen;
+  irdma_device_caps& caps = sc_dev.caps;
+  caps.hw_rev = id->gen;
+  caps.vendor_id = vendor;
+  caps.device_id = device;
+  caps.revision = uint8_t(hw.config.read(hal::PCI_REVISION_ID, 1));
+  // On silicon the MAC comes from the LAN function's netdev; E810's serial number carries
+  // it too (its bytes 7-5 and 2-0).
+  if (const uint64_t dsn = hw.config.get_dsn()) caps.mac = (dsn >> 40) << 24 | (dsn & 0xFFFFFF);
   const uint16_t cmd = hw.config.read16(hal::PCI_COMMAND);
   hw.config.write(hal::PCI_COMMAND, 2, cmd | hal::PCI_COMMAND_MEMORY | hal::PCI_COMMAND_MASTER);
   return 0;
@@ -91,8 +98,7 @@ void irdma_pci_f::ctrl_deinit_hw() {
 // what watches the function.
 int irdma_device::probe() {
   if (int ret = rf_.ctrl_init_hw()) return ret;
-  attrs.max_cqe = caps().max_cqe;
-  num_comp_vectors = caps().num_ceqs;
+  register_device();
   workers_ = std::make_unique<ibcore::ib_poll_workers>(hw().exec);
   poll_workers = workers_.get();
   flush_wq_.start();

@@ -120,6 +120,15 @@ class irdma_device final : public ibcore::ib_device {
   int req_notify_cq(ibcore::ib_cq* cq, unsigned flags) override;
   int resize_cq(ibcore::ib_cq* cq, int cqe) override;
 
+  // What user space reaches through uverbs (verbs_ucontext.cpp, verbs_mr.cpp).
+  int query_device(ibcore::ib_device_attr* attr) override;
+  int query_port(uint32_t port, ibcore::ib_port_attr* attr) override;
+  ibcore::ib_ucontext* alloc_ucontext(ibcore::ib_udata& udata, int& err) override;
+  void dealloc_ucontext(ibcore::ib_ucontext* uctx) override;
+  int mmap(ibcore::ib_ucontext* uctx, uint64_t offset, uint64_t length, ibcore::ib_mmap_range* out) override;
+  ibcore::ib_pd* alloc_user_pd(ibcore::ib_ucontext* uctx, ibcore::ib_udata& udata, int& err) override;
+  int dealloc_user_pd(ibcore::ib_pd* pd) override;
+
   // `pd`: null for the kernel's own PD 0, where every ULP key of this driver's lives.
   ibcore::ErrPtr<irdma_qp> create_qp(ibcore::ib_qp_init_attr& attr, ibcore::ib_pd* pd = nullptr);
   // Protection domains (verbs_mr.cpp): ib_alloc_pd, ib_dealloc_pd. PD 0 is the kernel's.
@@ -155,6 +164,8 @@ class irdma_device final : public ibcore::ib_device {
   irdma_event_counters event_counters() const { return rf_.event_counters(); }
 
  private:
+  // irdma_init_roce_device and ib_register_device's caching of the attributes.
+  void register_device();
   void write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey);
   void free_cq(irdma_cq* cq);
   // Software completions that notify: disarms the CQ and calls its handler if it was armed.

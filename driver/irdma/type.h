@@ -18,6 +18,10 @@ namespace irdma {
 // MSI-X vectors it gets, features from QUERY_RDMA_FEATURES.
 struct irdma_device_caps {
   irdma_vers hw_rev = IRDMA_GEN_2;
+  uint16_t vendor_id = 0, device_id = 0;
+  uint8_t revision = 0;
+  uint64_t mac = 0;            // the port's, from the Device Serial Number (0: none offered)
+  uint64_t db_addr_offset = 0;  // BAR0 offset of the doorbell page user contexts map
   uint32_t fw_version = 0;     // major 31:16, minor 15:0
   uint32_t max_cq = 0;         // CQ ids 0 .. max_cq - 1 (0-2 reserved)
   uint32_t max_qp = 0;         // QP ids 0 .. max_qp - 1 (0-1 reserved)

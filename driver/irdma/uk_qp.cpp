@@ -8,13 +8,6 @@
 namespace irdma {
 namespace {
 
-constexpr uint32_t IRDMA_SQ_RSVD = 258;
-constexpr uint32_t IRDMA_RQ_RSVD = 1;
-constexpr uint32_t IRDMA_MAX_QUANTA_PER_WR = 8;
-constexpr uint32_t IRDMA_MIN_WQ_SIZE = 8;  // quanta (IRDMA_QP_SW_MIN_WQSIZE)
-constexpr uint32_t IRDMA_MAX_WQ_QUANTA = 32768;
-constexpr uint32_t IRDMA_MAX_FRAGS = 13;  // 14 slots with immediate data: 8 quanta at most
-
 uint32_t round_up_pow2(uint32_t v) {
   uint32_t p = 1;
   while (p < v) p <<= 1;

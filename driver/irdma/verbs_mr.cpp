@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "driver/irdma/irdma_abi.h"
 #include "driver/irdma/irdma_device.h"
 
 namespace irdma {
@@ -56,6 +57,25 @@ int irdma_device::dealloc_pd(irdma_pd* pd) {
   delete pd;
   return 0;
 }
+
+// A user context's PD: its id goes back in irdma_alloc_pd_resp.
+ib_pd* irdma_device::alloc_user_pd(ib_ucontext* /*uctx*/, ib_udata& udata, int& err) {
+  if (udata.outlen < sizeof(irdma_alloc_pd_resp)) {
+    err = -EINVAL;
+    return nullptr;
+  }
+  ErrPtr<irdma_pd> pd = alloc_pd();
+  if ((err = pd.err())) return nullptr;
+  irdma_alloc_pd_resp resp{};
+  resp.pd_id = pd->pd_id;
+  if ((err = ib_copy_to_udata(udata, &resp, sizeof resp))) {
+    dealloc_pd(pd.get());
+    return nullptr;
+  }
+  return pd.get();
+}
+
+int irdma_device::dealloc_user_pd(ib_pd* pd) { return dealloc_pd(static_cast<irdma_pd*>(pd)); }
 
 int irdma_device::alloc_stag(uint32_t index, bool window, uint64_t max_len, uint32_t pd_id) {
   return cqp().exec(IRDMA_CQP_OP_ALLOC_STAG, [&](uint64_t* wqe) {

@@ -20,6 +20,8 @@ PciConfigSpace make_config(const DeviceConfig& cfg) {
   id.device = id.subsystem = uint16_t(IrdmaDevice::kPciDeviceBase + cfg.generation);
   id.revision = 2;
   id.class_code = 0x020000;  // Ethernet controller, as E810
+  // E810's serial number is its port MAC with FF-FF in the middle, as lspci shows it.
+  id.serial_number = (cfg.mac >> 24) << 40 | uint64_t(0xFFFF) << 24 | (cfg.mac & 0xFFFFFF);
   std::array<PciBar, 6> bars{};
   bars[0] = {BAR0_SIZE, true, true};
   bars[MSIX_BAR] = {BAR3_SIZE, true, true};
@@ -189,6 +191,9 @@ uint32_t IrdmaDevice::read_reg(uint64_t off) {
 }
 
 void IrdmaDevice::write_reg(uint64_t off, uint32_t value, uint64_t due_ps) {
+  const uint64_t user_db = cfg_.pe_db_size == 1 ? USER_DB_PAGE_4M : USER_DB_PAGE_8M;
+  if (off == user_db) off = WQEALLOC;
+  if (off == user_db + USER_DB_CQ_OFFSET) off = CQARM;
   switch (off) {
     case CCQPHIGH: ccqp_high_ = value; return;
     case CCQPLOW:

@@ -48,6 +48,12 @@ PciConfigSpace::PciConfigSpace(const PciIdentity& id, const std::array<PciBar, 6
   put(kExpCap + EXP_FLAGS, 2, 0x0002, 0);  // capability version 2, endpoint
   put(kExpCap + EXP_DEVCAP, 4, EXP_DEVCAP_FLR | 0x1 /* 256-byte max payload */, 0);
   put(kExpCap + EXP_DEVCTL, 2, 0x2810, uint16_t(~EXP_DEVCTL_BCR_FLR));
+
+  if (id_.serial_number) {
+    put(EXT_CAP_START, 4, EXT_CAP_ID_DSN | 1u << 16, 0);  // version 1, the last in the list
+    put(EXT_CAP_START + DSN_LOW, 4, uint32_t(id_.serial_number), 0);
+    put(EXT_CAP_START + DSN_LOW + 4, 4, uint32_t(id_.serial_number >> 32), 0);
+  }
   power_on_ = cfg_;
 }
 

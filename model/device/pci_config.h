@@ -1,6 +1,6 @@
 // The device's PCI configuration space as the silicon presents it: identity, the BARs
 // with their sizing, and the capabilities a host reads at enumeration (MSI-X with its
-// table and PBA in BAR3 as on E810, PCI Express). Bytes and write masks, so
+// table and PBA in BAR3 as on E810, PCI Express, the Device Serial Number). Bytes and write masks, so
 // every access width works as on a real function; read-only bits stay as they are.
 #pragma once
 
@@ -43,6 +43,10 @@ inline constexpr uint32_t EXP_DEVCAP = 4;
 inline constexpr uint32_t EXP_DEVCTL = 8;
 inline constexpr uint32_t EXP_DEVCAP_FLR = 1u << 28;    // Function Level Reset Capability
 inline constexpr uint16_t EXP_DEVCTL_BCR_FLR = 1u << 15;  // Initiate Function Level Reset (reads 0)
+// Extended capabilities, from 0x100: a header of ID 15:0, version 19:16, next 31:20.
+inline constexpr uint32_t EXT_CAP_START = 0x100;
+inline constexpr uint16_t EXT_CAP_ID_DSN = 0x0003;
+inline constexpr uint32_t DSN_LOW = 4;  // the serial number's low dword, then its high one
 }  // namespace pci
 
 // The endpoint's target socket carries BAR and configuration accesses addressed as VFIO
@@ -60,6 +64,7 @@ struct PciIdentity {
   uint16_t subsystem = 0;
   uint8_t revision = 0;
   uint32_t class_code = 0;  // class, subclass, prog-if
+  uint64_t serial_number = 0;  // the Device Serial Number capability's (0: no such capability)
 };
 
 struct PciBar {

@@ -32,6 +32,12 @@ inline constexpr uint64_t CQARM = 0x00502C00;
 inline constexpr uint64_t CQACK = 0x00502C80;
 inline constexpr uint64_t AEQALLOC = 0x00502D00;
 inline constexpr uint64_t WQEALLOC = 0x00504400;
+// The doorbell page user space maps, 64 KiB below the end of the PE doorbell space
+// (GLPCI_LBARCTRL's size): an SQ doorbell at +0 and a CQ arm at +64, written as WQEALLOC and
+// CQARM are.
+inline constexpr uint64_t USER_DB_PAGE_4M = 0x003F0000;
+inline constexpr uint64_t USER_DB_PAGE_8M = 0x007F0000;
+inline constexpr uint64_t USER_DB_CQ_OFFSET = 64;
 inline constexpr uint64_t GLINT_CEQCTL = 0x0015C000;   // + 4 n: CEQ n's MSI-X routing
 inline constexpr uint64_t GLINT_DYN_CTL = 0x00160000;  // + 4 n: vector n's enable
 inline constexpr uint64_t PFINT_AEQCTL = 0x0016CB00;   // the AEQ's MSI-X routing

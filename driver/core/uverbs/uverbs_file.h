@@ -1,0 +1,91 @@
+// The kernel half user space talks to through /dev/infiniband/uverbsN (Linux's ib_uverbs:
+// uverbs_main.c and uverbs_cmd.c): one ib_uverbs_file per open of the device, holding its
+// user context and the handles of the objects made through it. Commands arrive as the bytes
+// of one write(2); replies go to the caller's memory through ib_uverbs_user. It knows
+// nothing of where the caller lives (another process, a test): its transport does.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "driver/core/ib_device.h"
+#include "driver/core/uverbs/ib_user_verbs.h"
+
+namespace ibcore::uverbs {
+
+// A file the caller reads events from: a context's async event file, a completion channel.
+class ib_uverbs_event_file {
+ public:
+  virtual ~ib_uverbs_event_file() = default;
+  // Queues one event, read whole by one read(2).
+  virtual void deliver(const void* event, size_t len) = 0;
+};
+
+// The process a command came from.
+class ib_uverbs_user {
+ public:
+  virtual ~ib_uverbs_user() = default;
+  // copy_to_user: false when the process's memory does not take it (-EFAULT).
+  virtual bool copy_to_user(uint64_t addr, const void* src, size_t len) = 0;
+  // A new file in the process (fd_install), whose number is written as a u32 at `fd_addr`
+  // after the reply's own bytes; null when the process can take no more files.
+  virtual std::shared_ptr<ib_uverbs_event_file> install_event_file(uint64_t fd_addr) = 0;
+};
+
+class ib_uverbs_file {
+ public:
+  explicit ib_uverbs_file(ib_device& dev) : dev_(dev) {}
+  // The last close (ib_uverbs_close): every object destroyed, newest first, then the context.
+  ~ib_uverbs_file();
+  ib_uverbs_file(const ib_uverbs_file&) = delete;
+  ib_uverbs_file& operator=(const ib_uverbs_file&) = delete;
+
+  // One write(2) of a command: `count` once it is done, else a negative errno (EINVAL for a
+  // malformed header or a handle that names nothing of this file's, ENOSPC for buffers
+  // shorter than the command's, EOPNOTSUPP for a command this kernel half lacks, EFAULT
+  // when the reply cannot be written). Calls on one file come one at a time.
+  long write(const void* buf, size_t count, ib_uverbs_user& user);
+  // An mmap(2) of the file: which device pages it maps.
+  int mmap(uint64_t offset, uint64_t length, ib_mmap_range* out);
+
+ private:
+  // A command's buffers once its header is checked (struct uverbs_attr_bundle): the core
+  // request and where the core response goes, and the driver's part as udata.
+  struct bundle {
+    const uint8_t* core = nullptr;
+    size_t core_len = 0;
+    uint64_t response = 0;
+    size_t out_len = 0;
+    ib_udata udata;
+    ib_uverbs_user* user = nullptr;
+  };
+  struct method;
+  static const method* find_method(uint32_t command, bool ex);
+  // Writes the core response: its first `len` bytes, the rest of the caller's room zeroed.
+  static int respond(const bundle& b, const void* resp, size_t len);
+
+  int get_context(bundle& b);
+  int query_device(bundle& b);
+  int ex_query_device(bundle& b);
+  int query_port(bundle& b);
+  int alloc_pd(bundle& b);
+  int dealloc_pd(bundle& b);
+
+  // The handle table (the file's xarray of uobjects): a handle is an index, of one type.
+  enum class uobj_type : uint8_t { none, pd };
+  struct uobject {
+    uobj_type type = uobj_type::none;
+    void* object = nullptr;
+  };
+  uint32_t alloc_handle(uobj_type type, void* object);
+  void* lookup(uobj_type type, uint32_t handle) const;
+
+  ib_device& dev_;
+  ib_ucontext* ucontext_ = nullptr;
+  std::shared_ptr<ib_uverbs_event_file> async_file_;
+  std::vector<uobject> uobjects_;
+};
+
+}  // namespace ibcore::uverbs

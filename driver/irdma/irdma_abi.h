@@ -1,0 +1,50 @@
+// What irdma's user-space provider and its kernel half say to each other beyond the core
+// commands (Linux's include/uapi/rdma/irdma-abi.h, ABI version 5).
+#pragma once
+
+#include <cstdint>
+
+namespace irdma {
+
+inline constexpr uint8_t IRDMA_ABI_VER = 5;
+
+// GET_CONTEXT's driver part.
+struct irdma_alloc_ucontext_req {
+  uint32_t rsvd32;
+  uint8_t userspace_ver;
+  uint8_t rsvd8[3];
+};
+
+struct irdma_alloc_ucontext_resp {
+  uint32_t max_pds;
+  uint32_t max_qps;
+  uint32_t wq_size;  // ignored by a provider of ABI 5
+  uint8_t kernel_ver;
+  uint8_t rsvd[3];
+  uint64_t feature_flags;
+  uint64_t db_mmap_key;  // the mmap offset of the context's doorbell page
+  uint32_t max_hw_wq_frags;
+  uint32_t max_hw_read_sges;
+  uint32_t max_hw_inline;
+  uint32_t max_hw_rq_quanta;
+  uint32_t max_hw_wq_quanta;
+  uint32_t min_hw_cq_size;
+  uint32_t max_hw_cq_size;
+  uint16_t max_hw_sq_chunk;
+  uint8_t hw_rev;  // 0 would make the provider speak GEN_1's legacy ABI
+  uint8_t rsvd2;
+};
+
+struct irdma_alloc_pd_resp {
+  uint32_t pd_id;
+  uint8_t rsvd[4];
+};
+
+// feature_flags a provider of ABI 5 acts on.
+inline constexpr uint64_t IRDMA_FEATURE_RTS_AE = 1ull << 0;
+inline constexpr uint64_t IRDMA_FEATURE_CQ_RESIZE = 1ull << 1;
+
+static_assert(sizeof(irdma_alloc_ucontext_req) == 8 && sizeof(irdma_alloc_ucontext_resp) == 64 &&
+              sizeof(irdma_alloc_pd_resp) == 8);
+
+}  // namespace irdma

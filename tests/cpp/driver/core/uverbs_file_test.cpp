@@ -1,0 +1,273 @@
+// The uverbs kernel half against the simulated device, fed the very bytes Debian's
+// libibverbs 44.0 and its irdma provider write: what each command answers, and what a
+// malformed, stale or misplaced one gets.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <vector>
+
+#include "driver/core/uverbs/uverbs_file.h"
+#include "driver/irdma/irdma_abi.h"
+#include "model/system/simulation.h"
+
+namespace {
+
+using namespace ibcore::uverbs;
+using irdma_sim::system::Simulation;
+
+constexpr uint64_t kResponse = 0x7f00'0000'1000;  // where the caller's reply buffer is
+
+// A caller whose memory is a map of the bytes written to it.
+struct FakeUser : ib_uverbs_user {
+  struct Sink : ib_uverbs_event_file {
+    std::vector<std::vector<uint8_t>> events;
+    void deliver(const void* e, size_t len) override {
+      events.emplace_back(static_cast<const uint8_t*>(e), static_cast<const uint8_t*>(e) + len);
+    }
+  };
+  std::map<uint64_t, uint8_t> mem;
+  std::vector<uint64_t> fd_addrs;
+  bool faults = false;
+  bool out_of_files = false;
+
+  bool copy_to_user(uint64_t addr, const void* src, size_t len) override {
+    if (faults) return false;
+    for (size_t i = 0; i < len; i++) mem[addr + i] = static_cast<const uint8_t*>(src)[i];
+    return true;
+  }
+  std::shared_ptr<ib_uverbs_event_file> install_event_file(uint64_t fd_addr) override {
+    if (out_of_files) return nullptr;
+    fd_addrs.push_back(fd_addr);
+    return std::make_shared<Sink>();
+  }
+  template <typename T>
+  T read(uint64_t addr) const {
+    uint8_t b[sizeof(T)] = {};
+    for (size_t i = 0; i < sizeof(T); i++) {
+      const auto it = mem.find(addr + i);
+      if (it != mem.end()) b[i] = it->second;
+    }
+    T v;
+    std::memcpy(&v, b, sizeof v);
+    return v;
+  }
+  bool written(uint64_t addr) const { return mem.count(addr); }
+};
+
+// A write as libibverbs builds it: header, then `words` of the request after it.
+std::vector<uint8_t> cmd(uint32_t command, uint16_t in_words, uint16_t out_words, std::vector<uint8_t> body) {
+  std::vector<uint8_t> b(8);
+  std::memcpy(b.data(), &command, 4);
+  std::memcpy(b.data() + 4, &in_words, 2);
+  std::memcpy(b.data() + 6, &out_words, 2);
+  b.insert(b.end(), body.begin(), body.end());
+  return b;
+}
+
+template <typename T>
+void put(std::vector<uint8_t>& b, size_t off, T v) {
+  if (b.size() < off + sizeof v) b.resize(off + sizeof v);
+  std::memcpy(b.data() + off, &v, sizeof v);
+}
+
+struct UverbsFile : ::testing::Test {
+  Simulation sim{irdma_sim::testbench::SimConfig{}};
+  FakeUser user;
+  std::unique_ptr<ib_uverbs_file> file = std::make_unique<ib_uverbs_file>(sim.driver());
+
+  long write(const std::vector<uint8_t>& b) {
+    long ret = 0;
+    sim.run_on_host([&] { ret = file->write(b.data(), b.size(), user); });
+    return ret;
+  }
+  // GET_CONTEXT: 24 bytes {0, 6, 18}, then response, rsvd32 and userspace_ver.
+  std::vector<uint8_t> get_context(uint8_t userspace_ver = irdma::IRDMA_ABI_VER) {
+    std::vector<uint8_t> b = cmd(IB_USER_VERBS_CMD_GET_CONTEXT, 6, 18, {});
+    put(b, 8, kResponse);
+    put(b, 16, uint32_t(0xdeadbeef));  // the provider leaves rsvd32 uninitialised
+    put(b, 20, userspace_ver);
+    b.resize(24);
+    return b;
+  }
+  std::vector<uint8_t> alloc_pd() {
+    std::vector<uint8_t> b = cmd(IB_USER_VERBS_CMD_ALLOC_PD, 4, 3, {});
+    put(b, 8, kResponse);
+    return b;
+  }
+  std::vector<uint8_t> dealloc_pd(uint32_t handle) {
+    std::vector<uint8_t> b = cmd(IB_USER_VERBS_CMD_DEALLOC_PD, 3, 0, {});
+    put(b, 8, handle);
+    return b;
+  }
+};
+
+TEST_F(UverbsFile, GetContextAnswersWhatTheProviderNeedsOfAGen2Device) {
+  ASSERT_EQ(write(get_context()), 24);
+  ASSERT_EQ(user.fd_addrs, std::vector<uint64_t>{kResponse}) << "the async fd is the reply's first field";
+  EXPECT_EQ(user.read<uint32_t>(kResponse + 4), sim.driver().num_comp_vectors);
+  irdma::irdma_alloc_ucontext_resp r = user.read<irdma::irdma_alloc_ucontext_resp>(kResponse + 8);
+  EXPECT_EQ(r.hw_rev, 2) << "0 would put the provider in GEN_1's legacy mode";
+  EXPECT_EQ(r.kernel_ver, 5);
+  EXPECT_EQ(r.feature_flags, irdma::IRDMA_FEATURE_RTS_AE | irdma::IRDMA_FEATURE_CQ_RESIZE);
+  EXPECT_EQ(r.db_mmap_key % 4096, 0u);
+  EXPECT_NE(r.db_mmap_key, 0u);
+  EXPECT_EQ(r.max_hw_wq_frags, 13u);
+  EXPECT_EQ(r.max_hw_read_sges, 13u);
+  EXPECT_EQ(r.max_hw_inline, 101u);
+  EXPECT_EQ(r.max_hw_wq_quanta, 32768u);
+  EXPECT_EQ(r.max_hw_rq_quanta, 32768u);
+  EXPECT_EQ(r.min_hw_cq_size, 1u);
+  EXPECT_EQ(r.max_hw_cq_size, uint32_t(sim.driver().caps().max_cqe) + 1);
+  EXPECT_EQ(r.max_hw_sq_chunk, 8);
+
+  ibcore::ib_mmap_range db;
+  EXPECT_EQ(file->mmap(r.db_mmap_key, 4096, &db), 0);
+  EXPECT_EQ(db.bar, 0u);
+  EXPECT_EQ(db.offset, 0x7F0000u) << "8 MiB of PE doorbells, the page 64 KiB below their end";
+  EXPECT_EQ(file->mmap(r.db_mmap_key + 4096, 4096, &db), -EINVAL);
+  EXPECT_EQ(file->mmap(r.db_mmap_key, 8192, &db), -EINVAL);
+
+  EXPECT_EQ(write(get_context()), -EINVAL) << "one context per open";
+}
+
+TEST_F(UverbsFile, AContextOfAnUnknownAbiOrWithoutRoomIsRefusedAndNothingIsMade) {
+  EXPECT_EQ(write(get_context(3)), -EINVAL);
+  EXPECT_EQ(write(get_context(6)), -EINVAL);
+  std::vector<uint8_t> short_reply = get_context();
+  put(short_reply, 6, uint16_t(17));  // one word short of the driver's 64 bytes
+  EXPECT_EQ(write(short_reply), -EINVAL);
+  user.out_of_files = true;
+  EXPECT_EQ(write(get_context()), -EMFILE);
+  user.out_of_files = false;
+  user.faults = true;
+  EXPECT_EQ(write(get_context()), -EFAULT);
+  user.faults = false;
+  EXPECT_EQ(write(get_context(4)), 24) << "the provider retries with ABI 4";
+}
+
+TEST_F(UverbsFile, EveryOtherCommandNeedsAContextFirst) {
+  EXPECT_EQ(write(alloc_pd()), -EINVAL);
+  ibcore::ib_mmap_range db;
+  EXPECT_EQ(file->mmap(4096, 4096, &db), -EINVAL);
+}
+
+TEST_F(UverbsFile, QueryDeviceReportsTheDeviceAsProbed) {
+  ASSERT_EQ(write(get_context()), 24);
+  std::vector<uint8_t> q = cmd(IB_USER_VERBS_CMD_QUERY_DEVICE, 4, 44, {});
+  put(q, 8, kResponse);
+  ASSERT_EQ(write(q), 16);
+  const auto r = user.read<ib_uverbs_query_device_resp>(kResponse);
+  const irdma::irdma_device_caps& caps = sim.driver().caps();
+  EXPECT_EQ(r.vendor_id, 0x1234u);
+  EXPECT_EQ(r.vendor_part_id, 0x1D02u);
+  EXPECT_EQ(r.max_qp, caps.max_qp);
+  EXPECT_EQ(r.max_cq, caps.max_cq);
+  EXPECT_EQ(r.max_cqe, uint32_t(caps.max_cqe));
+  EXPECT_EQ(r.max_mr, caps.max_stags - 1);
+  EXPECT_EQ(r.max_sge, 13u);
+  EXPECT_EQ(r.max_qp_wr, 4063u);
+  EXPECT_EQ(r.phys_port_cnt, 1);
+  EXPECT_EQ(r.atomic_cap, 0u) << "GEN_2 has no atomics";
+  EXPECT_EQ(r.fw_ver, 1ull << 32) << "firmware 1.0, major in the upper half";
+  // The MAC 00:1b:21:a0:c0:de comes from the Device Serial Number; the GUID is its EUI-64.
+  const uint8_t guid[8] = {0x02, 0x1b, 0x21, 0xff, 0xfe, 0xa0, 0xc0, 0xde};
+  EXPECT_EQ(std::memcmp(&r.node_guid, guid, 8), 0);
+  const uint8_t image[8] = {0x00, 0x1b, 0x21, 0xa0, 0xc0, 0xde, 0, 0};
+  EXPECT_EQ(std::memcmp(&r.sys_image_guid, image, 8), 0);
+}
+
+TEST_F(UverbsFile, ExtendedQueryDeviceSaysHowMuchItWrote) {
+  ASSERT_EQ(write(get_context()), 24);
+  // 32 bytes {0x80000001, 1, 38}: the extended header, then comp_mask and reserved.
+  std::vector<uint8_t> q = cmd(IB_USER_VERBS_CMD_FLAG_EXTENDED | IB_USER_VERBS_EX_CMD_QUERY_DEVICE, 1, 38, {});
+  put(q, 8, kResponse);
+  put(q, 24, uint64_t(0));
+  ASSERT_EQ(write(q), 32);
+  EXPECT_EQ(user.read<uint32_t>(kResponse + offsetof(ib_uverbs_ex_query_device_resp, response_length)), 304u);
+  EXPECT_EQ(user.read<uint32_t>(kResponse + 76), uint32_t(sim.driver().caps().max_cqe)) << "base.max_cqe";
+
+  put(q, 6, uint16_t(23));  // an older caller's 184 bytes
+  user.mem.clear();
+  ASSERT_EQ(write(q), 32);
+  EXPECT_EQ(user.read<uint32_t>(kResponse + 180), 184u);
+  EXPECT_FALSE(user.written(kResponse + 184)) << "nothing past the caller's room";
+
+  put(q, 6, uint16_t(22));
+  EXPECT_EQ(write(q), -ENOSPC) << "too little room for the fields every caller reads";
+  put(q, 6, uint16_t(38));
+  put(q, 24, uint32_t(1));
+  EXPECT_EQ(write(q), -EINVAL) << "a comp_mask this ABI does not know";
+  put(q, 24, uint32_t(0));
+  put(q, 20, uint32_t(1));
+  EXPECT_EQ(write(q), -EINVAL) << "cmd_hdr_reserved";
+  put(q, 20, uint32_t(0));
+  put(q, 8, uint64_t(0));
+  EXPECT_EQ(write(q), -EINVAL) << "room for a reply but nowhere to put it";
+}
+
+TEST_F(UverbsFile, QueryPortReportsAnActiveRoceV2Port) {
+  ASSERT_EQ(write(get_context()), 24);
+  std::vector<uint8_t> q = cmd(IB_USER_VERBS_CMD_QUERY_PORT, 6, 10, {});
+  put(q, 8, kResponse);
+  put(q, 16, uint8_t(1));
+  q.resize(24);
+  ASSERT_EQ(write(q), 24);
+  const auto r = user.read<ib_uverbs_query_port_resp>(kResponse);
+  EXPECT_EQ(r.state, 4) << "ACTIVE";
+  EXPECT_EQ(r.link_layer, 2) << "Ethernet";
+  EXPECT_EQ(r.gid_tbl_len, 32u);
+  EXPECT_EQ(r.pkey_tbl_len, 1);
+  EXPECT_EQ(r.active_mtu, 3) << "1024 bytes, as Ethernet's 1500 carries";
+  EXPECT_EQ(r.phys_state, 5) << "LINK_UP";
+  put(q, 16, uint8_t(2));
+  EXPECT_EQ(write(q), -EINVAL) << "one port";
+}
+
+TEST_F(UverbsFile, PdHandlesAreTheFilesOwnAndOutliveNoClose) {
+  ASSERT_EQ(write(get_context()), 24);
+  ASSERT_EQ(write(alloc_pd()), 16);
+  const uint32_t handle = user.read<uint32_t>(kResponse);
+  EXPECT_NE(user.read<uint32_t>(kResponse + 4), 0u) << "PD 0 is the kernel's";
+  EXPECT_TRUE(sim.driver().in_use());
+  EXPECT_EQ(write(dealloc_pd(handle + 7)), -EINVAL) << "a handle never given";
+  EXPECT_EQ(write(dealloc_pd(handle)), 12);
+  EXPECT_EQ(write(dealloc_pd(handle)), -EINVAL) << "a stale handle";
+  EXPECT_FALSE(sim.driver().in_use());
+
+  ASSERT_EQ(write(alloc_pd()), 16);
+  ASSERT_EQ(write(alloc_pd()), 16);
+  EXPECT_TRUE(sim.driver().in_use());
+  sim.run_on_host([&] { file.reset(); });
+  EXPECT_FALSE(sim.driver().in_use()) << "closing the file frees what it made";
+}
+
+TEST_F(UverbsFile, MalformedWritesAreRefusedAndChangeNothing) {
+  ASSERT_EQ(write(get_context()), 24);
+  EXPECT_EQ(write({1, 0, 0}), -EINVAL) << "shorter than a header";
+  std::vector<uint8_t> pd = alloc_pd();
+  put(pd, 4, uint16_t(5));
+  EXPECT_EQ(write(pd), -EINVAL) << "in_words not the write's length";
+  pd = alloc_pd();
+  put(pd, 6, uint16_t(0));
+  EXPECT_EQ(write(pd), -ENOSPC) << "no room for the reply";
+  pd = cmd(IB_USER_VERBS_CMD_ALLOC_PD, 2, 3, {});
+  EXPECT_EQ(write(pd), -ENOSPC) << "no room for the response address";
+  EXPECT_EQ(write(cmd(0x40000003, 2, 0, {})), -EINVAL) << "bits outside command and EX flag";
+  EXPECT_EQ(write(cmd(40, 2, 0, {})), -EOPNOTSUPP) << "OPEN_QP";
+  user.faults = true;
+  EXPECT_EQ(write(alloc_pd()), -EFAULT);
+  user.faults = false;
+  EXPECT_FALSE(sim.driver().in_use()) << "the PD of a reply that could not be written is freed";
+}
+
+// The doorbell page user space maps: its +64 arms a CQ as the CQARM register does.
+TEST(UserDoorbellPage, ItsCqArmIsTheCqArmRegisters) {
+  Simulation sim{irdma_sim::testbench::SimConfig{}};
+  const uint64_t before = sim.device().counters().cq_arms;
+  sim.run_on_host([&] { sim.driver().hw().bar0.write32(sim.driver().caps().db_addr_offset + 64, 3); });
+  EXPECT_EQ(sim.device().counters().cq_arms, before + 1);
+}
+
+}  // namespace
