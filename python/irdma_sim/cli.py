@@ -325,6 +325,54 @@ def cmd_serve(args):
     return 0
 
 
+def cmd_host(args):
+    from irdma_sim import device_host
+
+    directory = args.dir or device_host.default_dir()
+    if device_host.listening(directory):
+        print(f"irdma-sim host: a device host already listens at {device_host.socket_path(directory)}", file=sys.stderr)
+        return 2
+    try:
+        host = device_host.DeviceHost(directory, args.config)
+    except device_host.HostError as e:
+        print(f"irdma-sim host: {e}", file=sys.stderr)
+        return 2
+    env = device_host.environment(directory, {})
+    print(f"irdma-sim: device irdma0 served at {device_host.socket_path(directory)} (Ctrl-C stops it); "
+          f"irdma-sim exec runs commands on it, or set:", file=sys.stderr)
+    for key in ("LD_PRELOAD", "IRDMA_SIM_HOST", "SYSFS_PATH"):
+        print(f"export {key}={env[key]}", flush=True)
+    try:
+        host.process.wait()
+    except (KeyboardInterrupt, Terminated):
+        pass
+    finally:
+        host.stop()
+    if host.process.returncode not in (0, -signal.SIGTERM):
+        print(f"irdma-sim host: {host.process.stderr.read().strip()}", file=sys.stderr)
+        return 3
+    return 0
+
+
+def cmd_exec(args):
+    from irdma_sim import device_host
+
+    argv = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    if not argv:
+        print("irdma-sim exec: no command given (irdma-sim exec -- CMD ARGS...)", file=sys.stderr)
+        return 2
+    try:
+        return device_host.run(argv, args.config, args.host)
+    except (KeyboardInterrupt, Terminated) as e:  # the command got the signal too; the host is stopped
+        return 128 + signal_of(e)
+    except device_host.HostError as e:
+        print(f"irdma-sim exec: {e}", file=sys.stderr)
+        return 2
+    except FileNotFoundError:
+        print(f"irdma-sim exec: {argv[0]}: command not found", file=sys.stderr)
+        return 127
+
+
 BACKEND_HELP = ("where the device is: sim (simulated in the run's process, the default), vfio-user (served by a "
                 "process of the run's own, the driver on OS threads), vfio-user:SOCKET (served there already) or "
                 "vfio:DDDD:BB:DD.F (a function bound to vfio-pci: silicon)")
@@ -359,6 +407,15 @@ EPILOGS = {
               "irdma-sim run scenarios/events.yaml --backend vfio-user:/tmp/irdma.sock   # in another shell",
               "0 stopped by Ctrl-C (or, with --once, its client left); 2 a config it cannot serve, a socket it "
               "cannot bind or another server listening there (said before it serves); 3 the model failed"),
+    "host": ("irdma-sim host &          # one device for many commands\n"
+             "irdma-sim exec -- ibv_rc_pingpong -g 0 &\n"
+             "irdma-sim exec -- ibv_rc_pingpong -g 0 localhost",
+             "0 stopped by Ctrl-C or SIGTERM; 2 a host already listens there, or one could not start (a config it "
+             "cannot use); 3 the host failed while serving"),
+    "exec": ("irdma-sim exec -- ibv_devinfo -v\n"
+             "irdma-sim exec --config scenarios/events.yaml -- ibv_devices",
+             "the command's own; 128 + N when signal N ended it; 2 no host could be started or reached; 127 "
+             "the command does not exist"),
     "gather": ("irdma-sim sweep scenarios/*.yaml --seeds 1-100 --slurm array.sh --out out/big\n"
                "sbatch array.sh   # then, once the array is done:\n"
                "irdma-sim gather out/big --junit j.xml",
@@ -432,6 +489,17 @@ def build_parser():
     v.add_argument("--no-backdoor", action="store_true",
                    help="offer no test hooks (counters, faults, forced MSI-X), as silicon does")
     v.set_defaults(func=cmd_serve)
+    h = sub.add_parser("host", help="serve the simulated device to unmodified rdma-core programs until Ctrl-C",
+                       epilog=epilog("host"), formatter_class=argparse.RawDescriptionHelpFormatter)
+    h.add_argument("--dir", help="where its socket and sysfs go (default: the one exec looks at first)")
+    h.add_argument("--config", help="a scenario (its config: section) or such a section alone")
+    h.set_defaults(func=cmd_host)
+    x = sub.add_parser("exec", help="run an unmodified rdma-core program on the simulated device",
+                       epilog=epilog("exec"), formatter_class=argparse.RawDescriptionHelpFormatter)
+    x.add_argument("--config", help="the device of a private host: a scenario's config: section")
+    x.add_argument("--host", metavar="DIR", help="the host running at DIR (irdma-sim host --dir DIR)")
+    x.add_argument("argv", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+    x.set_defaults(func=cmd_exec)
     g = sub.add_parser("gather", help="after a Slurm array from sweep --slurm: write what a sweep writes", epilog=epilog("gather"),
                    formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("dir", help="the sweep's output directory (its --out)")

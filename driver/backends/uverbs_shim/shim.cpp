@@ -1,0 +1,290 @@
+// The uverbs shim: preloaded into an unmodified rdma-core application, it plays the part of
+// the kernel's side of /dev/infiniband/uverbs0. The device itself, and the kernel half that
+// answers commands, live in the device host, which IRDMA_SIM_HOST names (its socket);
+// libibverbs finds the device through SYSFS_PATH, which the host writes.
+//   - socket(AF_NETLINK, NETLINK_RDMA): refused, so libibverbs reads sysfs instead.
+//   - open/stat of /dev/infiniband/uverbs0: a connection to the host, behind a descriptor of
+//     /dev/null, the character device (1:3) that sysfs names, so fstat's check passes.
+//   - ioctl on it: ENOTTY, so libibverbs speaks write().
+//   - write: the command goes to the host; the reply's bytes land where the host says, with
+//     the files it installs (event files) received as descriptors.
+//   - mmap: the doorbell page, as anonymous shared memory.
+// Without IRDMA_SIM_HOST every call passes straight through.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "driver/backends/uverbs_shim/wire.h"
+
+namespace {
+
+constexpr const char* kDevicePath = "/dev/infiniband/uverbs0";
+constexpr int kNetlinkRdma = 20;  // NETLINK_RDMA
+
+template <typename F>
+F real(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_NEXT, name));
+}
+
+// An open of the device: the descriptor the application holds (of /dev/null) and the
+// connection to the host behind it.
+struct device_file {
+  int conn = -1;
+  std::mutex lock;  // one command at a time per file, as the host takes them
+};
+
+std::mutex files_lock;
+std::map<int, device_file*> files;
+
+device_file* file_of(int fd) {
+  std::lock_guard<std::mutex> guard(files_lock);
+  const auto it = files.find(fd);
+  return it == files.end() ? nullptr : it->second;
+}
+
+const char* host_socket() {
+  const char* p = std::getenv("IRDMA_SIM_HOST");
+  return p && *p ? p : nullptr;
+}
+
+bool is_device(const char* path) { return path && host_socket() && std::strcmp(path, kDevicePath) == 0; }
+
+bool send_all(int conn, const void* data, size_t len) {
+  return ::send(conn, data, len, MSG_NOSIGNAL) == ssize_t(len);
+}
+
+// One datagram and the descriptors that came with it; false when the host is gone.
+bool receive(int conn, std::vector<uint8_t>& buf, std::vector<int>& fds) {
+  buf.resize(uverbs_wire::kMaxMessage);
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * uverbs_wire::kMaxFds)];
+  iovec iov{buf.data(), buf.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n;
+  do n = ::recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (n <= 0) return false;
+  buf.resize(size_t(n));
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < count; i++) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+        fds.push_back(fd);
+      }
+    }
+  return true;
+}
+
+void close_all(const std::vector<int>& fds) {
+  for (int fd : fds) real<int (*)(int)>("close")(fd);
+}
+
+// Applies a reply: its copies, then the numbers of the files it installed. A reply that
+// does not parse is the host's fault: the command fails with EIO and its files are closed.
+long apply_reply(const std::vector<uint8_t>& buf, const std::vector<int>& fds) {
+  uverbs_wire::reply r;
+  if (buf.size() < sizeof r) return -EIO;
+  std::memcpy(&r, buf.data(), sizeof r);
+  size_t pos = sizeof r;
+  std::vector<std::pair<uint64_t, std::vector<uint8_t>>> copies;
+  for (uint32_t i = 0; i < r.copies; i++) {
+    uverbs_wire::copy c;
+    if (buf.size() - pos < sizeof c) return -EIO;
+    std::memcpy(&c, buf.data() + pos, sizeof c);
+    pos += sizeof c;
+    const size_t padded = (size_t(c.len) + 7) & ~size_t(7);
+    if (buf.size() - pos < padded) return -EIO;
+    copies.emplace_back(c.addr, std::vector<uint8_t>(buf.begin() + long(pos), buf.begin() + long(pos + c.len)));
+    pos += padded;
+  }
+  if (r.fds != fds.size() || buf.size() - pos != size_t(r.fds) * 8) return -EIO;
+  for (const auto& [addr, bytes] : copies) std::memcpy(reinterpret_cast<void*>(addr), bytes.data(), bytes.size());
+  for (size_t i = 0; i < fds.size(); i++) {
+    uint64_t addr;
+    std::memcpy(&addr, buf.data() + pos + 8 * i, 8);
+    const uint32_t fd = uint32_t(fds[i]);
+    std::memcpy(reinterpret_cast<void*>(addr), &fd, sizeof fd);
+  }
+  return r.ret;
+}
+
+int open_device(int flags) {
+  const int conn = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (conn < 0) return -1;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, host_socket(), sizeof addr.sun_path - 1);
+  const uverbs_wire::hello hi{uverbs_wire::op::hello, uverbs_wire::kVersion, int32_t(::getpid()), 0};
+  std::vector<uint8_t> buf;
+  std::vector<int> fds;
+  if (::connect(conn, reinterpret_cast<sockaddr*>(&addr), sizeof addr) || !send_all(conn, &hi, sizeof hi) ||
+      !receive(conn, buf, fds) || apply_reply(buf, fds) != 0) {
+    close_all(fds);
+    real<int (*)(int)>("close")(conn);
+    errno = ENODEV;  // as an open of a device whose driver is gone
+    return -1;
+  }
+  const int fd = real<int (*)(const char*, int, ...)>("open")("/dev/null", (flags & O_CLOEXEC) | O_RDWR);
+  if (fd < 0) {
+    real<int (*)(int)>("close")(conn);
+    return -1;
+  }
+  auto* f = new device_file;
+  f->conn = conn;
+  std::lock_guard<std::mutex> guard(files_lock);
+  files[fd] = f;
+  return fd;
+}
+
+long device_write(device_file* f, const void* buf, size_t count) {
+  if (count > uverbs_wire::kMaxMessage - sizeof(uverbs_wire::write_request)) return -EINVAL;
+  std::vector<uint8_t> msg(sizeof(uverbs_wire::write_request) + count);
+  const uverbs_wire::write_request req{uverbs_wire::op::write, uint32_t(count)};
+  std::memcpy(msg.data(), &req, sizeof req);
+  std::memcpy(msg.data() + sizeof req, buf, count);
+  std::lock_guard<std::mutex> guard(f->lock);
+  std::vector<uint8_t> reply;
+  std::vector<int> fds;
+  if (!send_all(f->conn, msg.data(), msg.size()) || !receive(f->conn, reply, fds)) return -EIO;
+  const long ret = apply_reply(reply, fds);
+  if (ret < 0) close_all(fds);
+  return ret;
+}
+
+void* device_mmap(device_file* f, size_t length, int prot, uint64_t offset) {
+  const uverbs_wire::mmap_request req{uverbs_wire::op::mmap, 0, offset, length};
+  std::lock_guard<std::mutex> guard(f->lock);
+  std::vector<uint8_t> reply;
+  std::vector<int> fds;
+  uverbs_wire::mmap_reply r{};
+  if (!send_all(f->conn, &req, sizeof req) || !receive(f->conn, reply, fds) || reply.size() != sizeof r) {
+    close_all(fds);
+    errno = EIO;
+    return MAP_FAILED;
+  }
+  std::memcpy(&r, reply.data(), sizeof r);
+  if (r.ret) {
+    errno = int(-r.ret);
+    return MAP_FAILED;
+  }
+  return real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(nullptr, length, prot,
+                                                                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+}
+
+}  // namespace
+
+extern "C" {
+
+int socket(int domain, int type, int protocol) {
+  if (host_socket() && domain == AF_NETLINK && protocol == kNetlinkRdma) {
+    errno = EPROTONOSUPPORT;
+    return -1;
+  }
+  return real<int (*)(int, int, int)>("socket")(domain, type, protocol);
+}
+
+int open(const char* path, int flags, ...) {
+  if (is_device(path)) return open_device(flags);
+  va_list ap;
+  va_start(ap, flags);
+  const mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap, mode_t) : 0;
+  va_end(ap);
+  return real<int (*)(const char*, int, ...)>("open")(path, flags, mode);
+}
+
+int open64(const char* path, int flags, ...) {
+  if (is_device(path)) return open_device(flags);
+  va_list ap;
+  va_start(ap, flags);
+  const mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap, mode_t) : 0;
+  va_end(ap);
+  return real<int (*)(const char*, int, ...)>("open64")(path, flags, mode);
+}
+
+int __open_2(const char* path, int flags) {
+  if (is_device(path)) return open_device(flags);
+  return real<int (*)(const char*, int)>("__open_2")(path, flags);
+}
+
+int __open64_2(const char* path, int flags) {
+  if (is_device(path)) return open_device(flags);
+  return real<int (*)(const char*, int)>("__open64_2")(path, flags);
+}
+
+int stat(const char* path, struct stat* st) {
+  return real<int (*)(const char*, struct stat*)>("stat")(is_device(path) ? "/dev/null" : path, st);
+}
+
+int stat64(const char* path, struct stat64* st) {
+  return real<int (*)(const char*, struct stat64*)>("stat64")(is_device(path) ? "/dev/null" : path, st);
+}
+
+ssize_t write(int fd, const void* buf, size_t count) {
+  if (device_file* f = file_of(fd)) {
+    const long ret = device_write(f, buf, count);
+    if (ret < 0) {
+      errno = int(-ret);
+      return -1;
+    }
+    return ret;
+  }
+  return real<ssize_t (*)(int, const void*, size_t)>("write")(fd, buf, count);
+}
+
+int ioctl(int fd, unsigned long request, ...) {
+  va_list ap;
+  va_start(ap, request);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  if (file_of(fd)) {
+    errno = ENOTTY;
+    return -1;
+  }
+  return real<int (*)(int, unsigned long, void*)>("ioctl")(fd, request, arg);
+}
+
+void* mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
+  if (device_file* f = file_of(fd)) return device_mmap(f, length, prot, uint64_t(offset));
+  return real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(addr, length, prot, flags, fd, offset);
+}
+
+void* mmap64(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
+  return mmap(addr, length, prot, flags, fd, offset);
+}
+
+int close(int fd) {
+  device_file* f = nullptr;
+  {
+    std::lock_guard<std::mutex> guard(files_lock);
+    const auto it = files.find(fd);
+    if (it != files.end()) {
+      f = it->second;
+      files.erase(it);
+    }
+  }
+  if (f) {
+    real<int (*)(int)>("close")(f->conn);
+    delete f;
+  }
+  return real<int (*)(int)>("close")(fd);
+}
+
+}  // extern "C"

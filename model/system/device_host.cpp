@@ -1,0 +1,196 @@
+#include "model/system/device_host.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include "driver/backends/uverbs_shim/wire.h"
+#include "driver/core/uverbs/uverbs_file.h"
+
+namespace irdma_sim::system {
+
+namespace {
+
+using ibcore::uverbs::ib_uverbs_event_file;
+
+// An event file's host end: each event one datagram for the application's read(2). An
+// application that reads none fills the socket's buffer; later events are dropped then,
+// as the kernel drops them from a full queue.
+class socket_event_file final : public ib_uverbs_event_file {
+ public:
+  explicit socket_event_file(pcie::UniqueFd fd) : fd_(std::move(fd)) {}
+  void deliver(const void* event, size_t len) override {
+    ::send(fd_.get(), event, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
+
+ private:
+  pcie::UniqueFd fd_;
+};
+
+// The application a command came from: what the command writes to its memory and the
+// files it installs, gathered into the reply.
+class reply_builder final : public ibcore::uverbs::ib_uverbs_user {
+ public:
+  bool copy_to_user(uint64_t addr, const void* src, size_t len) override {
+    const uverbs_wire::copy c{addr, uint32_t(len), 0};
+    append(&c, sizeof c);
+    append(src, len);
+    bytes_.resize((bytes_.size() + 7) & ~size_t(7));
+    copies_++;
+    return true;
+  }
+  std::shared_ptr<ib_uverbs_event_file> install_event_file(uint64_t fd_addr) override {
+    int pair[2];
+    if (fds_.size() == uverbs_wire::kMaxFds ||
+        ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair))
+      return nullptr;
+    fds_.emplace_back(pair[1]);
+    fd_addrs_.push_back(fd_addr);
+    return std::make_shared<socket_event_file>(pcie::UniqueFd(pair[0]));
+  }
+  // Sends the reply with `ret`; false when the application has gone.
+  bool send(int conn, int64_t ret) {
+    uverbs_wire::reply r{ret, copies_, uint32_t(fds_.size())};
+    if (ret < 0) r.copies = r.fds = 0;  // a failed command writes nothing the caller sees
+    std::vector<uint8_t> msg(sizeof r);
+    std::memcpy(msg.data(), &r, sizeof r);
+    if (ret >= 0) {
+      msg.insert(msg.end(), bytes_.begin(), bytes_.end());
+      for (uint64_t a : fd_addrs_) msg.insert(msg.end(), reinterpret_cast<uint8_t*>(&a), reinterpret_cast<uint8_t*>(&a) + 8);
+    }
+    iovec iov{msg.data(), msg.size()};
+    msghdr m{};
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    std::vector<int> fds;
+    for (const pcie::UniqueFd& fd : fds_) fds.push_back(fd.get());
+    std::vector<char> control(r.fds ? CMSG_SPACE(sizeof(int) * r.fds) : 0);
+    if (r.fds) {
+      m.msg_control = control.data();
+      m.msg_controllen = control.size();
+      cmsghdr* c = CMSG_FIRSTHDR(&m);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN(sizeof(int) * r.fds);
+      std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * r.fds);
+    }
+    return ::sendmsg(conn, &m, MSG_NOSIGNAL) == ssize_t(msg.size());
+  }
+
+ private:
+  void append(const void* p, size_t n) {
+    bytes_.insert(bytes_.end(), static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
+  }
+  std::vector<uint8_t> bytes_;
+  uint32_t copies_ = 0;
+  std::vector<pcie::UniqueFd> fds_;  // the application's ends, closed here once sent
+  std::vector<uint64_t> fd_addrs_;
+};
+
+}  // namespace
+
+struct DeviceHost::client {
+  pcie::UniqueFd conn;
+  int pid = 0;  // 0 until its hello
+  std::unique_ptr<ibcore::uverbs::ib_uverbs_file> file;
+};
+
+DeviceHost::DeviceHost(testbench::Host& host, const std::string& socket_path)
+    : host_(host), socket_path_(socket_path) {
+  sockaddr_un addr{};
+  if (socket_path.size() >= sizeof addr.sun_path) throw std::runtime_error("socket path too long: " + socket_path);
+  addr.sun_family = AF_UNIX;
+  std::strcpy(addr.sun_path, socket_path.c_str());
+  listener_.reset(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  ::unlink(socket_path.c_str());
+  if (!listener_.valid() || ::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) ||
+      ::listen(listener_.get(), 64))
+    throw std::runtime_error("cannot listen at " + socket_path + ": " + std::strerror(errno));
+}
+
+DeviceHost::~DeviceHost() {
+  while (!clients_.empty()) drop(clients_.size() - 1);
+  ::unlink(socket_path_.c_str());
+}
+
+void DeviceHost::serve(const std::function<bool()>& stop) {
+  while (!stop()) {
+    std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
+    for (const auto& c : clients_) fds.push_back({c->conn.get(), POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), 100) <= 0) continue;
+    if (fds[0].revents & POLLIN) accept_client();
+    // Newest last: dropping one leaves the indexes before it valid.
+    for (size_t i = fds.size() - 1; i >= 1; i--)
+      if (fds[i].revents && !serve_message(*clients_[i - 1])) drop(i - 1);
+  }
+}
+
+void DeviceHost::accept_client() {
+  pcie::UniqueFd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  if (!conn.valid()) return;
+  auto c = std::make_unique<client>();
+  c->conn = std::move(conn);
+  clients_.push_back(std::move(c));
+}
+
+bool DeviceHost::serve_message(client& c) {
+  std::vector<uint8_t> msg(uverbs_wire::kMaxMessage);
+  const ssize_t n = ::recv(c.conn.get(), msg.data(), msg.size(), MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
+  if (n < ssize_t(sizeof(uverbs_wire::op))) return false;
+  msg.resize(size_t(n));
+  uverbs_wire::op type;
+  std::memcpy(&type, msg.data(), sizeof type);
+  if (!c.pid) {
+    uverbs_wire::hello hi;
+    if (type != uverbs_wire::op::hello || msg.size() != sizeof hi) return false;
+    std::memcpy(&hi, msg.data(), sizeof hi);
+    if (hi.version != uverbs_wire::kVersion || hi.pid <= 0) {
+      reply_builder().send(c.conn.get(), -EPROTO);
+      return false;
+    }
+    c.pid = hi.pid;
+    host_.run_on_host([&] { c.file = std::make_unique<ibcore::uverbs::ib_uverbs_file>(host_.driver()); });
+    return reply_builder().send(c.conn.get(), 0);
+  }
+  switch (type) {
+    case uverbs_wire::op::write: {
+      uverbs_wire::write_request req;
+      if (msg.size() < sizeof req) return false;
+      std::memcpy(&req, msg.data(), sizeof req);
+      if (req.length != msg.size() - sizeof req) return false;
+      reply_builder reply;
+      long ret = 0;
+      host_.run_on_host([&] { ret = c.file->write(msg.data() + sizeof req, req.length, reply); });
+      return reply.send(c.conn.get(), ret);
+    }
+    case uverbs_wire::op::mmap: {
+      uverbs_wire::mmap_request req;
+      if (msg.size() != sizeof req) return false;
+      std::memcpy(&req, msg.data(), sizeof req);
+      ibcore::ib_mmap_range range;
+      uverbs_wire::mmap_reply r{};
+      host_.run_on_host([&] { r.ret = c.file->mmap(req.offset, req.length, &range); });
+      if (!r.ret) {
+        r.bar = range.bar;
+        r.offset = range.offset;
+      }
+      return ::send(c.conn.get(), &r, sizeof r, MSG_NOSIGNAL) == ssize_t(sizeof r);
+    }
+    default: return false;
+  }
+}
+
+// The file closes with the connection, as the kernel's last fput closes it.
+void DeviceHost::drop(size_t index) {
+  std::unique_ptr<client> c = std::move(clients_[index]);
+  clients_.erase(clients_.begin() + long(index));
+  if (c->file) host_.run_on_host([&] { c->file.reset(); });
+}
+
+}  // namespace irdma_sim::system

@@ -1,0 +1,45 @@
+// The device host: one process that owns a device and serves the uverbs of every
+// application on the machine that opens it through the shim (driver/backends/uverbs_shim),
+// as one NIC serves every process of a host. Each connection is one open of the device
+// file, with its own ib_uverbs_file; commands run on the host (Host::run_on_host), so
+// simulated time advances as the device works, and between them the host sleeps on its
+// sockets. An application that dies closes its connection, and with it its file.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "driver/backends/unique_fd.h"
+#include "model/testbench/host.h"
+
+namespace irdma_sim::system {
+
+class DeviceHost {
+ public:
+  // Listens at `socket_path` (a stale socket there is replaced); throws std::runtime_error
+  // when it cannot.
+  DeviceHost(testbench::Host& host, const std::string& socket_path);
+  ~DeviceHost();
+  DeviceHost(const DeviceHost&) = delete;
+  DeviceHost& operator=(const DeviceHost&) = delete;
+
+  // Serves until `stop` returns true (asked at least every 100 ms).
+  void serve(const std::function<bool()>& stop);
+  size_t clients() const { return clients_.size(); }
+
+ private:
+  struct client;
+  void accept_client();
+  // False when the client has gone, or broke the protocol, and is to be dropped.
+  bool serve_message(client& c);
+  void drop(size_t index);
+
+  testbench::Host& host_;
+  std::string socket_path_;
+  pcie::UniqueFd listener_;
+  std::vector<std::unique_ptr<client>> clients_;
+};
+
+}  // namespace irdma_sim::system

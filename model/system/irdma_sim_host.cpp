@@ -1,0 +1,65 @@
+// irdma-sim-host --socket PATH --sysfs DIR [--config FILE]
+// The device host: simulates the device, probes the driver on it and serves its uverbs to
+// every application that opens it through the shim, until SIGINT or SIGTERM. DIR receives
+// the sysfs tree applications are pointed at (SYSFS_PATH). FILE is a scenario, whose
+// config: section describes the device, or such a section alone. Prints "ready" once it
+// listens. Exit status: 0 done, 2 bad usage or a configuration it cannot use, 3 it failed.
+#include <iostream>
+#include <string>
+
+#include <systemc>
+
+#include "model/system/device_host.h"
+#include "model/system/simulation.h"
+#include "model/system/uverbs_sysfs.h"
+#include "model/testbench/scenario.h"
+#include "model/testbench/stop_signals.h"
+#include "model/testbench/yaml_reader.h"
+
+namespace {
+
+constexpr const char* kUsage = "usage: irdma-sim-host --socket PATH --sysfs DIR [--config FILE] [--version]";
+
+int usage_error(const std::string& what) {
+  std::cerr << "irdma-sim-host: " << what << "\n" << kUsage << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int sc_main(int argc, char** argv) {
+  using namespace irdma_sim;
+  std::string socket, sysfs, config;
+  for (int i = 1; i < argc; i++) {
+    const std::string a = argv[i];
+    if (a == "--version") {
+      std::cout << "irdma-sim-host " IRDMA_SIM_VERSION "\n";
+      return 0;
+    } else if (a == "-h" || a == "--help") {
+      std::cout << kUsage << "\n";
+      return 0;
+    } else if (a == "--socket" || a == "--sysfs" || a == "--config") {
+      if (i + 1 >= argc) return usage_error(a + " needs a path");
+      (a == "--socket" ? socket : a == "--sysfs" ? sysfs : config) = argv[++i];
+    } else {
+      return usage_error("unexpected argument '" + a + "'");
+    }
+  }
+  if (socket.empty() || sysfs.empty()) return usage_error("--socket and --sysfs are needed");
+  try {
+    const testbench::SimConfig cfg = config.empty() ? testbench::SimConfig{} : testbench::load_config_file(config);
+    system::Simulation sim(cfg);
+    sim.run_on_host([&] { system::write_uverbs_sysfs(sysfs, sim.driver(), "irdma0"); });
+    const testbench::StopSignals signals;
+    system::DeviceHost host(sim, socket);
+    std::cout << "ready" << std::endl;
+    host.serve([&] { return signals.caught() != 0; });
+  } catch (const testbench::ScenarioError& e) {
+    std::cerr << "irdma-sim-host: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "irdma-sim-host: " << e.what() << "\n";
+    return 3;
+  }
+  return 0;
+}

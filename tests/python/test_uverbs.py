@@ -1,0 +1,166 @@
+"""Unmodified rdma-core user space (Debian's libibverbs, irdma provider, ibverbs-utils,
+pyverbs) on the simulated device: irdma-sim exec and irdma-sim host, and what the device
+host does when a client misbehaves or the host itself dies."""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+BIN = os.path.join(os.environ["IRDMA_SIM_BIN"], "irdma-sim")
+
+
+def irdma_sim(*args, timeout=120, **kw):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def write_config(tmp_path, body):
+    path = tmp_path / "device.yaml"
+    path.write_text(body)
+    return str(path)
+
+
+def test_ibv_devinfo_shows_the_device_as_configured(tmp_path):
+    config = write_config(tmp_path, "config:\n  device:\n    max_qp: 300\n    max_cq: 200\n    num_ceqs: 2\n")
+    r = irdma_sim("exec", "--config", config, "--", "ibv_devinfo", "-v")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert "hca_id:\tirdma0" in out
+    assert "max_qp:\t\t\t\t300" in out, "the caps come from the device the config describes"
+    assert "max_cq:\t\t\t\t200" in out
+    assert "num_comp_vectors:\t\t2" in out
+    assert "state:\t\t\tPORT_ACTIVE (4)" in out
+    assert "link_layer:\t\tEthernet" in out
+    assert "GID[  0]:\t\tfe80:0000:0000:0000:021b:21ff:fea0:c0de, RoCE v1" in out
+    assert "GID[  1]:\t\tfe80::21b:21ff:fea0:c0de, RoCE v2" in out
+    assert "GID[  2]" not in out, "unused GID slots read as absent"
+
+
+def test_ibv_devices_lists_it_and_exec_passes_the_commands_status(tmp_path):
+    r = irdma_sim("exec", "--", "ibv_devices")
+    assert r.returncode == 0 and "irdma0" in r.stdout and "021b21fffea0c0de" in r.stdout, r.stderr
+    assert irdma_sim("exec", "--", "sh", "-c", "exit 7").returncode == 7
+    r = irdma_sim("exec", "--", "no-such-command-here")
+    assert r.returncode == 127 and "command not found" in r.stderr
+
+
+def test_bad_usage_and_a_bad_config_are_said_before_anything_runs(tmp_path):
+    r = irdma_sim("exec")
+    assert r.returncode == 2 and "no command given" in r.stderr
+    r = irdma_sim("exec", "--config", write_config(tmp_path, "config:\n  device:\n    max_qp: many\n"), "--", "true")
+    assert r.returncode == 2 and "max_qp" in r.stderr, r.stderr
+    r = irdma_sim("exec", "--host", str(tmp_path / "nobody"), "--", "true")
+    assert r.returncode == 2 and "no device host listens" in r.stderr
+
+
+def children(pid):
+    """The processes whose parent is `pid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = open(f"/proc/{entry}/stat").read()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+@pytest.fixture
+def host(tmp_path):
+    """irdma-sim host --dir DIR, running until the test ends."""
+    directory = tmp_path / "host"
+    proc = subprocess.Popen([BIN, "host", "--dir", str(directory)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    exports = dict(proc.stdout.readline().strip().removeprefix("export ").split("=", 1) for _ in range(3))
+    yield directory, proc, exports
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+
+
+def test_a_host_serves_many_commands_and_stops_on_sigterm(host):
+    directory, proc, exports = host
+    assert exports["IRDMA_SIM_HOST"] == str(directory / "host.sock")
+    for _ in range(3):
+        r = irdma_sim("exec", "--host", str(directory), "--", "ibv_devices")
+        assert r.returncode == 0 and "irdma0" in r.stdout, r.stderr
+    # The exported environment is all a command needs.
+    r = subprocess.run(["ibv_devinfo"], capture_output=True, text=True, timeout=60, env=dict(os.environ, **exports))
+    assert r.returncode == 0 and "PORT_ACTIVE" in r.stdout, r.stderr
+    r = irdma_sim("host", "--dir", str(directory))
+    assert r.returncode == 2 and "already listens" in r.stderr
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    assert not (directory / "host.sock").exists()
+
+
+PYVERBS_CLIENT = """
+import sys, time
+from pyverbs.device import Context
+from pyverbs.pd import PD
+ctx = Context(name='irdma0')
+pds = [PD(ctx) for _ in range(4)]
+print('open', flush=True)
+sys.stdin.readline()
+try:
+    ctx.query_device()
+    print('answered')
+except Exception as e:
+    print('error', type(e).__name__, e)
+"""
+
+
+def test_a_protocol_breaker_and_a_killed_application_leave_the_others_served(host, tmp_path):
+    directory, proc, exports = host
+    env = dict(os.environ, **exports)
+    script = tmp_path / "client.py"
+    script.write_text(PYVERBS_CLIENT)
+    victim = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env=env)
+    assert victim.stdout.readline().strip() == "open"
+    # Nothing, a short message, a write before the hello: each connection is dropped.
+    for garbage in (b"", b"\x01", b"\x02\x00\x00\x00" + b"\xff" * 64):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        s.connect(exports["IRDMA_SIM_HOST"])
+        s.send(garbage)
+        s.settimeout(10)
+        assert s.recv(4096) == b""
+        s.close()
+    # A hello, then a write whose length disagrees with its datagram: answered, then dropped.
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(exports["IRDMA_SIM_HOST"])
+    s.settimeout(10)
+    s.send((1).to_bytes(4, "little") + (1).to_bytes(4, "little") + os.getpid().to_bytes(4, "little") + bytes(4))
+    assert s.recv(4096) == bytes(16), "ret 0, no copies, no files"
+    s.send((2).to_bytes(4, "little") + (100).to_bytes(4, "little") + bytes(8))
+    assert s.recv(4096) == b""
+    s.close()
+    victim.kill()
+    victim.wait()
+    r = irdma_sim("exec", "--host", str(directory), "--", "ibv_devinfo")
+    assert r.returncode == 0 and "PORT_ACTIVE" in r.stdout, r.stderr
+    assert proc.poll() is None
+
+
+def test_a_host_killed_under_an_application_fails_its_commands_and_hangs_nothing(host, tmp_path):
+    directory, proc, exports = host
+    script = tmp_path / "client.py"
+    script.write_text(PYVERBS_CLIENT)
+    app = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                           env=dict(os.environ, **exports))
+    assert app.stdout.readline().strip() == "open"
+    device_host = children(proc.pid)
+    assert len(device_host) == 1
+    os.kill(device_host[0], signal.SIGKILL)
+    start = time.monotonic()
+    out, _ = app.communicate("go\n", timeout=30)
+    assert time.monotonic() - start < 10
+    assert out.startswith("error PyverbsRDMAError"), out
+    assert "Input/output error" in out or "errno: 5" in out, out
+    assert proc.wait(timeout=30) == 3, "the host command says its host failed"
