@@ -70,7 +70,8 @@ void write_uverbs_sysfs(const std::string& root, ibcore::ib_device& dev, const s
     put(p / "state", attr.state == ibcore::IB_PORT_ACTIVE ? "4: ACTIVE\n" : "1: DOWN\n");
     put(p / "pkeys/0", "0xffff\n");
     // RoCE's default GIDs, v1 then v2: the link-local address of the port's MAC. Every other
-    // entry is empty, its type file too (ENODATA), as an unused slot reads.
+    // entry is all zeros, which libibverbs reports as no data (ENODATA); its type file,
+    // whose read a kernel fails for an unused slot, says v1, which libibverbs assumes then.
     uint8_t link_local[16] = {0xfe, 0x80};
     std::memcpy(link_local + 8, guid, 8);
     for (uint32_t i = 0; i < attr.gid_tbl_len; i++) {
@@ -78,7 +79,7 @@ void write_uverbs_sysfs(const std::string& root, ibcore::ib_device& dev, const s
       uint8_t gid[16] = {};
       if (used) std::memcpy(gid, link_local, 16);
       put(p / "gids" / std::to_string(i), hex_groups(gid, 16) + "\n");
-      put(p / "gid_attrs/types" / std::to_string(i), !used ? "" : i == 0 ? "IB/RoCE v1\n" : "RoCE v2\n");
+      put(p / "gid_attrs/types" / std::to_string(i), i == 1 ? "RoCE v2\n" : "IB/RoCE v1\n");
     }
   }
 }

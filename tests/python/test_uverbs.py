@@ -2,7 +2,10 @@
 pyverbs) on the simulated device: irdma-sim exec and irdma-sim host, and what the device
 host does when a client misbehaves or the host itself dies."""
 
+import gzip
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -164,3 +167,28 @@ def test_a_host_killed_under_an_application_fails_its_commands_and_hangs_nothing
     assert out.startswith("error PyverbsRDMAError"), out
     assert "Input/output error" in out or "errno: 5" in out, out
     assert proc.wait(timeout=30) == 3, "the host command says its host failed"
+
+
+RDMA_CORE_TESTS = "/usr/share/doc/rdma-core/tests"
+# What the device lacks, as an E810 does: the only skips allowed.
+EXPECTED_SKIPS = {"Device memory is not supported"}
+
+
+def test_rdma_cores_own_tests_pass_on_the_device(tmp_path):
+    """Debian's copy of rdma-core's tests (python3-pyverbs), gunzipped, against irdma0: the
+    modules whose verbs the kernel half has today."""
+    tests = tmp_path / "tests"
+    shutil.copytree(RDMA_CORE_TESTS, tests)
+    for gz in tests.glob("*.gz"):
+        with gzip.open(gz) as src:
+            gz.with_suffix("").write_bytes(src.read())
+        gz.unlink()
+    r = irdma_sim("exec", "--", sys.executable, str(tests / "run_tests.py"), "--dev", "irdma0", "-v",
+                  "tests.test_device", "tests.test_pd", timeout=600, cwd=tmp_path)
+    report = r.stderr
+    assert r.returncode == 0, report[-3000:]
+    ran = int(re.search(r"^Ran (\d+) tests", report, re.M).group(1))
+    passed = len(re.findall(r" \.\.\. ok$", report, re.M))
+    skips = re.findall(r" \.\.\. skipped '(.*)'$", report, re.M)
+    assert set(skips) <= EXPECTED_SKIPS, skips
+    assert passed + len(skips) == ran and passed >= 17, report[-3000:]
