@@ -192,3 +192,21 @@ def test_rdma_cores_own_tests_pass_on_the_device(tmp_path):
     skips = re.findall(r" \.\.\. skipped '(.*)'$", report, re.M)
     assert set(skips) <= EXPECTED_SKIPS, skips
     assert passed + len(skips) == ran and passed >= 17, report[-3000:]
+
+
+def test_exec_finds_the_default_host_before_starting_its_own(tmp_path):
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(tmp_path))
+    default = tmp_path / f"irdma-sim-{os.getuid()}"
+    proc = subprocess.Popen([BIN, "host", "--config", write_config(tmp_path, "config:\n  device:\n    max_qp: 77\n")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().startswith("export LD_PRELOAD="), "printed once the host listens"
+        assert (default / "host.sock").exists()
+        r = irdma_sim("exec", "--", "ibv_devinfo", "-v", env=env)
+        assert r.returncode == 0 and "max_qp:\t\t\t\t77" in r.stdout, "the default host's device, not a private one"
+        r = irdma_sim("exec", "--config", write_config(tmp_path, "config:\n  device:\n    max_qp: 55\n"), "--",
+                      "ibv_devinfo", "-v", env=env)
+        assert r.returncode == 0 and "max_qp:\t\t\t\t55" in r.stdout, "a config asks for a private host"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
