@@ -11,6 +11,7 @@
 
 #include "driver/backends/uverbs_shim/wire.h"
 #include "driver/core/uverbs/uverbs_file.h"
+#include "model/testbench/json_writer.h"
 
 namespace irdma_sim::system {
 
@@ -97,6 +98,7 @@ class reply_builder final : public ibcore::uverbs::ib_uverbs_user {
 struct DeviceHost::client {
   pcie::UniqueFd conn;
   int pid = 0;  // 0 until its hello
+  bool broke_protocol = false;
   std::unique_ptr<ibcore::uverbs::ib_uverbs_file> file;
 };
 
@@ -125,8 +127,13 @@ void DeviceHost::serve(const std::function<bool()>& stop) {
     if (::poll(fds.data(), fds.size(), 100) <= 0) continue;
     if (fds[0].revents & POLLIN) accept_client();
     // Newest last: dropping one leaves the indexes before it valid.
-    for (size_t i = fds.size() - 1; i >= 1; i--)
-      if (fds[i].revents && !serve_message(*clients_[i - 1])) drop(i - 1);
+    for (size_t i = fds.size() - 1; i >= 1; i--) {
+      if (!fds[i].revents) continue;
+      client& c = *clients_[i - 1];
+      if (serve_message(c)) continue;
+      if (c.broke_protocol) served_.protocol_errors++;
+      drop(i - 1);
+    }
   }
 }
 
@@ -142,37 +149,46 @@ bool DeviceHost::serve_message(client& c) {
   std::vector<uint8_t> msg(uverbs_wire::kMaxMessage);
   const ssize_t n = ::recv(c.conn.get(), msg.data(), msg.size(), MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return true;
-  if (n < ssize_t(sizeof(uverbs_wire::op))) return false;
+  if (n <= 0) return false;  // gone
+  const auto broken = [&c] {
+    c.broke_protocol = true;
+    return false;
+  };
+  if (n < ssize_t(sizeof(uverbs_wire::op))) return broken();
   msg.resize(size_t(n));
   uverbs_wire::op type;
   std::memcpy(&type, msg.data(), sizeof type);
   if (!c.pid) {
     uverbs_wire::hello hi;
-    if (type != uverbs_wire::op::hello || msg.size() != sizeof hi) return false;
+    if (type != uverbs_wire::op::hello || msg.size() != sizeof hi) return broken();
     std::memcpy(&hi, msg.data(), sizeof hi);
     if (hi.version != uverbs_wire::kVersion || hi.pid <= 0) {
       reply_builder().send(c.conn.get(), -EPROTO);
-      return false;
+      return broken();
     }
     c.pid = hi.pid;
+    served_.clients++;
     host_.run_on_host([&] { c.file = std::make_unique<ibcore::uverbs::ib_uverbs_file>(host_.driver()); });
     return reply_builder().send(c.conn.get(), 0);
   }
   switch (type) {
     case uverbs_wire::op::write: {
       uverbs_wire::write_request req;
-      if (msg.size() < sizeof req) return false;
+      if (msg.size() < sizeof req) return broken();
       std::memcpy(&req, msg.data(), sizeof req);
-      if (req.length != msg.size() - sizeof req) return false;
+      if (req.length != msg.size() - sizeof req) return broken();
       reply_builder reply;
       long ret = 0;
       host_.run_on_host([&] { ret = c.file->write(msg.data() + sizeof req, req.length, reply); });
+      served_.commands++;
+      if (ret < 0) served_.commands_failed++;
       return reply.send(c.conn.get(), ret);
     }
     case uverbs_wire::op::mmap: {
       uverbs_wire::mmap_request req;
-      if (msg.size() != sizeof req) return false;
+      if (msg.size() != sizeof req) return broken();
       std::memcpy(&req, msg.data(), sizeof req);
+      served_.mmaps++;
       ibcore::ib_mmap_range range;
       uverbs_wire::mmap_reply r{};
       host_.run_on_host([&] { r.ret = c.file->mmap(req.offset, req.length, &range); });
@@ -182,7 +198,7 @@ bool DeviceHost::serve_message(client& c) {
       }
       return ::send(c.conn.get(), &r, sizeof r, MSG_NOSIGNAL) == ssize_t(sizeof r);
     }
-    default: return false;
+    default: return broken();
   }
 }
 
@@ -191,6 +207,38 @@ void DeviceHost::drop(size_t index) {
   std::unique_ptr<client> c = std::move(clients_[index]);
   clients_.erase(clients_.begin() + long(index));
   if (c->file) host_.run_on_host([&] { c->file.reset(); });
+}
+
+std::string device_host_report(const DeviceHost::counters& served, const testbench::SystemCounters& sys,
+                               double wall_s) {
+  const backends::DeviceCounters dev = sys.device.value_or(backends::DeviceCounters{});
+  testbench::JsonWriter j;
+  j.begin_object()
+      .str("kind", "device_host")
+      .num("sim_time_ps", sys.now_ps)
+      .real("wall_time_s", wall_s)
+      .begin_object("served")
+      .num("clients", served.clients)
+      .num("protocol_errors", served.protocol_errors)
+      .num("commands", served.commands)
+      .num("commands_failed", served.commands_failed)
+      .num("mmaps", served.mmaps)
+      .end_object()
+      .begin_object("device")
+      .num("cqp_commands", dev.cqp_commands)
+      .num("mmio_writes", dev.mmio_writes)
+      .num("mmio_reads", dev.mmio_reads)
+      .num("bad_mmio", dev.bad_mmio)
+      .num("cq_arms", dev.cq_arm_doorbells)
+      .num("cqes_written", dev.cqes_written)
+      .end_object()
+      .begin_object("host")
+      .num("dma_errors", sys.host.dma_errors)
+      .num("mmio_errors", sys.host.mmio_errors)
+      .num("msix_delivered", sys.host.msix_delivered)
+      .end_object()
+      .end_object();
+  return j.text() + "\n";
 }
 
 }  // namespace irdma_sim::system

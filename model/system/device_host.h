@@ -13,6 +13,7 @@
 
 #include "driver/backends/unique_fd.h"
 #include "model/testbench/host.h"
+#include "model/testbench/run_checks.h"
 
 namespace irdma_sim::system {
 
@@ -27,7 +28,16 @@ class DeviceHost {
 
   // Serves until `stop` returns true (asked at least every 100 ms).
   void serve(const std::function<bool()>& stop);
-  size_t clients() const { return clients_.size(); }
+
+  // What it has served so far.
+  struct counters {
+    uint64_t clients = 0;          // opens of the device file
+    uint64_t protocol_errors = 0;  // clients dropped for a message the protocol has not
+    uint64_t commands = 0;         // writes of a command
+    uint64_t commands_failed = 0;  // of those, answered with an error
+    uint64_t mmaps = 0;
+  };
+  const counters& served() const { return served_; }
 
  private:
   struct client;
@@ -40,6 +50,12 @@ class DeviceHost {
   std::string socket_path_;
   pcie::UniqueFd listener_;
   std::vector<std::unique_ptr<client>> clients_;
+  counters served_;
 };
+
+// A host's report.json: what it served and what the system counted, on its clock. A
+// documented contract (model/system/README.md): extend it, never break it.
+std::string device_host_report(const DeviceHost::counters& served, const testbench::SystemCounters& sys,
+                               double wall_s);
 
 }  // namespace irdma_sim::system

@@ -333,7 +333,7 @@ def cmd_host(args):
         print(f"irdma-sim host: a device host already listens at {device_host.socket_path(directory)}", file=sys.stderr)
         return 2
     try:
-        host = device_host.DeviceHost(directory, args.config)
+        host = device_host.DeviceHost(directory, args.config, args.out)
     except device_host.HostError as e:
         print(f"irdma-sim host: {e}", file=sys.stderr)
         return 2
@@ -362,7 +362,7 @@ def cmd_exec(args):
         print("irdma-sim exec: no command given (irdma-sim exec -- CMD ARGS...)", file=sys.stderr)
         return 2
     try:
-        return device_host.run(argv, args.config, args.host)
+        return device_host.run(argv, args.config, args.host, args.out)
     except (KeyboardInterrupt, Terminated) as e:  # the command got the signal too; the host is stopped
         return 128 + signal_of(e)
     except device_host.HostError as e:
@@ -413,7 +413,8 @@ EPILOGS = {
              "0 stopped by Ctrl-C or SIGTERM; 2 a host already listens there, or one could not start (a config it "
              "cannot use); 3 the host failed while serving"),
     "exec": ("irdma-sim exec -- ibv_devinfo -v\n"
-             "irdma-sim exec --config scenarios/events.yaml -- ibv_devices",
+             "irdma-sim exec --config scenarios/events.yaml -- ibv_devices\n"
+             "irdma-sim exec --out out/devinfo -- ibv_devinfo   # the device's trace and a report",
              "the command's own; 128 + N when signal N ended it; 2 no host could be started or reached; 127 "
              "the command does not exist"),
     "gather": ("irdma-sim sweep scenarios/*.yaml --seeds 1-100 --slurm array.sh --out out/big\n"
@@ -493,11 +494,13 @@ def build_parser():
                        epilog=epilog("host"), formatter_class=argparse.RawDescriptionHelpFormatter)
     h.add_argument("--dir", help="where its socket and sysfs go (default: the one exec looks at first)")
     h.add_argument("--config", help="a scenario (its config: section) or such a section alone")
+    h.add_argument("--out", metavar="DIR", help="write the device's trace.jsonl as it goes, and report.json at the end")
     h.set_defaults(func=cmd_host)
     x = sub.add_parser("exec", help="run an unmodified rdma-core program on the simulated device",
                        epilog=epilog("exec"), formatter_class=argparse.RawDescriptionHelpFormatter)
     x.add_argument("--config", help="the device of a private host: a scenario's config: section")
     x.add_argument("--host", metavar="DIR", help="the host running at DIR (irdma-sim host --dir DIR)")
+    x.add_argument("--out", metavar="DIR", help="a private host's outputs: trace.jsonl and report.json")
     x.add_argument("argv", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     x.set_defaults(func=cmd_exec)
     g = sub.add_parser("gather", help="after a Slurm array from sweep --slurm: write what a sweep writes", epilog=epilog("gather"),

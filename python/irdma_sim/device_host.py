@@ -46,12 +46,14 @@ def listening(directory):
 class DeviceHost:
     """A host process serving at `directory` until stop(); raises HostError if it does not come up."""
 
-    def __init__(self, directory, config=None, timeout=60):
+    def __init__(self, directory, config=None, out=None, timeout=60):
         os.makedirs(directory, exist_ok=True)
         self.directory = directory
         argv = [DEVICE_HOST, "--socket", socket_path(directory), "--sysfs", sysfs_path(directory)]
         if config:
             argv += ["--config", config]
+        if out:
+            argv += ["--out", out]
         env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
         parent = os.getpid()
         # The host goes with whoever started it, even one killed outright.
@@ -84,16 +86,19 @@ def environment(directory, base=None):
     return env
 
 
-def run(argv, config=None, directory=None):
+def run(argv, config=None, directory=None, out=None):
     """Runs `argv` against the host at `directory`, else the default one if it listens, else a
-    private host of its own; returns the command's exit status (128 + N when signal N ended it)."""
-    if directory is None and config is None and listening(default_dir()):
+    private host of its own (writing its outputs to `out`); returns the command's exit status
+    (128 + N when signal N ended it)."""
+    if directory is None and config is None and out is None and listening(default_dir()):
         directory = default_dir()
     if directory is not None:
+        if out is not None:
+            raise HostError("--out is a private host's: the host at DIR writes its own (irdma-sim host --out)")
         if not listening(directory):
             raise HostError(f"no device host listens at {socket_path(directory)}")
         return _status(subprocess.call(argv, env=environment(directory)))
-    with tempfile.TemporaryDirectory(prefix="irdma-sim-host-") as private, DeviceHost(private, config):
+    with tempfile.TemporaryDirectory(prefix="irdma-sim-host-") as private, DeviceHost(private, config, out):
         return _status(subprocess.call(argv, env=environment(private)))
 
 

@@ -3,6 +3,7 @@ pyverbs) on the simulated device: irdma-sim exec and irdma-sim host, and what th
 host does when a client misbehaves or the host itself dies."""
 
 import gzip
+import json
 import os
 import re
 import shutil
@@ -210,3 +211,20 @@ def test_exec_finds_the_default_host_before_starting_its_own(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def test_a_private_hosts_outputs(tmp_path):
+    out = tmp_path / "out"
+    r = irdma_sim("exec", "--out", str(out), "--", "ibv_devinfo")
+    assert r.returncode == 0, r.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["kind"] == "device_host"
+    served = report["served"]
+    # ibv_devinfo: GET_CONTEXT, ALLOC_PD (the provider's own), EX QUERY_DEVICE, QUERY_PORT, DEALLOC_PD.
+    assert served["clients"] == 1 and served["commands"] >= 5 and served["mmaps"] == 1, served
+    assert served["commands_failed"] == 0 and served["protocol_errors"] == 0
+    assert report["device"]["cqp_commands"] > 0 and report["device"]["bad_mmio"] == 0
+    trace = (out / "trace.jsonl").read_text().splitlines()
+    assert trace and all(json.loads(line) for line in trace[:50]), "the device's transaction log, as a run's"
+    r = irdma_sim("exec", "--host", str(tmp_path), "--out", str(out), "--", "true")
+    assert r.returncode == 2 and "--out" in r.stderr
