@@ -80,7 +80,9 @@ class reply_builder final : public ibcore::uverbs::ib_uverbs_user {
       c->cmsg_len = CMSG_LEN(sizeof(int) * r.fds);
       std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * r.fds);
     }
-    return ::sendmsg(conn, &m, MSG_NOSIGNAL) == ssize_t(msg.size());
+    // A client waits for each reply before its next request: one whose replies pile up
+    // unread is not following the protocol, and is dropped rather than waited for.
+    return ::sendmsg(conn, &m, MSG_NOSIGNAL | MSG_DONTWAIT) == ssize_t(msg.size());
   }
 
  private:
@@ -196,7 +198,7 @@ bool DeviceHost::serve_message(client& c) {
         r.bar = range.bar;
         r.offset = range.offset;
       }
-      return ::send(c.conn.get(), &r, sizeof r, MSG_NOSIGNAL) == ssize_t(sizeof r);
+      return ::send(c.conn.get(), &r, sizeof r, MSG_NOSIGNAL | MSG_DONTWAIT) == ssize_t(sizeof r);
     }
     default: return broken();
   }

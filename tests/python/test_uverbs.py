@@ -228,3 +228,23 @@ def test_a_private_hosts_outputs(tmp_path):
     assert trace and all(json.loads(line) for line in trace[:50]), "the device's transaction log, as a run's"
     r = irdma_sim("exec", "--host", str(tmp_path), "--out", str(out), "--", "true")
     assert r.returncode == 2 and "--out" in r.stderr
+
+
+def test_a_client_that_never_reads_its_replies_is_dropped_and_the_host_serves_on(host):
+    directory, proc, exports = host
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(exports["IRDMA_SIM_HOST"])
+    s.send((1).to_bytes(4, "little") + (1).to_bytes(4, "little") + os.getpid().to_bytes(4, "little") + bytes(4))
+    # QUERY_PORT writes with nowhere valid to reply: each answered -EINVAL (no context), never read.
+    query = (2).to_bytes(4, "little") + (24).to_bytes(4, "little") + bytes(24)
+    s.settimeout(0.5)
+    sent = 0
+    try:
+        for _ in range(100000):
+            s.send(query)
+            sent += 1
+    except (TimeoutError, BlockingIOError, ConnectionResetError, BrokenPipeError):
+        pass
+    r = irdma_sim("exec", "--host", str(directory), "--", "ibv_devices", timeout=60)
+    assert r.returncode == 0 and "irdma0" in r.stdout, f"after {sent} unread requests: {r.stderr}"
+    s.close()

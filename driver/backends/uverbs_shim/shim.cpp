@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -44,12 +45,16 @@ F real(const char* name) {
 struct device_file {
   int conn = -1;
   std::mutex lock;  // one command at a time per file, as the host takes them
+  ~device_file() { real<int (*)(int)>("close")(conn); }
 };
 
-std::mutex files_lock;
-std::map<int, device_file*> files;
+// Shared: a thread may close a descriptor while another is in a write on it, which then
+// finishes on the connection it started with, as a write on a closed file does. Never
+// destroyed: close() may be called by exit handlers that run after static destructors.
+std::mutex& files_lock = *new std::mutex;
+std::map<int, std::shared_ptr<device_file>>& files = *new std::map<int, std::shared_ptr<device_file>>;
 
-device_file* file_of(int fd) {
+std::shared_ptr<device_file> file_of(int fd) {
   std::lock_guard<std::mutex> guard(files_lock);
   const auto it = files.find(fd);
   return it == files.end() ? nullptr : it->second;
@@ -147,10 +152,10 @@ int open_device(int flags) {
     real<int (*)(int)>("close")(conn);
     return -1;
   }
-  auto* f = new device_file;
+  auto f = std::make_shared<device_file>();
   f->conn = conn;
   std::lock_guard<std::mutex> guard(files_lock);
-  files[fd] = f;
+  files[fd] = std::move(f);
   return fd;
 }
 
@@ -238,8 +243,8 @@ int stat64(const char* path, struct stat64* st) {
 }
 
 ssize_t write(int fd, const void* buf, size_t count) {
-  if (device_file* f = file_of(fd)) {
-    const long ret = device_write(f, buf, count);
+  if (const std::shared_ptr<device_file> f = file_of(fd)) {
+    const long ret = device_write(f.get(), buf, count);
     if (ret < 0) {
       errno = int(-ret);
       return -1;
@@ -262,7 +267,7 @@ int ioctl(int fd, unsigned long request, ...) {
 }
 
 void* mmap(void* addr, size_t length, int prot, int flags, int fd, off_t offset) {
-  if (device_file* f = file_of(fd)) return device_mmap(f, length, prot, uint64_t(offset));
+  if (const std::shared_ptr<device_file> f = file_of(fd)) return device_mmap(f.get(), length, prot, uint64_t(offset));
   return real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(addr, length, prot, flags, fd, offset);
 }
 
@@ -271,18 +276,9 @@ void* mmap64(void* addr, size_t length, int prot, int flags, int fd, off_t offse
 }
 
 int close(int fd) {
-  device_file* f = nullptr;
   {
     std::lock_guard<std::mutex> guard(files_lock);
-    const auto it = files.find(fd);
-    if (it != files.end()) {
-      f = it->second;
-      files.erase(it);
-    }
-  }
-  if (f) {
-    real<int (*)(int)>("close")(f->conn);
-    delete f;
+    files.erase(fd);  // the connection closes with its last user
   }
   return real<int (*)(int)>("close")(fd);
 }
