@@ -2,6 +2,7 @@
 pyverbs) on the simulated device: irdma-sim exec and irdma-sim host, and what the device
 host does when a client misbehaves or the host itself dies."""
 
+import errno
 import gzip
 import json
 import os
@@ -248,3 +249,31 @@ def test_a_client_that_never_reads_its_replies_is_dropped_and_the_host_serves_on
     r = irdma_sim("exec", "--host", str(directory), "--", "ibv_devices", timeout=60)
     assert r.returncode == 0 and "irdma0" in r.stdout, f"after {sent} unread requests: {r.stderr}"
     s.close()
+
+
+RAW_WRITES = """
+import ctypes, errno, os, struct
+fd = os.open('/dev/infiniband/uverbs0', os.O_RDWR)
+def write(b):
+    try:
+        return os.write(fd, b)
+    except OSError as e:
+        return -e.errno
+buf = ctypes.create_string_buffer(128)
+get_context = lambda response: struct.pack('<IHHQIB3x', 0, 6, 18, response, 0, 5)
+print(write(get_context(16)))                       # a reply address it does not have
+print(write(get_context(ctypes.addressof(buf))))    # then a good one
+libc = ctypes.CDLL(None, use_errno=True)
+libc.write.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+print(libc.write(fd, 8, 24), ctypes.get_errno())    # a command it does not have
+"""
+
+
+def test_bad_addresses_in_a_command_get_efault_not_a_crash(host, tmp_path):
+    directory, proc, exports = host
+    script = tmp_path / "raw.py"
+    script.write_text(RAW_WRITES)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, **exports))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:3] == [f"-{errno.EFAULT}", "24", f"-1 {errno.EFAULT}"], r.stdout

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -34,6 +35,7 @@ namespace {
 
 constexpr const char* kDevicePath = "/dev/infiniband/uverbs0";
 constexpr int kNetlinkRdma = 20;  // NETLINK_RDMA
+constexpr uint32_t kExtendedCommand = 0x80000000u;  // IB_USER_VERBS_CMD_FLAG_EXTENDED
 
 template <typename F>
 F real(const char* name) {
@@ -102,8 +104,29 @@ void close_all(const std::vector<int>& fds) {
   for (int fd : fds) real<int (*)(int)>("close")(fd);
 }
 
+// The kernel's copy_from_user and copy_to_user on the application's own memory: an address
+// it does not have (or cannot write) gives false, where a plain copy would crash it.
+bool copy_from_self(void* dst, const void* src, size_t len) {
+  const iovec local{dst, len}, remote{const_cast<void*>(src), len};
+  return ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0) == ssize_t(len);
+}
+
+bool copy_to_self(void* dst, const void* src, size_t len) {
+  const iovec local{const_cast<void*>(src), len}, remote{dst, len};
+  return ::process_vm_writev(::getpid(), &local, 1, &remote, 1, 0) == ssize_t(len);
+}
+
+// Whether [addr, addr + len) can take a write: its bytes read, then written back as they were.
+bool writable(uint64_t addr, size_t len) {
+  std::vector<uint8_t> now(len);
+  return copy_from_self(now.data(), reinterpret_cast<void*>(addr), len) &&
+         copy_to_self(reinterpret_cast<void*>(addr), now.data(), len);
+}
+
 // Applies a reply: its copies, then the numbers of the files it installed. A reply that
 // does not parse is the host's fault: the command fails with EIO and its files are closed.
+// A copy to memory the application cannot write fails it with EFAULT before anything lands
+// (what the command made stays the host's until the file closes).
 long apply_reply(const std::vector<uint8_t>& buf, const std::vector<int>& fds) {
   uverbs_wire::reply r;
   if (buf.size() < sizeof r) return -EIO;
@@ -121,12 +144,16 @@ long apply_reply(const std::vector<uint8_t>& buf, const std::vector<int>& fds) {
     pos += padded;
   }
   if (r.fds != fds.size() || buf.size() - pos != size_t(r.fds) * 8) return -EIO;
-  for (const auto& [addr, bytes] : copies) std::memcpy(reinterpret_cast<void*>(addr), bytes.data(), bytes.size());
+  std::vector<uint64_t> fd_addrs(fds.size());
+  std::memcpy(fd_addrs.data(), buf.data() + pos, 8 * fds.size());
+  for (const auto& [addr, bytes] : copies)
+    if (!writable(addr, bytes.size())) return -EFAULT;
+  for (uint64_t addr : fd_addrs)
+    if (!writable(addr, sizeof(uint32_t))) return -EFAULT;
+  for (const auto& [addr, bytes] : copies) copy_to_self(reinterpret_cast<void*>(addr), bytes.data(), bytes.size());
   for (size_t i = 0; i < fds.size(); i++) {
-    uint64_t addr;
-    std::memcpy(&addr, buf.data() + pos + 8 * i, 8);
     const uint32_t fd = uint32_t(fds[i]);
-    std::memcpy(reinterpret_cast<void*>(addr), &fd, sizeof fd);
+    copy_to_self(reinterpret_cast<void*>(fd_addrs[i]), &fd, sizeof fd);
   }
   return r.ret;
 }
@@ -159,12 +186,37 @@ int open_device(int flags) {
   return fd;
 }
 
+// The reply buffer a command names (its `response` and out words), as the kernel reads them.
+uint64_t reply_range(const uint8_t* cmd, size_t count, size_t* len) {
+  *len = 0;
+  uint32_t command;
+  uint16_t out_words, provider_out_words;
+  uint64_t response;
+  if (count < 16) return 0;
+  std::memcpy(&command, cmd, 4);
+  std::memcpy(&out_words, cmd + 6, 2);
+  std::memcpy(&response, cmd + 8, 8);
+  if (command & kExtendedCommand) {
+    if (count < 24) return 0;
+    std::memcpy(&provider_out_words, cmd + 18, 2);
+    *len = (size_t(out_words) + provider_out_words) * 8;
+  } else {
+    *len = size_t(out_words) * 4;
+  }
+  return response;
+}
+
 long device_write(device_file* f, const void* buf, size_t count) {
   if (count > uverbs_wire::kMaxMessage - sizeof(uverbs_wire::write_request)) return -EINVAL;
+  size_t reply_len = 0;
   std::vector<uint8_t> msg(sizeof(uverbs_wire::write_request) + count);
   const uverbs_wire::write_request req{uverbs_wire::op::write, uint32_t(count)};
   std::memcpy(msg.data(), &req, sizeof req);
-  std::memcpy(msg.data() + sizeof req, buf, count);
+  if (!copy_from_self(msg.data() + sizeof req, buf, count)) return -EFAULT;
+  // Where the reply goes must take it before the host acts: a kernel whose copy_to_user
+  // fails undoes the command, so the same command with a good address succeeds after.
+  const uint64_t response = reply_range(msg.data() + sizeof req, count, &reply_len);
+  if (reply_len && !writable(response, reply_len)) return -EFAULT;
   std::lock_guard<std::mutex> guard(f->lock);
   std::vector<uint8_t> reply;
   std::vector<int> fds;
