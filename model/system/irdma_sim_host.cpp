@@ -4,7 +4,8 @@
 // the sysfs tree applications are pointed at (SYSFS_PATH). FILE is a scenario, whose
 // config: section describes the device, or such a section alone. OUT receives the device's
 // transaction log as it goes (trace.jsonl, as a scenario run's) and, when it stops,
-// report.json: what it served and what the device counted. Prints "ready" once it
+// report.json (what it served and what the device counted) and coverage.json (the device's
+// functional coverage, as a scenario run's). Prints "ready" once it
 // listens. Exit status: 0 done, 2 bad usage or a configuration it cannot use, 3 it failed.
 #include <chrono>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "model/system/device_host.h"
 #include "model/system/simulation.h"
 #include "model/system/uverbs_sysfs.h"
+#include "model/testbench/coverage_report.h"
 #include "model/testbench/run_report.h"
 #include "model/testbench/scenario.h"
 #include "model/testbench/stop_signals.h"
@@ -68,6 +70,7 @@ int sc_main(int argc, char** argv) {
       testbench::write_whole(out + "/report.json",
                              system::device_host_report(host.served(), testbench::read_system_counters(sim, nullptr),
                                                         wall.count()));
+      testbench::write_whole(out + "/coverage.json", testbench::coverage_json(sim.trace()->coverage(), true) + "\n");
     }
   } catch (const testbench::ScenarioError& e) {
     std::cerr << "irdma-sim-host: " << e.what() << "\n";

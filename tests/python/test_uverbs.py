@@ -225,6 +225,9 @@ def test_a_private_hosts_outputs(tmp_path):
     assert served["clients"] == 1 and served["commands"] >= 5 and served["mmaps"] == 1, served
     assert served["commands_failed"] == 0 and served["protocol_errors"] == 0
     assert report["device"]["cqp_commands"] > 0 and report["device"]["bad_mmio"] == 0
+    coverage = {g["name"]: g for g in json.loads((out / "coverage.json").read_text())["groups"]}
+    hit = {tuple(b["bin"]) for b in coverage["cqp_command"]["bins"] if b.get("hits")}
+    assert {("create_ceq", "ok"), ("create_aeq", "ok"), ("query_fpm_val", "ok")} <= hit, "the probe's commands"
     trace = (out / "trace.jsonl").read_text().splitlines()
     assert trace and all(json.loads(line) for line in trace[:50]), "the device's transaction log, as a run's"
     r = irdma_sim("exec", "--host", str(tmp_path), "--out", str(out), "--", "true")
