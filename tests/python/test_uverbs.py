@@ -280,3 +280,33 @@ def test_bad_addresses_in_a_command_get_efault_not_a_crash(host, tmp_path):
                        env=dict(os.environ, **exports))
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:3] == [f"-{errno.EFAULT}", "24", f"-1 {errno.EFAULT}"], r.stdout
+
+
+TWO_APPS = """
+import sys
+from pyverbs.device import Context
+from pyverbs.pd import PD
+ctx = Context(name='irdma0')
+pds = [PD(ctx) for _ in range(int(sys.argv[1]))]
+print('ready', flush=True)
+sys.stdin.readline()
+print(ctx.query_port(1).gid_tbl_len, len(pds), flush=True)
+for pd in pds:
+    pd.close()
+ctx.close()
+print('closed', flush=True)
+"""
+
+
+def test_two_applications_share_the_device_at_once(host, tmp_path):
+    directory, proc, exports = host
+    script = tmp_path / "app.py"
+    script.write_text(TWO_APPS)
+    env = dict(os.environ, **exports)
+    apps = [subprocess.Popen([sys.executable, str(script), str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True, env=env) for n in (3, 5)]
+    for app in apps:
+        assert app.stdout.readline().strip() == "ready"
+    outs = [app.communicate("go\n", timeout=60)[0].split() for app in apps]
+    assert outs == [["32", "3", "closed"], ["32", "5", "closed"]]
+    assert all(app.returncode == 0 for app in apps)
