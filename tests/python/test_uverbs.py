@@ -285,14 +285,17 @@ def test_bad_addresses_in_a_command_get_efault_not_a_crash(host, tmp_path):
 TWO_APPS = """
 import sys
 from pyverbs.device import Context
+from pyverbs.cq import CompChannel
 from pyverbs.pd import PD
 ctx = Context(name='irdma0')
 pds = [PD(ctx) for _ in range(int(sys.argv[1]))]
+channel = CompChannel(ctx)
 print('ready', flush=True)
 sys.stdin.readline()
 print(ctx.query_port(1).gid_tbl_len, len(pds), flush=True)
 for pd in pds:
     pd.close()
+channel.close()
 ctx.close()
 print('closed', flush=True)
 """

@@ -19,6 +19,7 @@ enum ib_uverbs_write_cmds : uint32_t {
   IB_USER_VERBS_CMD_QUERY_PORT = 2,
   IB_USER_VERBS_CMD_ALLOC_PD = 3,
   IB_USER_VERBS_CMD_DEALLOC_PD = 4,
+  IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL = 17,
 };
 
 enum ib_uverbs_ex_write_cmds : uint32_t {
@@ -179,6 +180,14 @@ struct ib_uverbs_alloc_pd_resp {
 
 struct ib_uverbs_dealloc_pd {
   uint32_t pd_handle;
+};
+
+struct ib_uverbs_create_comp_channel {
+  uint64_t response;
+};
+
+struct ib_uverbs_create_comp_channel_resp {
+  uint32_t fd;
 };
 
 static_assert(sizeof(ib_uverbs_cmd_hdr) == 8 && sizeof(ib_uverbs_ex_cmd_hdr) == 16);

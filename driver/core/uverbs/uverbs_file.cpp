@@ -41,6 +41,8 @@ const ib_uverbs_file::method* ib_uverbs_file::find_method(uint32_t command, bool
       {IB_USER_VERBS_CMD_ALLOC_PD, false, sizeof(ib_uverbs_alloc_pd), sizeof(ib_uverbs_alloc_pd_resp),
        &ib_uverbs_file::alloc_pd},
       {IB_USER_VERBS_CMD_DEALLOC_PD, false, sizeof(ib_uverbs_dealloc_pd), 0, &ib_uverbs_file::dealloc_pd},
+      {IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, false, sizeof(ib_uverbs_create_comp_channel),
+       sizeof(ib_uverbs_create_comp_channel_resp), &ib_uverbs_file::create_comp_channel},
   };
   for (const method& m : kMethods)
     if (m.command == command && m.ex == ex) return &m;
@@ -241,6 +243,16 @@ int ib_uverbs_file::dealloc_pd(bundle& b) {
   if (!pd) return -EINVAL;
   if (int ret = dev_.dealloc_user_pd(pd)) return ret;
   uobjects_[cmd.pd_handle] = {};
+  return 0;
+}
+
+// A file of its own in the process, read for the completion events of the CQs made with it.
+int ib_uverbs_file::create_comp_channel(bundle& b) {
+  const ib_uverbs_create_comp_channel_resp resp{kNoFd};
+  if (int ret = respond(b, &resp, sizeof resp)) return ret;
+  std::shared_ptr<ib_uverbs_event_file> channel = b.user->install_event_file(b.response);
+  if (!channel) return -EMFILE;
+  comp_channels_.push_back(std::move(channel));
   return 0;
 }
 

@@ -72,6 +72,7 @@ class ib_uverbs_file {
   int query_port(bundle& b);
   int alloc_pd(bundle& b);
   int dealloc_pd(bundle& b);
+  int create_comp_channel(bundle& b);
 
   // The handle table (the file's xarray of uobjects): a handle is an index, of one type.
   enum class uobj_type : uint8_t { none, pd };
@@ -85,6 +86,8 @@ class ib_uverbs_file {
   ib_device& dev_;
   ib_ucontext* ucontext_ = nullptr;
   std::shared_ptr<ib_uverbs_event_file> async_file_;
+  // Completion channels made through this file, alive while it is.
+  std::vector<std::shared_ptr<ib_uverbs_event_file>> comp_channels_;
   std::vector<uobject> uobjects_;
 };
 

@@ -56,13 +56,12 @@ struct FakeUser : ib_uverbs_user {
   bool written(uint64_t addr) const { return mem.count(addr); }
 };
 
-// A write as libibverbs builds it: header, then `words` of the request after it.
-std::vector<uint8_t> cmd(uint32_t command, uint16_t in_words, uint16_t out_words, std::vector<uint8_t> body) {
+// A write's header as libibverbs builds it; put() fills the request after it.
+std::vector<uint8_t> cmd(uint32_t command, uint16_t in_words, uint16_t out_words) {
   std::vector<uint8_t> b(8);
   std::memcpy(b.data(), &command, 4);
   std::memcpy(b.data() + 4, &in_words, 2);
   std::memcpy(b.data() + 6, &out_words, 2);
-  b.insert(b.end(), body.begin(), body.end());
   return b;
 }
 
@@ -84,7 +83,7 @@ struct UverbsFile : ::testing::Test {
   }
   // GET_CONTEXT: 24 bytes {0, 6, 18}, then response, rsvd32 and userspace_ver.
   std::vector<uint8_t> get_context(uint8_t userspace_ver = irdma::IRDMA_ABI_VER) {
-    std::vector<uint8_t> b = cmd(IB_USER_VERBS_CMD_GET_CONTEXT, 6, 18, {});
+    std::vector<uint8_t> b = cmd(IB_USER_VERBS_CMD_GET_CONTEXT, 6, 18);
     put(b, 8, kResponse);
     put(b, 16, uint32_t(0xdeadbeef));  // the provider leaves rsvd32 uninitialised
     put(b, 20, userspace_ver);
@@ -92,12 +91,12 @@ struct UverbsFile : ::testing::Test {
     return b;
   }
   std::vector<uint8_t> alloc_pd() {
-    std::vector<uint8_t> b = cmd(IB_USER_VERBS_CMD_ALLOC_PD, 4, 3, {});
+    std::vector<uint8_t> b = cmd(IB_USER_VERBS_CMD_ALLOC_PD, 4, 3);
     put(b, 8, kResponse);
     return b;
   }
   std::vector<uint8_t> dealloc_pd(uint32_t handle) {
-    std::vector<uint8_t> b = cmd(IB_USER_VERBS_CMD_DEALLOC_PD, 3, 0, {});
+    std::vector<uint8_t> b = cmd(IB_USER_VERBS_CMD_DEALLOC_PD, 3, 0);
     put(b, 8, handle);
     return b;
   }
@@ -155,7 +154,7 @@ TEST_F(UverbsFile, EveryOtherCommandNeedsAContextFirst) {
 
 TEST_F(UverbsFile, QueryDeviceReportsTheDeviceAsProbed) {
   ASSERT_EQ(write(get_context()), 24);
-  std::vector<uint8_t> q = cmd(IB_USER_VERBS_CMD_QUERY_DEVICE, 4, 44, {});
+  std::vector<uint8_t> q = cmd(IB_USER_VERBS_CMD_QUERY_DEVICE, 4, 44);
   put(q, 8, kResponse);
   ASSERT_EQ(write(q), 16);
   const auto r = user.read<ib_uverbs_query_device_resp>(kResponse);
@@ -181,7 +180,7 @@ TEST_F(UverbsFile, QueryDeviceReportsTheDeviceAsProbed) {
 TEST_F(UverbsFile, ExtendedQueryDeviceSaysHowMuchItWrote) {
   ASSERT_EQ(write(get_context()), 24);
   // 32 bytes {0x80000001, 1, 38}: the extended header, then comp_mask and reserved.
-  std::vector<uint8_t> q = cmd(IB_USER_VERBS_CMD_FLAG_EXTENDED | IB_USER_VERBS_EX_CMD_QUERY_DEVICE, 1, 38, {});
+  std::vector<uint8_t> q = cmd(IB_USER_VERBS_CMD_FLAG_EXTENDED | IB_USER_VERBS_EX_CMD_QUERY_DEVICE, 1, 38);
   put(q, 8, kResponse);
   put(q, 24, uint64_t(0));
   ASSERT_EQ(write(q), 32);
@@ -209,7 +208,7 @@ TEST_F(UverbsFile, ExtendedQueryDeviceSaysHowMuchItWrote) {
 
 TEST_F(UverbsFile, QueryPortReportsAnActiveRoceV2Port) {
   ASSERT_EQ(write(get_context()), 24);
-  std::vector<uint8_t> q = cmd(IB_USER_VERBS_CMD_QUERY_PORT, 6, 10, {});
+  std::vector<uint8_t> q = cmd(IB_USER_VERBS_CMD_QUERY_PORT, 6, 10);
   put(q, 8, kResponse);
   put(q, 16, uint8_t(1));
   q.resize(24);
@@ -243,6 +242,19 @@ TEST_F(UverbsFile, PdHandlesAreTheFilesOwnAndOutliveNoClose) {
   EXPECT_FALSE(sim.driver().in_use()) << "closing the file frees what it made";
 }
 
+TEST_F(UverbsFile, ACompletionChannelIsAFileOfItsOwn) {
+  ASSERT_EQ(write(get_context()), 24);
+  std::vector<uint8_t> c = cmd(IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, 4, 1);
+  put(c, 8, kResponse + 256);
+  ASSERT_EQ(write(c), 16);
+  ASSERT_EQ(user.fd_addrs.size(), 2u);
+  EXPECT_EQ(user.fd_addrs[1], kResponse + 256) << "its number is the reply";
+  user.out_of_files = true;
+  EXPECT_EQ(write(c), -EMFILE);
+  put(c, 6, uint16_t(0));
+  EXPECT_EQ(write(c), -ENOSPC);
+}
+
 TEST_F(UverbsFile, MalformedWritesAreRefusedAndChangeNothing) {
   ASSERT_EQ(write(get_context()), 24);
   EXPECT_EQ(write({1, 0, 0}), -EINVAL) << "shorter than a header";
@@ -252,10 +264,10 @@ TEST_F(UverbsFile, MalformedWritesAreRefusedAndChangeNothing) {
   pd = alloc_pd();
   put(pd, 6, uint16_t(0));
   EXPECT_EQ(write(pd), -ENOSPC) << "no room for the reply";
-  pd = cmd(IB_USER_VERBS_CMD_ALLOC_PD, 2, 3, {});
+  pd = cmd(IB_USER_VERBS_CMD_ALLOC_PD, 2, 3);
   EXPECT_EQ(write(pd), -ENOSPC) << "no room for the response address";
-  EXPECT_EQ(write(cmd(0x40000003, 2, 0, {})), -EINVAL) << "bits outside command and EX flag";
-  EXPECT_EQ(write(cmd(40, 2, 0, {})), -EOPNOTSUPP) << "OPEN_QP";
+  EXPECT_EQ(write(cmd(0x40000003, 2, 0)), -EINVAL) << "bits outside command and EX flag";
+  EXPECT_EQ(write(cmd(40, 2, 0)), -EOPNOTSUPP) << "OPEN_QP";
   user.faults = true;
   EXPECT_EQ(write(alloc_pd()), -EFAULT);
   user.faults = false;
