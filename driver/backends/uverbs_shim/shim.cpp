@@ -145,7 +145,7 @@ long apply_reply(const std::vector<uint8_t>& buf, const std::vector<int>& fds) {
   }
   if (r.fds != fds.size() || buf.size() - pos != size_t(r.fds) * 8) return -EIO;
   std::vector<uint64_t> fd_addrs(fds.size());
-  std::memcpy(fd_addrs.data(), buf.data() + pos, 8 * fds.size());
+  for (size_t i = 0; i < fds.size(); i++) std::memcpy(&fd_addrs[i], buf.data() + pos + 8 * i, 8);
   for (const auto& [addr, bytes] : copies)
     if (!writable(addr, bytes.size())) return -EFAULT;
   for (uint64_t addr : fd_addrs)
