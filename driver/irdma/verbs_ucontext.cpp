@@ -1,5 +1,6 @@
 // What user space asks of the device through uverbs: irdma_query_device, irdma_query_port,
 // irdma_alloc_ucontext with its doorbell page, irdma_mmap.
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -21,11 +22,17 @@ constexpr uint64_t kPageSize = 4096;
 constexpr uint8_t IB_WIDTH_4X = 2;
 constexpr uint8_t IB_SPEED_EDR = 32;
 
+// A MAC's six bytes in wire order.
+std::array<uint8_t, 6> mac_bytes(uint64_t mac) {
+  return {uint8_t(mac >> 40), uint8_t(mac >> 32), uint8_t(mac >> 24), uint8_t(mac >> 16), uint8_t(mac >> 8),
+          uint8_t(mac)};
+}
+
 // The EUI-64 of a MAC (addrconf_addr_eui48), in wire order.
 uint64_t mac_to_guid(uint64_t mac) {
-  uint64_t guid = 0;
-  const uint8_t b[8] = {uint8_t((mac >> 40) ^ 2), uint8_t(mac >> 32), uint8_t(mac >> 24), 0xFF, 0xFE,
-                        uint8_t(mac >> 16),       uint8_t(mac >> 8),  uint8_t(mac)};
+  const std::array<uint8_t, 6> m = mac_bytes(mac);
+  const uint8_t b[8] = {uint8_t(m[0] ^ 2), m[1], m[2], 0xFF, 0xFE, m[3], m[4], m[5]};
+  uint64_t guid;
   std::memcpy(&guid, b, 8);
   return guid;
 }
@@ -37,9 +44,7 @@ int irdma_device::query_device(ib_device_attr* attr) {
   *attr = {};
   attr->fw_ver = uint64_t(c.fw_version >> 16) << 32 | (c.fw_version & 0xFFFF);
   // The MAC, then two zero bytes (ether_addr_copy into the GUID).
-  const uint8_t mac[8] = {uint8_t(c.mac >> 40), uint8_t(c.mac >> 32), uint8_t(c.mac >> 24),
-                          uint8_t(c.mac >> 16), uint8_t(c.mac >> 8),  uint8_t(c.mac)};
-  std::memcpy(&attr->sys_image_guid, mac, 8);
+  std::memcpy(&attr->sys_image_guid, mac_bytes(c.mac).data(), 6);
   attr->max_mr_size = IRDMA_MAX_MR_SIZE;
   attr->page_size_cap = 4096 | 2ull << 20 | 1ull << 30;
   attr->vendor_id = c.vendor_id;
