@@ -19,15 +19,11 @@ namespace {
 
 using ibcore::uverbs::ib_uverbs_event_file;
 
-// An event file's host end: each event one datagram for the application's read(2). An
-// application that reads none fills the socket's buffer; later events are dropped then,
-// as the kernel drops them from a full queue.
+// An event file's host end, a datagram socket whose peer the application reads; closing it
+// ends the application's reads.
 class socket_event_file final : public ib_uverbs_event_file {
  public:
   explicit socket_event_file(pcie::UniqueFd fd) : fd_(std::move(fd)) {}
-  void deliver(const void* event, size_t len) override {
-    ::send(fd_.get(), event, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-  }
 
  private:
   pcie::UniqueFd fd_;

@@ -19,6 +19,7 @@
 #include "model/system/uverbs_sysfs.h"
 #include "model/testbench/coverage_report.h"
 #include "model/testbench/run_report.h"
+#include "model/testbench/run_command.h"
 #include "model/testbench/scenario.h"
 #include "model/testbench/stop_signals.h"
 #include "model/testbench/yaml_reader.h"
@@ -27,11 +28,6 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: irdma-sim-host --socket PATH --sysfs DIR [--config FILE] [--out OUT] [--version]";
-
-int usage_error(const std::string& what) {
-  std::cerr << "irdma-sim-host: " << what << "\n" << kUsage << "\n";
-  return 2;
-}
 
 }  // namespace
 
@@ -47,13 +43,14 @@ int sc_main(int argc, char** argv) {
       std::cout << kUsage << "\n";
       return 0;
     } else if (a == "--socket" || a == "--sysfs" || a == "--config" || a == "--out") {
-      if (i + 1 >= argc) return usage_error(a + " needs a path");
+      if (i + 1 >= argc) return irdma_sim::testbench::usage_error("irdma-sim-host", kUsage, a + " needs a path");
       (a == "--socket" ? socket : a == "--sysfs" ? sysfs : a == "--config" ? config : out) = argv[++i];
     } else {
-      return usage_error("unexpected argument '" + a + "'");
+      return irdma_sim::testbench::usage_error("irdma-sim-host", kUsage, "unexpected argument '" + a + "'");
     }
   }
-  if (socket.empty() || sysfs.empty()) return usage_error("--socket and --sysfs are needed");
+  if (socket.empty() || sysfs.empty()) 
+    return irdma_sim::testbench::usage_error("irdma-sim-host", kUsage, "--socket and --sysfs are needed");
   try {
     const testbench::SimConfig cfg = config.empty() ? testbench::SimConfig{} : testbench::load_config_file(config);
     if (!out.empty()) std::filesystem::create_directories(out);

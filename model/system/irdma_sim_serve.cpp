@@ -10,6 +10,7 @@
 
 #include <systemc>
 
+#include "model/testbench/run_command.h"
 #include "model/testbench/scenario.h"
 #include "model/system/served_device.h"
 #include "model/testbench/yaml_reader.h"
@@ -18,11 +19,6 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: irdma-sim-serve --socket PATH [--config FILE] [--trace FILE] [--once] [--no-backdoor] [--version]";
-
-int usage_error(const std::string& what) {
-  std::cerr << "irdma-sim-serve: " << what << "\n" << kUsage << "\n";
-  return 2;
-}
 
 }  // namespace
 
@@ -36,17 +32,18 @@ int sc_main(int argc, char** argv) {
       std::cout << "irdma-sim-serve " IRDMA_SIM_VERSION "\n";
       return 0;
     } else if (a == "--socket" || a == "--config" || a == "--trace") {
-      if (!has_value) return usage_error(a + " needs a path");
+      if (!has_value) return irdma_sim::testbench::usage_error("irdma-sim-serve", kUsage, a + " needs a path");
       (a == "--socket" ? socket : a == "--config" ? config : options.trace_path) = argv[++i];
     } else if (a == "--once") {
       options.serve_next_client = false;
     } else if (a == "--no-backdoor") {
       options.backdoor = false;
     } else {
-      return usage_error("unexpected argument '" + a + "'");
+      return irdma_sim::testbench::usage_error("irdma-sim-serve", kUsage, "unexpected argument '" + a + "'");
     }
   }
-  if (socket.empty()) return usage_error("no socket given (--socket PATH)");
+  if (socket.empty()) 
+    return irdma_sim::testbench::usage_error("irdma-sim-serve", kUsage, "no socket given (--socket PATH)");
   try {
     const irdma_sim::testbench::SimConfig cfg =
         config.empty() ? irdma_sim::testbench::SimConfig{} : irdma_sim::testbench::load_config_file(config);

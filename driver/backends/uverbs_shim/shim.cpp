@@ -8,7 +8,9 @@
 //   - ioctl on it: ENOTTY, so libibverbs speaks write().
 //   - write: the command goes to the host; the reply's bytes land where the host says, with
 //     the files it installs (event files) received as descriptors.
-//   - mmap: the doorbell page, as anonymous shared memory.
+//   - mmap: the doorbell page, as anonymous shared memory. What the provider writes there
+//     reaches no device yet: with no CQ or QP it has nothing to ring; forwarding its
+//     doorbells comes with them.
 // Without IRDMA_SIM_HOST every call passes straight through.
 #include <dlfcn.h>
 #include <fcntl.h>

@@ -16,11 +16,11 @@
 namespace ibcore::uverbs {
 
 // A file the caller reads events from: a context's async event file, a completion channel.
+// It stays open while the kernel half holds it. No event is queued on one yet: nothing
+// that raises them (CQs, QPs, the device's fatal error) reaches user space so far.
 class ib_uverbs_event_file {
  public:
   virtual ~ib_uverbs_event_file() = default;
-  // Queues one event, read whole by one read(2).
-  virtual void deliver(const void* event, size_t len) = 0;
 };
 
 // The process a command came from.

@@ -21,12 +21,6 @@ constexpr uint64_t kResponse = 0x7f00'0000'1000;  // where the caller's reply bu
 
 // A caller whose memory is a map of the bytes written to it.
 struct FakeUser : ib_uverbs_user {
-  struct Sink : ib_uverbs_event_file {
-    std::vector<std::vector<uint8_t>> events;
-    void deliver(const void* e, size_t len) override {
-      events.emplace_back(static_cast<const uint8_t*>(e), static_cast<const uint8_t*>(e) + len);
-    }
-  };
   std::map<uint64_t, uint8_t> mem;
   std::vector<uint64_t> fd_addrs;
   bool faults = false;
@@ -40,7 +34,7 @@ struct FakeUser : ib_uverbs_user {
   std::shared_ptr<ib_uverbs_event_file> install_event_file(uint64_t fd_addr) override {
     if (out_of_files) return nullptr;
     fd_addrs.push_back(fd_addr);
-    return std::make_shared<Sink>();
+    return std::make_shared<ib_uverbs_event_file>();
   }
   template <typename T>
   T read(uint64_t addr) const {
