@@ -49,7 +49,7 @@ int sc_main(int argc, char** argv) {
       return irdma_sim::testbench::usage_error("irdma-sim-host", kUsage, "unexpected argument '" + a + "'");
     }
   }
-  if (socket.empty() || sysfs.empty()) 
+  if (socket.empty() || sysfs.empty())
     return irdma_sim::testbench::usage_error("irdma-sim-host", kUsage, "--socket and --sysfs are needed");
   try {
     const testbench::SimConfig cfg = config.empty() ? testbench::SimConfig{} : testbench::load_config_file(config);

@@ -42,7 +42,7 @@ int sc_main(int argc, char** argv) {
       return irdma_sim::testbench::usage_error("irdma-sim-serve", kUsage, "unexpected argument '" + a + "'");
     }
   }
-  if (socket.empty()) 
+  if (socket.empty())
     return irdma_sim::testbench::usage_error("irdma-sim-serve", kUsage, "no socket given (--socket PATH)");
   try {
     const irdma_sim::testbench::SimConfig cfg =
