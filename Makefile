@@ -16,7 +16,8 @@ SEED     ?=
 DEBIAN_PACKAGES := cmake ninja-build g++ pkg-config libsystemc-dev verilator libgtest-dev \
   libbenchmark-dev pybind11-dev python3-dev python3-pytest python3-yaml libyaml-cpp-dev \
   qemu-system-x86 busybox-static python3-matplotlib chromium python3-distributed yosys \
-  clang libclang-rt-14-dev file ibverbs-utils ibverbs-providers python3-pyverbs
+  clang libclang-rt-14-dev file ibverbs-utils ibverbs-providers python3-pyverbs \
+  libibverbs-dev perftest
 
 FUZZ_SECONDS ?= 30
 FUZZ_KEEP    ?=

@@ -13,7 +13,9 @@
 #include <mutex>
 #include <string>
 
+#include "driver/core/ib_qp.h"
 #include "driver/core/ib_verbs.h"
+#include "driver/core/umem.h"
 
 namespace ibcore {
 
@@ -41,6 +43,7 @@ struct ib_event {
   ib_device* device = nullptr;
   ib_cq* cq = nullptr;
   ib_event_type event = IB_EVENT_CQ_ERR;
+  ib_qp* qp = nullptr;  // for the QP events
 };
 
 struct ib_cq {
@@ -120,6 +123,7 @@ struct ib_udata {
   uint64_t outbuf = 0;  // a user address
   size_t outlen = 0;
   std::function<bool(uint64_t addr, const void* src, size_t len)> copy_to_user;
+  ib_user_mm* mm = nullptr;  // the caller's memory, for what it registers
 };
 
 // ib_copy_from_udata: at most what the caller sent; the rest of `dst` is left as it was.
@@ -192,6 +196,30 @@ class ib_device {
     return nullptr;
   }
   virtual int dealloc_user_pd(ib_pd* /*pd*/) { return -EOPNOTSUPP; }
+  // A region over user memory (ib_uverbs_reg_mr), `virt` the address its keys name it by.
+  virtual ib_mr* reg_user_mr(ib_ucontext* /*uctx*/, ib_pd* /*pd*/, uint64_t /*start*/, uint64_t /*length*/,
+                             uint64_t /*virt*/, int /*access*/, ib_udata& /*udata*/, int& err) {
+    err = -EOPNOTSUPP;
+    return nullptr;
+  }
+  virtual int dereg_user_mr(ib_mr* /*mr*/) { return -EOPNOTSUPP; }
+  // A CQ whose ring lives in user memory; destroy_cq ends it.
+  virtual ib_cq* create_user_cq(ib_ucontext* /*uctx*/, const ib_cq_init_attr& /*attr*/, ib_udata& /*udata*/,
+                                int& err) {
+    err = -EOPNOTSUPP;
+    return nullptr;
+  }
+  // A QP whose queues live in user memory; `attr.cap` comes back as made.
+  virtual ib_qp* create_user_qp(ib_ucontext* /*uctx*/, ib_pd* /*pd*/, ib_qp_init_attr& /*attr*/,
+                                ib_udata& /*udata*/, int& err) {
+    err = -EOPNOTSUPP;
+    return nullptr;
+  }
+  virtual int modify_user_qp(ib_qp* /*qp*/, const ib_qp_attr& /*attr*/, uint32_t /*mask*/) { return -EOPNOTSUPP; }
+  virtual int query_user_qp(ib_qp* /*qp*/, ib_qp_attr* /*attr*/, ib_qp_init_attr* /*init*/) {
+    return -EOPNOTSUPP;
+  }
+  virtual int destroy_user_qp(ib_qp* /*qp*/) { return -EOPNOTSUPP; }
 
   ib_device_attr attrs;
   uint64_t node_guid = 0;  // as the wire carries it (big-endian)

@@ -134,6 +134,7 @@ struct ib_qp_cap {
   uint32_t max_recv_wr = 0;
   uint32_t max_send_sge = 1;
   uint32_t max_recv_sge = 1;
+  uint32_t max_inline_data = 0;
 };
 
 struct ib_qp_init_attr {
@@ -141,7 +142,86 @@ struct ib_qp_init_attr {
   ib_cq* recv_cq = nullptr;
   ib_qp_cap cap;
   ib_qp_type qp_type = IB_QPT_RC;
+  bool sq_sig_all = false;  // every send completes, whatever its flags
 };
+
+enum ib_qp_state : uint8_t {
+  IB_QPS_RESET,
+  IB_QPS_INIT,
+  IB_QPS_RTR,
+  IB_QPS_RTS,
+  IB_QPS_SQD,
+  IB_QPS_SQE,
+  IB_QPS_ERR,
+};
+
+enum ib_qp_attr_mask : uint32_t {
+  IB_QP_STATE = 1 << 0,
+  IB_QP_CUR_STATE = 1 << 1,
+  IB_QP_EN_SQD_ASYNC_NOTIFY = 1 << 2,
+  IB_QP_ACCESS_FLAGS = 1 << 3,
+  IB_QP_PKEY_INDEX = 1 << 4,
+  IB_QP_PORT = 1 << 5,
+  IB_QP_QKEY = 1 << 6,
+  IB_QP_AV = 1 << 7,
+  IB_QP_PATH_MTU = 1 << 8,
+  IB_QP_TIMEOUT = 1 << 9,
+  IB_QP_RETRY_CNT = 1 << 10,
+  IB_QP_RNR_RETRY = 1 << 11,
+  IB_QP_RQ_PSN = 1 << 12,
+  IB_QP_MAX_QP_RD_ATOMIC = 1 << 13,
+  IB_QP_ALT_PATH = 1 << 14,
+  IB_QP_MIN_RNR_TIMER = 1 << 15,
+  IB_QP_SQ_PSN = 1 << 16,
+  IB_QP_MAX_DEST_RD_ATOMIC = 1 << 17,
+  IB_QP_PATH_MIG_STATE = 1 << 18,
+  IB_QP_CAP = 1 << 19,
+  IB_QP_DEST_QPN = 1 << 20,
+};
+
+enum ib_ah_flags : uint8_t { IB_AH_GRH = 1 };
+
+// Where a connected QP's packets go (struct rdma_ah_attr): on RoCE, always by GID.
+struct rdma_ah_attr {
+  uint8_t dgid[16] = {};
+  uint32_t flow_label = 0;
+  uint8_t sgid_index = 0;
+  uint8_t hop_limit = 0;
+  uint8_t traffic_class = 0;
+  uint8_t sl = 0;
+  uint8_t static_rate = 0;
+  uint8_t port_num = 0;
+  uint8_t ah_flags = 0;
+};
+
+// A QP's attributes as ib_modify_qp sets them and ib_query_qp returns them.
+struct ib_qp_attr {
+  ib_qp_state qp_state = IB_QPS_RESET;
+  ib_qp_state cur_qp_state = IB_QPS_RESET;
+  uint8_t path_mtu = 0;  // enum ib_mtu
+  uint8_t path_mig_state = 0;
+  uint32_t qkey = 0;
+  uint32_t rq_psn = 0;
+  uint32_t sq_psn = 0;
+  uint32_t dest_qp_num = 0;
+  int qp_access_flags = 0;
+  ib_qp_cap cap;
+  rdma_ah_attr ah_attr;
+  uint16_t pkey_index = 0;
+  uint8_t en_sqd_async_notify = 0;
+  uint8_t sq_draining = 0;
+  uint8_t max_rd_atomic = 0;
+  uint8_t max_dest_rd_atomic = 0;
+  uint8_t min_rnr_timer = 0;
+  uint8_t port_num = 0;
+  uint8_t timeout = 0;
+  uint8_t retry_cnt = 0;
+  uint8_t rnr_retry = 0;
+};
+
+// ib_modify_qp_is_ok: whether `mask` carries what the move from `cur` to `next` needs and
+// nothing it does not take, for RC and UD QPs.
+bool ib_modify_qp_is_ok(ib_qp_state cur, ib_qp_state next, ib_qp_type type, uint32_t mask);
 
 class ib_qp {
  public:

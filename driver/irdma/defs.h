@@ -147,6 +147,7 @@ enum irdma_cqp_op : uint8_t {
   IRDMA_CQP_OP_MODIFY_CQ = 0x04,
   IRDMA_CQP_OP_DESTROY_CQ = 0x05,
   IRDMA_CQP_OP_ALLOC_STAG = 0x09,
+  IRDMA_CQP_OP_REG_MR = 0x0a,
   IRDMA_CQP_OP_DEALLOC_STAG = 0x0d,
   IRDMA_CQP_OP_QUERY_RDMA_FEATURES = 0x12,
   IRDMA_CQP_OP_CREATE_CEQ = 0x16,
@@ -292,7 +293,13 @@ inline constexpr bool irdma_ae_source_is_cq(uint8_t src) {
 // ALLOC_STAG / DEALLOC_STAG.
 inline constexpr uint64_t IRDMA_CQPSQ_STAG_STAGLEN = GENMASK_ULL(45, 0);  // qword1
 inline constexpr uint64_t IRDMA_CQPSQ_STAG_PDID = GENMASK_ULL(63, 46);    // qword1 (GEN_2: 18 bits)
+inline constexpr uint64_t IRDMA_CQPSQ_STAG_KEY = GENMASK_ULL(7, 0);       // qword2
 inline constexpr uint64_t IRDMA_CQPSQ_STAG_IDX = GENMASK_ULL(31, 8);      // qword2
+inline constexpr uint64_t IRDMA_CQPSQ_STAG_FIRSTPMPBLIDX = GENMASK_ULL(27, 0);  // qword6
+inline constexpr uint64_t IRDMA_CQPSQ_STAG_LPBLSIZE = GENMASK_ULL(45, 44);
+inline constexpr uint64_t IRDMA_CQPSQ_STAG_HPAGESIZE = GENMASK_ULL(47, 46);
+inline constexpr uint64_t IRDMA_CQPSQ_STAG_ARIGHTS = GENMASK_ULL(52, 48);
+inline constexpr uint64_t IRDMA_CQPSQ_STAG_VABASEDTO = BIT_ULL(59);
 inline constexpr uint64_t IRDMA_CQPSQ_STAG_MWTYPE = BIT_ULL(42);
 inline constexpr uint64_t IRDMA_CQPSQ_STAG_MR = BIT_ULL(43);
 inline constexpr uint64_t IRDMA_CQPSQ_STAG_REMACCENABLED = BIT_ULL(53);

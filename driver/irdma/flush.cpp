@@ -10,13 +10,9 @@ namespace irdma {
 
 using namespace ibcore;
 
-int irdma_device::flush_qp(irdma_qp* qp) {
-  {
-    std::lock_guard<hal::Lock> guard(*qp->lock);
-    if (qp->flush_issued) return -EALREADY;
-  }
-  // A ULP's move to error carries no asynchronous event: every WQE flushes as general.
-  const int ret = cqp().exec(IRDMA_CQP_OP_FLUSH_WQES, [&](uint64_t* wqe) {
+// A ULP's move to error carries no asynchronous event: every WQE flushes as general.
+int irdma_device::irdma_flush_wqes(irdma_qp* qp) {
+  return cqp().exec(IRDMA_CQP_OP_FLUSH_WQES, [&](uint64_t* wqe) {
     wqe[2] = FIELD_PREP(IRDMA_CQPSQ_FWQE_SQMJERR, IRDMA_FLUSH_MAJOR_ERR) |
              FIELD_PREP(IRDMA_CQPSQ_FWQE_SQMNERR, FLUSH_GENERAL_ERR) |
              FIELD_PREP(IRDMA_CQPSQ_FWQE_RQMJERR, IRDMA_FLUSH_MAJOR_ERR) |
@@ -24,7 +20,14 @@ int irdma_device::flush_qp(irdma_qp* qp) {
     return FIELD_PREP(IRDMA_CQPSQ_QP_QPID, qp->qp_num) | IRDMA_CQPSQ_FWQE_USERFLCODE |
            IRDMA_CQPSQ_FWQE_FLUSHSQ | IRDMA_CQPSQ_FWQE_FLUSHRQ;
   });
-  if (ret) return ret;
+}
+
+int irdma_device::flush_qp(irdma_qp* qp) {
+  {
+    std::lock_guard<hal::Lock> guard(*qp->lock);
+    if (qp->flush_issued) return -EALREADY;
+  }
+  if (const int ret = irdma_flush_wqes(qp)) return ret;
   {
     std::lock_guard<hal::Lock> guard(*qp->lock);
     qp->flush_issued = true;

@@ -46,6 +46,9 @@ struct irdma_cq : ibcore::ib_cq {
   std::deque<retired_buf> resize_list;
   uint64_t resizes = 0;
   uint64_t retired_polled = 0;  // completions found in retired rings
+  // The ring and shadow area are an application's (ring and shadow hold only their DMA
+  // addresses): it polls and arms the CQ itself, the kernel only hears its events.
+  bool user_mode = false;
 };
 
 struct irdma_qp : ibcore::ib_qp {
@@ -60,6 +63,13 @@ struct irdma_qp : ibcore::ib_qp {
   // doorbell and their work completes in software (spec G.7).
   bool flush_issued = false;
   uint64_t flush_due_ns = 0;  // when the flush work runs; 0: not scheduled (irdma_flush_wq's lock)
+  // Where the device finds the rings: `queues` for the kernel's QPs, an application's
+  // registered memory for a user QP (whose queues, and qp_uk's rings, stay empty).
+  uint64_t sq_pa = 0, rq_pa = 0, shadow_pa = 0;
+  bool user_mode = false;
+  // What ib_query_qp answers: the attributes last set, the caps it was made with.
+  ibcore::ib_qp_attr attr;
+  ibcore::ib_qp_init_attr init_attr;
 };
 
 struct irdma_pd : ibcore::ib_pd {};
@@ -70,6 +80,25 @@ struct irdma_mr : ibcore::ib_mr {
   uint32_t max_pages = 0;
   uint32_t npages = 0;
   uint32_t pble_index = 0;  // its first entry in the page-list pool
+  // A user registration (irdma_reg_user_mr): its pinned pages, what they are for, and for
+  // QP and CQ memory the pages of each part.
+  std::unique_ptr<ibcore::ib_umem> umem;
+  uint16_t reg_type = 0;  // irdma_memreg_type
+  uint16_t sq_pages = 0, rq_pages = 0, cq_pages = 0;
+  bool listed = false;  // on its context's qp or cq list, until a create takes it
+  struct irdma_ucontext* uctx = nullptr;
+};
+
+// Whether the first `n` blocks are one DMA-contiguous range.
+bool irdma_dma_contiguous(const std::vector<uint64_t>& blocks, size_t n);
+// irdma_get_mr_access: an ib_access_flags mask as the device's STag rights.
+uint8_t irdma_get_mr_access(int access);
+
+// A user context (struct irdma_ucontext): the QP and CQ memory registered and not yet taken
+// by a create, found by the address the create names.
+struct irdma_ucontext : ibcore::ib_ucontext {
+  std::unique_ptr<hal::Lock> lock;  // the lists
+  std::vector<irdma_mr*> qp_reg_mem_list, cq_reg_mem_list;
 };
 
 struct irdma_mw : ibcore::ib_mw {
@@ -128,6 +157,17 @@ class irdma_device final : public ibcore::ib_device {
   int mmap(ibcore::ib_ucontext* uctx, uint64_t offset, uint64_t length, ibcore::ib_mmap_range* out) override;
   ibcore::ib_pd* alloc_user_pd(ibcore::ib_ucontext* uctx, ibcore::ib_udata& udata, int& err) override;
   int dealloc_user_pd(ibcore::ib_pd* pd) override;
+  // User memory (verbs_umem.cpp), CQs (verbs_cq.cpp) and QPs (verbs_uqp.cpp).
+  ibcore::ib_mr* reg_user_mr(ibcore::ib_ucontext* uctx, ibcore::ib_pd* pd, uint64_t start, uint64_t length,
+                             uint64_t virt, int access, ibcore::ib_udata& udata, int& err) override;
+  int dereg_user_mr(ibcore::ib_mr* mr) override;
+  ibcore::ib_cq* create_user_cq(ibcore::ib_ucontext* uctx, const ibcore::ib_cq_init_attr& attr,
+                                ibcore::ib_udata& udata, int& err) override;
+  ibcore::ib_qp* create_user_qp(ibcore::ib_ucontext* uctx, ibcore::ib_pd* pd, ibcore::ib_qp_init_attr& attr,
+                                ibcore::ib_udata& udata, int& err) override;
+  int modify_user_qp(ibcore::ib_qp* qp, const ibcore::ib_qp_attr& attr, uint32_t mask) override;
+  int query_user_qp(ibcore::ib_qp* qp, ibcore::ib_qp_attr* attr, ibcore::ib_qp_init_attr* init) override;
+  int destroy_user_qp(ibcore::ib_qp* qp) override;
 
   // `pd`: null for the kernel's own PD 0, where every ULP key of this driver's lives.
   ibcore::ErrPtr<irdma_qp> create_qp(ibcore::ib_qp_init_attr& attr, ibcore::ib_pd* pd = nullptr);
@@ -167,6 +207,18 @@ class irdma_device final : public ibcore::ib_device {
   // irdma_init_roce_device and ib_register_device's caching of the attributes.
   void register_device();
   void write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey);
+  // The CQP's CREATE_QP for a QP whose rings and context are in place; MODIFY_QP once its
+  // context was rewritten; DESTROY_QP.
+  int create_qp_cmd(irdma_qp* qp);
+  int modify_qp_cmd(irdma_qp* qp);
+  int destroy_qp_cmd(irdma_qp* qp);
+  // irdma_get_pbl: takes the registration at `user_base` off the context's list.
+  irdma_mr* irdma_get_pbl(irdma_ucontext* uctx, uint64_t user_base, uint16_t reg_type);
+  // The CQP's CREATE_CQ for a CQ whose ring and shadow area are in place.
+  int create_cq_cmd(irdma_cq* cq, uint32_t entries);
+  // A CQ's number and context cookie, and its slot in the table once the device has it.
+  int64_t alloc_cq_num();
+  void publish_cq(irdma_cq* cq);
   void free_cq(irdma_cq* cq);
   // Software completions that notify: disarms the CQ and calls its handler if it was armed.
   static void irdma_comp_handler(irdma_cq* cq);
@@ -183,12 +235,15 @@ class irdma_device final : public ibcore::ib_device {
   bool run_flush_work(irdma_qp* qp);
   size_t generate_flush_completions(irdma_qp* qp, bool sq);
   void take_newly_flushed(irdma_cq* cq);
+  // The CQP's FLUSH_WQES of both queues, as general flushes.
+  int irdma_flush_wqes(irdma_qp* qp);
   // After the device was given up (rf_.reset's recover): every QP's outstanding work
   // completes in software as flushed, as later posts do, and ib-core's client is told.
   void recover_from_reset();
   int alloc_stag(uint32_t index, bool window, uint64_t max_len, uint32_t pd_id);
   int dealloc_stag(uint32_t index, bool window);
   int post_reg_mr(irdma_qp* qp, const ibcore::ib_send_wr& wr);
+  int irdma_hwreg_mr(irdma_mr* mr, uint8_t rights);
   void ring_sq(irdma_qp* qp, std::unique_lock<hal::Lock>& guard);
   int post_bind_mw(irdma_qp* qp, const ibcore::ib_send_wr& wr);
 

@@ -212,6 +212,7 @@ struct irdma_post_sq_info {
 int irdma_uk_qp_init(irdma_qp_uk* qp, uint32_t qp_id, uint32_t sq_wrs, uint32_t rq_wrs,
                      uint32_t max_sq_frags, uint32_t max_rq_frags);
 uint32_t irdma_uk_sq_depth_quanta(uint32_t sq_wrs, uint32_t max_sq_frags);
+uint8_t irdma_get_wqe_shift(uint32_t sge, uint32_t inline_data);
 uint32_t irdma_uk_rq_depth_wqes(uint32_t rq_wrs, uint32_t max_rq_frags, uint8_t* rq_shift);
 // What the queues hold, as irdma reports it in ib_qp_cap: work requests of the largest
 // size the QP was made for, beyond the reserve.

@@ -14,14 +14,6 @@ uint32_t round_up_pow2(uint32_t v) {
   return p;
 }
 
-// Quanta shift of a WQE holding `frags` fragments (irdma_get_wqe_shift, no inline data).
-uint8_t wqe_shift(uint32_t frags) {
-  if (frags <= 1) return 0;
-  if (frags < 4) return 1;
-  if (frags < 8) return 2;
-  return 3;
-}
-
 // Fragment slot i: slot 0 in qwords 0-1 of quantum 0, slot i >= 1 at byte 32 + 16 (i - 1).
 uint64_t* frag_slot(uint64_t* wqe, uint32_t i) { return i == 0 ? wqe : wqe + 4 + 2 * (i - 1); }
 
@@ -48,6 +40,14 @@ uint32_t write_fragments(uint64_t* wqe, uint32_t first, const irdma_sge* sges, u
 }
 
 }  // namespace
+
+// GEN_2's quanta shift: what a WQE of `sge` fragments and `inline_data` bytes inline spans.
+uint8_t irdma_get_wqe_shift(uint32_t sge, uint32_t inline_data) {
+  if (sge <= 1 && inline_data <= 8) return 0;
+  if (sge < 4 && inline_data <= 39) return 1;
+  if (sge < 8 && inline_data <= 101) return 2;
+  return 3;
+}
 
 int64_t irdma_qp_get_next_send_wqe(irdma_qp_uk* qp, uint32_t quanta) {
   const uint32_t pad = (qp->sq_ring.head % IRDMA_MAX_QUANTA_PER_WR) + quanta > IRDMA_MAX_QUANTA_PER_WR
@@ -76,19 +76,19 @@ void irdma_qp_publish_send_wqe(irdma_qp_uk* qp, uint32_t idx, const irdma_sq_wr_
 }
 
 uint32_t irdma_uk_sq_depth_quanta(uint32_t sq_wrs, uint32_t max_sq_frags) {
-  const uint8_t shift = wqe_shift(max_sq_frags + 1);
+  const uint8_t shift = irdma_get_wqe_shift(max_sq_frags + 1, 0);
   return std::max(round_up_pow2((sq_wrs << shift) + IRDMA_SQ_RSVD), IRDMA_MIN_WQ_SIZE << shift);
 }
 
 uint32_t irdma_uk_rq_depth_wqes(uint32_t rq_wrs, uint32_t max_rq_frags, uint8_t* rq_shift) {
-  *rq_shift = wqe_shift(max_rq_frags);
+  *rq_shift = irdma_get_wqe_shift(max_rq_frags, 0);
   const uint32_t quanta = std::max(round_up_pow2((rq_wrs << *rq_shift) + IRDMA_RQ_RSVD),
                                    IRDMA_MIN_WQ_SIZE << *rq_shift);
   return quanta >> *rq_shift;
 }
 
 uint32_t irdma_uk_sq_max_wrs(const irdma_qp_uk& qp) {
-  return (qp.sq_ring.size - IRDMA_SQ_RSVD) >> wqe_shift(qp.max_sq_frag_cnt + 1);
+  return (qp.sq_ring.size - IRDMA_SQ_RSVD) >> irdma_get_wqe_shift(qp.max_sq_frag_cnt + 1, 0);
 }
 
 uint32_t irdma_uk_rq_max_wrs(const irdma_qp_uk& qp) {

@@ -30,13 +30,11 @@ uint64_t qp_cmd_header(const irdma_qp_uk& q) {
 void irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey) {
   const irdma_qp_uk& q = qp->qp_uk;
   auto* ctx = static_cast<uint64_t*>(qp->host_ctx.cpu);
-  const uint64_t sq_pa = qp->queues.iova;
-  const uint64_t rq_pa = sq_pa + uint64_t(q.sq_ring.size) * IRDMA_QP_WQE_MIN_SIZE;
   // Queue sizes are encoded as log2(quanta) - 2.
   ctx[0] = FIELD_PREP(IRDMAQPC_RQWQESIZE, q.rq_shift) | FIELD_PREP(IRDMAQPC_PDIDXHI, qp->pd_id >> 16);
   ctx[IRDMAQPC_PDIDX_QWORD] = FIELD_PREP(IRDMAQPC_PDIDX, qp->pd_id);  // bits 15:0; PDIDXHI has the rest
-  ctx[IRDMAQPC_SQADDR_QWORD] = sq_pa;
-  ctx[IRDMAQPC_RQADDR_QWORD] = rq_pa;
+  ctx[IRDMAQPC_SQADDR_QWORD] = qp->sq_pa;
+  ctx[IRDMAQPC_RQADDR_QWORD] = qp->rq_pa;
   ctx[IRDMAQPC_SIZES_QWORD] =
       FIELD_PREP(IRDMAQPC_RQSIZE, log2u(q.rq_ring.size << q.rq_shift) - 2) |
       FIELD_PREP(IRDMAQPC_SQSIZE, log2u(q.sq_ring.size) - 2);
@@ -46,6 +44,28 @@ void irdma_device::write_qp_ctx(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qke
       FIELD_PREP(IRDMAQPC_TXCQNUM, static_cast<irdma_cq*>(qp->send_cq)->cq_num) |
       FIELD_PREP(IRDMAQPC_RXCQNUM, static_cast<irdma_cq*>(qp->recv_cq)->cq_num);
   ctx[IRDMAQPC_QPCOMPCTX_QWORD] = q.compl_ctx;
+}
+
+int irdma_device::create_qp_cmd(irdma_qp* qp) {
+  return cqp().exec(IRDMA_CQP_OP_CREATE_QP, [&](uint64_t* wqe) {
+    wqe[2] = qp->host_ctx.iova;
+    wqe[5] = qp->shadow_pa;
+    return qp_cmd_header(qp->qp_uk);
+  });
+}
+
+int irdma_device::modify_qp_cmd(irdma_qp* qp) {
+  return cqp().exec(IRDMA_CQP_OP_MODIFY_QP, [&](uint64_t* wqe) {
+    wqe[2] = qp->host_ctx.iova;
+    return qp_cmd_header(qp->qp_uk);
+  });
+}
+
+int irdma_device::destroy_qp_cmd(irdma_qp* qp) {
+  return cqp().exec(IRDMA_CQP_OP_DESTROY_QP, [&](uint64_t* wqe) {
+    wqe[2] = qp->host_ctx.iova;
+    return qp_cmd_header(qp->qp_uk);
+  });
 }
 
 ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr, ib_pd* pd) {
@@ -94,15 +114,11 @@ ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr, ib_pd* pd) {
   q.sq_base = reinterpret_cast<uint64_t*>(base);
   q.rq_base = reinterpret_cast<uint64_t*>(base + sq_bytes);
   q.shadow_area = reinterpret_cast<uint64_t*>(base + sq_bytes + rq_bytes(q));
+  qp->sq_pa = qp->queues.iova;
+  qp->rq_pa = qp->sq_pa + sq_bytes;
+  qp->shadow_pa = qp->rq_pa + rq_bytes(q);
   write_qp_ctx(qp.get(), 0, 0);
-
-  const uint64_t shadow_pa = qp->queues.iova + sq_bytes + rq_bytes(q);
-  const int ret = cqp().exec(IRDMA_CQP_OP_CREATE_QP, [&](uint64_t* wqe) {
-    wqe[2] = qp->host_ctx.iova;
-    wqe[5] = shadow_pa;
-    return qp_cmd_header(q);
-  });
-  if (ret) {
+  if (const int ret = create_qp_cmd(qp.get())) {
     release();
     return ErrPtr<irdma_qp>::error(ret);
   }
@@ -119,10 +135,7 @@ ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr, ib_pd* pd) {
 
 int irdma_device::connect_qp(irdma_qp* qp, uint32_t dest_qp_num, uint32_t qkey) {
   write_qp_ctx(qp, dest_qp_num, qkey);
-  return cqp().exec(IRDMA_CQP_OP_MODIFY_QP, [&](uint64_t* wqe) {
-    wqe[2] = qp->host_ctx.iova;
-    return qp_cmd_header(qp->qp_uk);
-  });
+  return modify_qp_cmd(qp);
 }
 
 // CQEs still in the QP's CQs must not outlive it (spec G.3, D.8); this driver cleans the
@@ -141,11 +154,7 @@ void irdma_device::irdma_clean_cqes(irdma_qp* qp) {
 int irdma_device::destroy_qp(irdma_qp* qp) {
   WRITE_ONCE(qp->qp_uk.destroy_pending, true);
   irdma_clean_cqes(qp);
-  const int ret = cqp().exec(IRDMA_CQP_OP_DESTROY_QP, [&](uint64_t* wqe) {
-    wqe[2] = qp->host_ctx.iova;
-    return qp_cmd_header(qp->qp_uk);
-  });
-  if (ret) {
+  if (const int ret = destroy_qp_cmd(qp)) {
     WRITE_ONCE(qp->qp_uk.destroy_pending, false);
     return ret;
   }

@@ -116,12 +116,13 @@ ib_ucontext* irdma_device::alloc_ucontext(ib_udata& udata, int& err) {
   resp.max_hw_sq_chunk = IRDMA_MAX_QUANTA_PER_WR;
   resp.hw_rev = uint8_t(c.hw_rev);
   if ((err = ib_copy_to_udata(udata, &resp, sizeof resp))) return nullptr;
-  auto* uctx = new ib_ucontext;
+  auto* uctx = new irdma_ucontext;
   uctx->device = this;
+  uctx->lock = hw().exec.make_lock();
   return uctx;
 }
 
-void irdma_device::dealloc_ucontext(ib_ucontext* uctx) { delete uctx; }
+void irdma_device::dealloc_ucontext(ib_ucontext* uctx) { delete static_cast<irdma_ucontext*>(uctx); }
 
 // The doorbell page, and only it: BAR0's page that user doorbells land in.
 int irdma_device::mmap(ib_ucontext* /*uctx*/, uint64_t offset, uint64_t length, ib_mmap_range* out) {

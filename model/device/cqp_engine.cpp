@@ -151,6 +151,7 @@ CqpEngine::Outcome CqpEngine::execute(const uint64_t* wqe) {
     case OP_DESTROY_AEQ: return outcome(aeq_.destroy());
     case OP_ALLOC_STAG:
     case OP_DEALLOC_STAG: return stag_command(op, wqe);
+    case OP_REG_MR: return reg_mr(wqe);
     case OP_QUERY_FPM_VAL: return outcome(hmc_.query_fpm(wqe[4]));
     case OP_COMMIT_FPM_VAL: return outcome(hmc_.commit_fpm(wqe[4], uint32_t(get(wqe[3], CQP_WQE_BUFSIZE))));
     case OP_UPDATE_PE_SDS: return outcome(hmc_.update_sds(wqe));
@@ -224,6 +225,35 @@ CqpEngine::Outcome CqpEngine::stag_command(uint8_t op, const uint64_t* wqe) {
                          uint32_t(get(wqe[1], CQP_STAG_PDID)))
           : stags_.dealloc(index, window);
   return outcome(minor);
+}
+
+// REG_MR: a region allocated and registered at once, VA-based over 4 KiB pages: one
+// DMA-contiguous run from qword4, or (LPBLSIZE 1) a page list in the HMC's PBLE object.
+CqpEngine::Outcome CqpEngine::reg_mr(const uint64_t* wqe) {
+  const uint32_t index = uint32_t(get(wqe[2], CQP_STAG_IDX));
+  if (index >= hmc_.committed(Hmc::MR)) return outcome(CQP_MINOR_BAD_ID);
+  const uint64_t len = get(wqe[1], CQP_STAG_STAGLEN);
+  const uint64_t lpbl = get(wqe[3], CQP_STAG_LPBLSIZE);
+  if (!bit(wqe[3], CQP_STAG_VABASEDTO) || get(wqe[3], CQP_STAG_HPAGESIZE) != 0 || lpbl > 1 || len == 0)
+    return outcome(CQP_MINOR_UNSUPPORTED);
+  const StagGrant g{index << 8 | uint32_t(get(wqe[2], CQP_STAG_KEY)), wqe[0], len,
+                    uint8_t(get(wqe[3], CQP_STAG_ARIGHTS)), false};
+  const uint64_t npages = StagTable::pages_spanned(g.va, g.len);
+  std::vector<uint64_t> pages(npages);
+  if (lpbl == 0) {
+    for (uint64_t i = 0; i < npages; i++) pages[i] = (wqe[4] & ~(StagTable::kPage - 1)) + i * StagTable::kPage;
+  } else {
+    const uint64_t first = get(wqe[6], CQP_STAG_FIRSTPMPBLIDX);
+    if (first + npages > hmc_.committed(Hmc::PBLE) || !hmc_.read_pbles(first, npages, pages.data()))
+      return outcome(CQP_MINOR_BAD_ID);
+  }
+  if (const uint16_t minor = stags_.alloc(index, false, false, len, uint32_t(get(wqe[1], CQP_STAG_PDID))))
+    return outcome(minor);
+  if (stags_.fast_register(g, std::move(pages))) {
+    stags_.dealloc(index, false);
+    return outcome(CQP_MINOR_UNSUPPORTED);
+  }
+  return outcome(0);
 }
 
 // MODIFY_CQ with CQRESIZE (spec F.4): the CQ writes on into a new ring from its start,

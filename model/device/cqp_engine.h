@@ -55,6 +55,7 @@ class CqpEngine {
   Outcome modify_cq(const uint64_t* wqe);
   Outcome flush_wqes(const uint64_t* wqe);
   Outcome stag_command(uint8_t op, const uint64_t* wqe);
+  Outcome reg_mr(const uint64_t* wqe);
   Outcome qp_command(uint8_t op, const uint64_t* wqe);
   // cqp_command's bin for a command executed.
   void cover_command(uint8_t op, bool error);

@@ -86,7 +86,13 @@ inline constexpr Flag CQP_FWQE_FLUSHRQ{62};
 // ALLOC_STAG, DEALLOC_STAG.
 inline constexpr Field CQP_STAG_STAGLEN{45, 0};  // qword1
 inline constexpr Field CQP_STAG_PDID{63, 46};    // qword1 (GEN_2: 18 bits)
+inline constexpr Field CQP_STAG_KEY{7, 0};       // qword2
 inline constexpr Field CQP_STAG_IDX{31, 8};      // qword2
+inline constexpr Field CQP_STAG_FIRSTPMPBLIDX{27, 0};  // qword6 (REG_MR with a page list)
+inline constexpr Field CQP_STAG_LPBLSIZE{45, 44};  // qword3: 0 = one address in qword4, 1 = a page list
+inline constexpr Field CQP_STAG_HPAGESIZE{47, 46};  // qword3: 0 = 4 KiB
+inline constexpr Field CQP_STAG_ARIGHTS{52, 48};    // qword3
+inline constexpr Flag CQP_STAG_VABASEDTO{59};       // qword3
 inline constexpr Flag CQP_STAG_MWTYPE{42};       // qword3: 1 = type 1 window
 inline constexpr Flag CQP_STAG_MR{43};           // qword3: 1 = region, 0 = window
 // CREATE_CEQ, DESTROY_CEQ; CREATE_AEQ follows its layout (this model's choice).

@@ -79,6 +79,7 @@ enum CqpOp : uint8_t {
   OP_MODIFY_CQ = 0x04,
   OP_DESTROY_CQ = 0x05,
   OP_ALLOC_STAG = 0x09,
+  OP_REG_MR = 0x0a,
   OP_DEALLOC_STAG = 0x0d,
   OP_QUERY_RDMA_FEATURES = 0x12,
   OP_CREATE_CEQ = 0x16,

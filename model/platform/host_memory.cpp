@@ -72,13 +72,9 @@ void HostMemory::set_pages(uint64_t iova, uint64_t bytes, uint32_t slot) {
   }
 }
 
-HostMemory::Region HostMemory::alloc(size_t size, size_t align) {
-  if (size == 0 || align == 0 || (align & (align - 1)) || size > capacity_ - mapped_bytes_) return {};
-  const uint64_t bytes = round_up(size, kPage);
-  const uint64_t iova = place(bytes, std::max<uint64_t>(align, kPage));
-  if (iova == kNoRoom) return {};
-  uint8_t* cpu = arena_ + (iova - kIovaBase);  // zero: never touched, or given back on free
-  next_offset_ = std::max(next_offset_, iova - kIovaBase + bytes + kPage);
+const HostMemory::Region& HostMemory::insert(const Region& r) {
+  const uint64_t bytes = round_up(r.size, kPage);
+  next_offset_ = std::max(next_offset_, r.iova - kIovaBase + bytes + kPage);
   uint32_t slot;
   if (free_slots_.empty()) {
     slot = uint32_t(slots_.size());
@@ -87,11 +83,29 @@ HostMemory::Region HostMemory::alloc(size_t size, size_t align) {
     slot = free_slots_.back();
     free_slots_.pop_back();
   }
-  slots_[slot] = {iova, cpu, size};
-  by_iova_.emplace(iova, slot);
-  set_pages(iova, bytes, slot);
-  mapped_bytes_ += size;
+  slots_[slot] = r;
+  by_iova_.emplace(r.iova, slot);
+  set_pages(r.iova, bytes, slot);
   return slots_[slot];
+}
+
+HostMemory::Region HostMemory::alloc(size_t size, size_t align) {
+  if (size == 0 || align == 0 || (align & (align - 1)) || size > capacity_ - mapped_bytes_) return {};
+  const uint64_t iova = place(round_up(size, kPage), std::max<uint64_t>(align, kPage));
+  if (iova == kNoRoom) return {};
+  mapped_bytes_ += size;
+  // Zero: never touched, or given back on free.
+  return insert({iova, arena_ + (iova - kIovaBase), size});
+}
+
+HostMemory::Region HostMemory::map_foreign(ForeignMemory& owner, uint64_t addr, size_t size) {
+  const uint64_t first = addr & ~(kPage - 1);
+  if (size == 0 || addr + size < addr) return {};
+  const uint64_t bytes = round_up(addr + size - first, kPage);
+  const uint64_t iova = place(bytes, kPage);
+  if (iova == kNoRoom) return {};
+  foreign_bytes_ += bytes;
+  return insert({iova, nullptr, bytes, &owner, first});
 }
 
 bool HostMemory::free(uint64_t iova) {
@@ -101,12 +115,12 @@ bool HostMemory::free(uint64_t iova) {
   const Region r = slots_[slot];
   const uint64_t bytes = round_up(r.size, kPage);
   // The pages go back to the OS; touched again, they come back zeroed.
-  ::madvise(r.cpu, bytes, MADV_DONTNEED);
+  if (r.cpu) ::madvise(r.cpu, bytes, MADV_DONTNEED);
   set_pages(iova, bytes, 0);
   by_iova_.erase(it);
   slots_[slot] = {};
   free_slots_.push_back(slot);
-  mapped_bytes_ -= r.size;
+  (r.foreign ? foreign_bytes_ : mapped_bytes_) -= r.size;
   socket->invalidate_direct_mem_ptr(r.iova, r.iova + r.size - 1);
   return true;
 }
@@ -128,12 +142,21 @@ void HostMemory::wait_for_write(const sc_core::sc_time& timeout) {
 
 uint8_t* HostMemory::cpu_ptr(uint64_t iova, size_t len) {
   const Region* r = find(iova, len);
-  return r ? r->cpu + (iova - r->iova) : nullptr;
+  return r && r->cpu ? r->cpu + (iova - r->iova) : nullptr;
 }
 
 unsigned int HostMemory::transport_dbg(tlm::tlm_generic_payload& trans) {
-  uint8_t* p = cpu_ptr(trans.get_address(), trans.get_data_length());
-  if (!p) return 0;
+  const uint64_t iova = trans.get_address();
+  const unsigned len = trans.get_data_length();
+  const Region* r = find(iova, len);
+  if (!r) return 0;
+  if (r->foreign) {
+    const uint64_t addr = r->foreign_addr + (iova - r->iova);
+    const bool ok = trans.is_read() ? r->foreign->read(addr, trans.get_data_ptr(), len)
+                                    : r->foreign->write(addr, trans.get_data_ptr(), len);
+    return ok ? len : 0;
+  }
+  uint8_t* p = r->cpu + (iova - r->iova);
   if (trans.is_read())
     std::memcpy(trans.get_data_ptr(), p, trans.get_data_length());
   else if (trans.is_write())
@@ -158,13 +181,13 @@ void HostMemory::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time&)
     return;
   }
   if (trans.is_write()) wake_watchers();
-  trans.set_dmi_allowed(true);
+  trans.set_dmi_allowed(find(trans.get_address(), 1)->cpu != nullptr);
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }
 
 bool HostMemory::get_direct_mem_ptr(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi) {
   const Region* found = find(trans.get_address(), 1);
-  if (!found) return false;
+  if (!found || !found->cpu) return false;
   const Region& r = *found;
   dmi.set_dmi_ptr(r.cpu);
   dmi.set_start_address(r.iova);

@@ -19,6 +19,7 @@
 #include <tlm_utils/simple_target_socket.h>
 
 #include "model/device/dmi_terms.h"
+#include "model/platform/foreign_memory.h"
 
 namespace irdma_sim::platform {
 
@@ -37,16 +38,25 @@ class HostMemory : public sc_core::sc_module, private device::DmiTerms {
 
   struct Region {
     uint64_t iova;
-    uint8_t* cpu;
+    uint8_t* cpu;  // null for a foreign region
     size_t size;
+    ForeignMemory* foreign = nullptr;  // whose pages these are, when not the host's
+    uint64_t foreign_addr = 0;         // the owner's address of the region's first byte
   };
   // Zeroed memory at a fresh address. Returns an empty region if `size` is 0, `align` is
   // not a power of two, or the memory would pass the capacity or the IOVA space (what
   // dma_alloc_coherent's -ENOMEM stands for).
   Region alloc(size_t size, size_t align);
+  // Maps the whole pages [addr, addr + size) of `owner` touches at fresh IOVAs, as an IOMMU
+  // maps a pinned user range (addr's byte is at the region's iova + addr % 4096); the
+  // device's accesses there are the owner's reads and writes, never direct. They count
+  // against the IOVA space, not the capacity (the owner's memory is not the host's).
+  // Returns an empty region when the IOVA space has no room.
+  Region map_foreign(ForeignMemory& owner, uint64_t addr, size_t size);
   // Unmaps the region at `iova` and gives its pages back; returns false if there is none.
   bool free(uint64_t iova);
-  // The CPU pointer for [iova, iova + len), or null if that range is not mapped.
+  // The CPU pointer for [iova, iova + len), or null if that range is not mapped here (a
+  // foreign region's bytes are its owner's).
   uint8_t* cpu_ptr(uint64_t iova, size_t len);
 
   // Sleeps the calling thread until the device next writes host memory (woken in the delta
@@ -55,6 +65,7 @@ class HostMemory : public sc_core::sc_module, private device::DmiTerms {
   // scheduler a delta cycle.
   void wait_for_write(const sc_core::sc_time& timeout);
   uint64_t mapped_bytes() const { return mapped_bytes_; }
+  uint64_t foreign_bytes() const { return foreign_bytes_; }
   uint64_t access_errors() const { return access_errors_; }
 
  private:
@@ -74,6 +85,8 @@ class HostMemory : public sc_core::sc_module, private device::DmiTerms {
   // Where `bytes` (page-rounded, a guard page after) aligned to `align` fit, or ~0.
   uint64_t place(uint64_t bytes, uint64_t align) const;
   void set_pages(uint64_t iova, uint64_t bytes, uint32_t slot);
+  // Takes a slot for `r`, its pages and its place in by_iova_.
+  const Region& insert(const Region& r);
 
   sc_core::sc_event written_;
   unsigned watchers_ = 0;
@@ -85,6 +98,7 @@ class HostMemory : public sc_core::sc_module, private device::DmiTerms {
   std::vector<uint32_t> free_slots_;
   std::vector<std::unique_ptr<Chunk>> page_table_;  // by 2 MiB chunk of the arena
   uint64_t mapped_bytes_ = 0;
+  uint64_t foreign_bytes_ = 0;
   uint64_t capacity_;
   uint64_t access_errors_ = 0;
 };

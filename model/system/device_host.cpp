@@ -19,20 +19,13 @@ namespace {
 
 using ibcore::uverbs::ib_uverbs_event_file;
 
-// An event file's host end, a datagram socket whose peer the application reads; closing it
-// ends the application's reads.
-class socket_event_file final : public ib_uverbs_event_file {
- public:
-  explicit socket_event_file(pcie::UniqueFd fd) : fd_(std::move(fd)) {}
-
- private:
-  pcie::UniqueFd fd_;
-};
+constexpr uint64_t kDeviceSlicePs = 100'000'000;  // 100 us of the device's time between looks at the sockets
 
 // The application a command came from: what the command writes to its memory and the
 // files it installs, gathered into the reply.
 class reply_builder final : public ibcore::uverbs::ib_uverbs_user {
  public:
+  explicit reply_builder(UverbsProcess* process = nullptr) : process_(process) {}
   bool copy_to_user(uint64_t addr, const void* src, size_t len) override {
     const uverbs_wire::copy c{addr, uint32_t(len), 0};
     append(&c, sizeof c);
@@ -42,15 +35,19 @@ class reply_builder final : public ibcore::uverbs::ib_uverbs_user {
     return true;
   }
   std::shared_ptr<ib_uverbs_event_file> install_event_file(uint64_t fd_addr) override {
-    int pair[2];
-    if (fds_.size() == uverbs_wire::kMaxFds ||
-        ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair))
-      return nullptr;
-    fds_.emplace_back(pair[1]);
+    pcie::UniqueFd app_end;
+    std::shared_ptr<SocketEventFile> f;
+    if (fds_.size() == uverbs_wire::kMaxFds || !(f = SocketEventFile::make(app_end))) return nullptr;
+    fds_.push_back(std::move(app_end));
     fd_addrs_.push_back(fd_addr);
-    return std::make_shared<socket_event_file>(pcie::UniqueFd(pair[0]));
+    installed_.push_back(f);
+    return f;
   }
-  // Sends the reply with `ret`; false when the application has gone.
+  std::shared_ptr<ib_uverbs_event_file> fget_event_file(int fd) override { return process_->event_file(fd); }
+  ibcore::ib_user_mm& mm() override { return *process_; }
+
+  // Sends the reply with `ret`; false when the application has gone. The files it
+  // installed wait for their numbers in the application.
   bool send(int conn, int64_t ret) {
     uverbs_wire::reply r{ret, copies_, uint32_t(fds_.size())};
     if (ret < 0) r.copies = r.fds = 0;  // a failed command writes nothing the caller sees
@@ -59,6 +56,7 @@ class reply_builder final : public ibcore::uverbs::ib_uverbs_user {
     if (ret >= 0) {
       msg.insert(msg.end(), bytes_.begin(), bytes_.end());
       for (uint64_t a : fd_addrs_) msg.insert(msg.end(), reinterpret_cast<uint8_t*>(&a), reinterpret_cast<uint8_t*>(&a) + 8);
+      if (!installed_.empty()) process_->installed(std::move(installed_));
     }
     iovec iov{msg.data(), msg.size()};
     msghdr m{};
@@ -85,22 +83,25 @@ class reply_builder final : public ibcore::uverbs::ib_uverbs_user {
   void append(const void* p, size_t n) {
     bytes_.insert(bytes_.end(), static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + n);
   }
+  UverbsProcess* process_;
   std::vector<uint8_t> bytes_;
   uint32_t copies_ = 0;
   std::vector<pcie::UniqueFd> fds_;  // the application's ends, closed here once sent
   std::vector<uint64_t> fd_addrs_;
+  std::vector<std::shared_ptr<SocketEventFile>> installed_;
 };
 
 }  // namespace
 
 struct DeviceHost::client {
   pcie::UniqueFd conn;
-  int pid = 0;  // 0 until its hello
+  std::unique_ptr<UverbsProcess> process;  // once it said hello
   bool broke_protocol = false;
+  // After the process: what the file pinned in its memory goes first.
   std::unique_ptr<ibcore::uverbs::ib_uverbs_file> file;
 };
 
-DeviceHost::DeviceHost(testbench::Host& host, const std::string& socket_path)
+DeviceHost::DeviceHost(Simulation& host, const std::string& socket_path)
     : host_(host), socket_path_(socket_path) {
   sockaddr_un addr{};
   if (socket_path.size() >= sizeof addr.sun_path) throw std::runtime_error("socket path too long: " + socket_path);
@@ -118,11 +119,21 @@ DeviceHost::~DeviceHost() {
   ::unlink(socket_path_.c_str());
 }
 
+// While the device has work it runs between looks at the sockets; idle, the host sleeps in
+// poll() until an application speaks (or an event backlog may drain).
 void DeviceHost::serve(const std::function<bool()>& stop) {
+  bool device_busy = false;
   while (!stop()) {
+    bool backlog = false;
+    for (const auto& c : clients_)
+      if (c->process) backlog |= !c->process->flush_events();
     std::vector<pollfd> fds{{listener_.get(), POLLIN, 0}};
     for (const auto& c : clients_) fds.push_back({c->conn.get(), POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), 100) <= 0) continue;
+    const int ready = ::poll(fds.data(), fds.size(), device_busy ? 0 : backlog ? 10 : 100);
+    if (ready <= 0) {
+      device_busy = host_.run_device(kDeviceSlicePs);
+      continue;
+    }
     if (fds[0].revents & POLLIN) accept_client();
     // Newest last: dropping one leaves the indexes before it valid.
     for (size_t i = fds.size() - 1; i >= 1; i--) {
@@ -132,6 +143,7 @@ void DeviceHost::serve(const std::function<bool()>& stop) {
       if (c.broke_protocol) served_.protocol_errors++;
       drop(i - 1);
     }
+    device_busy = host_.run_device(kDeviceSlicePs);
   }
 }
 
@@ -156,7 +168,7 @@ bool DeviceHost::serve_message(client& c) {
   msg.resize(size_t(n));
   uverbs_wire::op type;
   std::memcpy(&type, msg.data(), sizeof type);
-  if (!c.pid) {
+  if (!c.process) {
     uverbs_wire::hello hi;
     if (type != uverbs_wire::op::hello || msg.size() != sizeof hi) return broken();
     std::memcpy(&hi, msg.data(), sizeof hi);
@@ -164,7 +176,7 @@ bool DeviceHost::serve_message(client& c) {
       reply_builder().send(c.conn.get(), -EPROTO);
       return broken();
     }
-    c.pid = hi.pid;
+    c.process = std::make_unique<UverbsProcess>(hi.pid, host_.memory());
     served_.clients++;
     host_.run_on_host([&] { c.file = std::make_unique<ibcore::uverbs::ib_uverbs_file>(host_.driver()); });
     return reply_builder().send(c.conn.get(), 0);
@@ -175,7 +187,7 @@ bool DeviceHost::serve_message(client& c) {
       if (msg.size() < sizeof req) return broken();
       std::memcpy(&req, msg.data(), sizeof req);
       if (req.length != msg.size() - sizeof req) return broken();
-      reply_builder reply;
+      reply_builder reply(c.process.get());
       long ret = 0;
       host_.run_on_host([&] { ret = c.file->write(msg.data() + sizeof req, req.length, reply); });
       served_.commands++;
@@ -193,11 +205,54 @@ bool DeviceHost::serve_message(client& c) {
       if (!r.ret) {
         r.bar = range.bar;
         r.offset = range.offset;
+        c.process->mapped(req.offset, range);
       }
       return ::send(c.conn.get(), &r, sizeof r, MSG_NOSIGNAL | MSG_DONTWAIT) == ssize_t(sizeof r);
     }
+    case uverbs_wire::op::doorbell: {
+      uverbs_wire::doorbell d;
+      if (msg.size() < sizeof d) return broken();
+      std::memcpy(&d, msg.data(), sizeof d);
+      if (d.count > uverbs_wire::kMaxStores || msg.size() != sizeof d + d.count * sizeof(uverbs_wire::doorbell_store))
+        return broken();
+      std::vector<uverbs_wire::doorbell_store> stores(d.count);
+      std::memcpy(stores.data(), msg.data() + sizeof d, d.count * sizeof(uverbs_wire::doorbell_store));
+      return ring(c, stores);
+    }
+    case uverbs_wire::op::files: {
+      uverbs_wire::files f;
+      if (msg.size() != sizeof f) return broken();
+      std::memcpy(&f, msg.data(), sizeof f);
+      return f.count <= uverbs_wire::kMaxFds && c.process->numbered(f.fd, f.count) ? true : broken();
+    }
+    case uverbs_wire::op::closed: {
+      uverbs_wire::closed f;
+      if (msg.size() != sizeof f) return broken();
+      std::memcpy(&f, msg.data(), sizeof f);
+      c.process->closed(f.fd);
+      return true;
+    }
     default: return broken();
   }
+}
+
+// Stores to a page the application mapped: the MMIO writes its CPU would post. A store
+// outside every page it mapped breaks the protocol (its CPU would have faulted first).
+bool DeviceHost::ring(client& c, const std::vector<uverbs_wire::doorbell_store>& stores) {
+  for (const uverbs_wire::doorbell_store& s : stores) {
+    const ibcore::ib_mmap_range* range = c.process->mapping(s.map_offset);
+    if (!range || range->bar != 0 || uint64_t(s.offset) + 4 > range->length) {
+      c.broke_protocol = true;
+      return false;
+    }
+  }
+  served_.doorbells += stores.size();
+  host_.run_on_host([&] {
+    hal::Bar& bar0 = host_.driver().hw().bar0;
+    for (const uverbs_wire::doorbell_store& s : stores)
+      bar0.write32(c.process->mapping(s.map_offset)->offset + s.offset, s.value);
+  });
+  return true;
 }
 
 // The file closes with the connection, as the kernel's last fput closes it.
@@ -221,6 +276,7 @@ std::string device_host_report(const DeviceHost::counters& served, const testben
       .num("commands", served.commands)
       .num("commands_failed", served.commands_failed)
       .num("mmaps", served.mmaps)
+      .num("doorbells", served.doorbells)
       .end_object()
       .begin_object("device")
       .num("cqp_commands", dev.cqp_commands)

@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "driver/backends/unique_fd.h"
-#include "model/testbench/host.h"
+#include "driver/backends/uverbs_shim/wire.h"
+#include "model/system/simulation.h"
+#include "model/system/uverbs_process.h"
 #include "model/testbench/run_checks.h"
 
 namespace irdma_sim::system {
@@ -21,7 +23,7 @@ class DeviceHost {
  public:
   // Listens at `socket_path` (a stale socket there is replaced); throws std::runtime_error
   // when it cannot.
-  DeviceHost(testbench::Host& host, const std::string& socket_path);
+  DeviceHost(Simulation& host, const std::string& socket_path);
   ~DeviceHost();
   DeviceHost(const DeviceHost&) = delete;
   DeviceHost& operator=(const DeviceHost&) = delete;
@@ -36,6 +38,7 @@ class DeviceHost {
     uint64_t commands = 0;         // writes of a command
     uint64_t commands_failed = 0;  // of those, answered with an error
     uint64_t mmaps = 0;
+    uint64_t doorbells = 0;        // stores to mapped device pages, delivered as MMIO writes
   };
   const counters& served() const { return served_; }
 
@@ -45,8 +48,9 @@ class DeviceHost {
   // False when the client has gone, or broke the protocol, and is to be dropped.
   bool serve_message(client& c);
   void drop(size_t index);
+  bool ring(client& c, const std::vector<uverbs_wire::doorbell_store>& stores);
 
-  testbench::Host& host_;
+  Simulation& host_;
   std::string socket_path_;
   pcie::UniqueFd listener_;
   std::vector<std::unique_ptr<client>> clients_;

@@ -133,4 +133,11 @@ void Simulation::run_on_host(const std::function<void()>& job) {
   if (job_->error) std::rethrow_exception(job_->error);
 }
 
+bool Simulation::run_device(uint64_t max_ps) {
+  if (!sc_core::sc_pending_activity()) return false;
+  sc_core::sc_start(sc_core::sc_time::from_value(max_ps), sc_core::SC_EXIT_ON_STARVATION);
+  trace_.flush();
+  return sc_core::sc_pending_activity();
+}
+
 }  // namespace irdma_sim::system

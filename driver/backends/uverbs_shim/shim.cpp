@@ -8,13 +8,21 @@
 //   - ioctl on it: ENOTTY, so libibverbs speaks write().
 //   - write: the command goes to the host; the reply's bytes land where the host says, with
 //     the files it installs (event files) received as descriptors.
-//   - mmap: the doorbell page, as anonymous shared memory. What the provider writes there
-//     reaches no device yet: with no CQ or QP it has nothing to ring; forwarding its
-//     doorbells comes with them.
+//   - mmap: the doorbell page, as anonymous memory the provider stores to. After every
+//     verb that may ring (the context's post_send, post_recv, req_notify_cq and bind_mw,
+//     wrapped once ibv_open_device returns) the words it stored there go to the host as the
+//     MMIO writes they are, in one posted message, and the page is cleared again. A store
+//     of zero would go unseen; no doorbell is zero (queue ids start above it).
+//   - the event files a reply installs: their numbers go back to the host (CREATE_CQ names
+//     a channel by its number), and so does their close.
+//   - the host may read and write this process's memory (PR_SET_PTRACER), as the device's
+//     DMA into what it registers.
 // Without IRDMA_SIM_HOST every call passes straight through.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <infiniband/verbs.h>
 #include <linux/netlink.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,6 +34,7 @@
 #include <cstdarg>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,10 +54,16 @@ F real(const char* name) {
 }
 
 // An open of the device: the descriptor the application holds (of /dev/null) and the
-// connection to the host behind it.
+// connection to the host behind it, and the device pages mapped through it.
 struct device_file {
   int conn = -1;
   std::mutex lock;  // one command at a time per file, as the host takes them
+  struct page {
+    uint32_t* words = nullptr;  // 1024
+    uint64_t map_offset = 0;
+  };
+  std::mutex db_lock;  // one ringing verb at a time: its stores are told apart from another's
+  std::vector<page> pages;  // under db_lock
   ~device_file() { real<int (*)(int)>("close")(conn); }
 };
 
@@ -57,6 +72,16 @@ struct device_file {
 // destroyed: close() may be called by exit handlers that run after static destructors.
 std::mutex& files_lock = *new std::mutex;
 std::map<int, std::shared_ptr<device_file>>& files = *new std::map<int, std::shared_ptr<device_file>>;
+
+// The event files replies installed, by number, and the device file each came through.
+std::map<int, std::weak_ptr<device_file>>& event_files = *new std::map<int, std::weak_ptr<device_file>>;
+
+// The shared owner of `f`, under files_lock (it is in `files`: a command is running on it).
+std::shared_ptr<device_file> file_of_locked(device_file* f) {
+  for (const auto& [fd, owner] : files)
+    if (owner.get() == f) return owner;
+  return nullptr;
+}
 
 std::shared_ptr<device_file> file_of(int fd) {
   std::lock_guard<std::mutex> guard(files_lock);
@@ -169,8 +194,14 @@ int open_device(int flags) {
   const uverbs_wire::hello hi{uverbs_wire::op::hello, uverbs_wire::kVersion, int32_t(::getpid()), 0};
   std::vector<uint8_t> buf;
   std::vector<int> fds;
-  if (::connect(conn, reinterpret_cast<sockaddr*>(&addr), sizeof addr) || !send_all(conn, &hi, sizeof hi) ||
-      !receive(conn, buf, fds) || apply_reply(buf, fds) != 0) {
+  const bool connected = ::connect(conn, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  // The host's device reads and writes what this process registers (Yama's ptrace_scope 1
+  // otherwise allows it only to ancestors). Refused where there is no Yama: not needed.
+  ucred host{};
+  socklen_t host_len = sizeof host;
+  if (connected && ::getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &host, &host_len) == 0)
+    ::prctl(PR_SET_PTRACER, static_cast<unsigned long>(host.pid), 0, 0, 0);
+  if (!connected || !send_all(conn, &hi, sizeof hi) || !receive(conn, buf, fds) || apply_reply(buf, fds) != 0) {
     close_all(fds);
     real<int (*)(int)>("close")(conn);
     errno = ENODEV;  // as an open of a device whose driver is gone
@@ -224,8 +255,38 @@ long device_write(device_file* f, const void* buf, size_t count) {
   std::vector<int> fds;
   if (!send_all(f->conn, msg.data(), msg.size()) || !receive(f->conn, reply, fds)) return -EIO;
   const long ret = apply_reply(reply, fds);
-  if (ret < 0) close_all(fds);
+  if (ret < 0) {
+    close_all(fds);
+    return ret;
+  }
+  if (!fds.empty()) {
+    // The host learns the numbers before the next command can name one.
+    uverbs_wire::files numbers{uverbs_wire::op::files, uint32_t(fds.size()), {}};
+    for (size_t i = 0; i < fds.size(); i++) numbers.fd[i] = fds[i];
+    if (!send_all(f->conn, &numbers, sizeof numbers)) return -EIO;
+    std::lock_guard<std::mutex> guard(files_lock);
+    for (int fd : fds) event_files[fd] = file_of_locked(f);
+  }
   return ret;
+}
+
+// After a verb that may have rung: the words stored to the device's pages, as one posted
+// message, the pages cleared for the next verb. Under the file's db_lock.
+void forward_doorbells(device_file* f) {
+  uverbs_wire::doorbell_store stores[uverbs_wire::kMaxStores];
+  uint32_t n = 0;
+  for (const device_file::page& p : f->pages)
+    for (uint32_t i = 0; i < 1024 && n < uverbs_wire::kMaxStores; i++)
+      if (const uint32_t v = __atomic_load_n(&p.words[i], __ATOMIC_RELAXED)) {
+        stores[n++] = {p.map_offset, i * 4, v};
+        __atomic_store_n(&p.words[i], 0, __ATOMIC_RELAXED);
+      }
+  if (n == 0) return;
+  std::vector<uint8_t> msg(sizeof(uverbs_wire::doorbell) + n * sizeof stores[0]);
+  const uverbs_wire::doorbell d{uverbs_wire::op::doorbell, n};
+  std::memcpy(msg.data(), &d, sizeof d);
+  std::memcpy(msg.data() + sizeof d, stores, n * sizeof stores[0]);
+  send_all(f->conn, msg.data(), msg.size());  // a host gone fails the next command
 }
 
 void* device_mmap(device_file* f, size_t length, int prot, uint64_t offset) {
@@ -244,8 +305,63 @@ void* device_mmap(device_file* f, size_t length, int prot, uint64_t offset) {
     errno = int(-r.ret);
     return MAP_FAILED;
   }
-  return real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(nullptr, length, prot,
-                                                                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* page = real<void* (*)(void*, size_t, int, int, int, off_t)>("mmap")(nullptr, length, prot,
+                                                                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page != MAP_FAILED) {
+    std::lock_guard<std::mutex> db_guard(f->db_lock);
+    f->pages.push_back({static_cast<uint32_t*>(page), offset});
+  }
+  return page;
+}
+
+// The verbs that may ring, wrapped on every context the application opens: each runs the
+// provider's own, then forwards what it stored to the device's pages.
+struct wrapped_ops {
+  int (*post_send)(ibv_qp*, ibv_send_wr*, ibv_send_wr**);
+  int (*post_recv)(ibv_qp*, ibv_recv_wr*, ibv_recv_wr**);
+  int (*req_notify_cq)(ibv_cq*, int);
+  int (*bind_mw)(ibv_qp*, ibv_mw*, ibv_mw_bind*);
+};
+
+std::mutex& contexts_lock = *new std::mutex;
+std::map<ibv_context*, wrapped_ops>& contexts = *new std::map<ibv_context*, wrapped_ops>;
+
+template <typename Call>
+int ringing(ibv_context* ctx, Call call) {
+  wrapped_ops ops;
+  {
+    std::lock_guard<std::mutex> guard(contexts_lock);
+    ops = contexts.at(ctx);
+  }
+  const std::shared_ptr<device_file> f = file_of(ctx->cmd_fd);
+  if (!f) return call(ops);
+  std::lock_guard<std::mutex> db_guard(f->db_lock);
+  const int ret = call(ops);
+  forward_doorbells(f.get());
+  return ret;
+}
+
+int shim_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
+  return ringing(qp->context, [&](const wrapped_ops& o) { return o.post_send(qp, wr, bad); });
+}
+int shim_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  return ringing(qp->context, [&](const wrapped_ops& o) { return o.post_recv(qp, wr, bad); });
+}
+int shim_req_notify_cq(ibv_cq* cq, int solicited) {
+  return ringing(cq->context, [&](const wrapped_ops& o) { return o.req_notify_cq(cq, solicited); });
+}
+int shim_bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind) {
+  return ringing(qp->context, [&](const wrapped_ops& o) { return o.bind_mw(qp, mw, bind); });
+}
+
+// libibverbs's own entry points: the application's reference may be to a copy loaded
+// privately (a Python extension's), so they are looked up in the library loaded, by version.
+template <typename F>
+F verbs_entry(const char* name) {
+  void* lib = dlopen("libibverbs.so.1", RTLD_NOLOAD | RTLD_LAZY);
+  F fn = lib ? reinterpret_cast<F>(dlvsym(lib, name, "IBVERBS_1.1")) : nullptr;
+  if (lib) dlclose(lib);
+  return fn;
 }
 
 }  // namespace
@@ -330,11 +446,57 @@ void* mmap64(void* addr, size_t length, int prot, int flags, int fd, off_t offse
 }
 
 int close(int fd) {
+  std::shared_ptr<device_file> owner;
   {
     std::lock_guard<std::mutex> guard(files_lock);
     files.erase(fd);  // the connection closes with its last user
+    const auto it = event_files.find(fd);
+    if (it != event_files.end()) {
+      owner = it->second.lock();
+      event_files.erase(it);
+    }
+  }
+  if (owner) {
+    const uverbs_wire::closed c{uverbs_wire::op::closed, fd};
+    send_all(owner->conn, &c, sizeof c);
   }
   return real<int (*)(int)>("close")(fd);
+}
+
+int munmap(void* addr, size_t length) {
+  {
+    std::lock_guard<std::mutex> guard(files_lock);
+    for (const auto& [fd, f] : files) {
+      std::lock_guard<std::mutex> db_guard(f->db_lock);
+      auto& pages = f->pages;
+      pages.erase(std::remove_if(pages.begin(), pages.end(),
+                                 [addr](const device_file::page& p) { return p.words == addr; }),
+                  pages.end());
+    }
+  }
+  return real<int (*)(void*, size_t)>("munmap")(addr, length);
+}
+
+ibv_context* ibv_open_device(ibv_device* device) {
+  static const auto open = verbs_entry<ibv_context* (*)(ibv_device*)>("ibv_open_device");
+  ibv_context* ctx = open ? open(device) : nullptr;
+  if (!ctx || !file_of(ctx->cmd_fd)) return ctx;
+  std::lock_guard<std::mutex> guard(contexts_lock);
+  contexts[ctx] = {ctx->ops.post_send, ctx->ops.post_recv, ctx->ops.req_notify_cq, ctx->ops.bind_mw};
+  ctx->ops.post_send = shim_post_send;
+  ctx->ops.post_recv = shim_post_recv;
+  ctx->ops.req_notify_cq = shim_req_notify_cq;
+  ctx->ops.bind_mw = shim_bind_mw;
+  return ctx;
+}
+
+int ibv_close_device(ibv_context* ctx) {
+  static const auto close_device = verbs_entry<int (*)(ibv_context*)>("ibv_close_device");
+  {
+    std::lock_guard<std::mutex> guard(contexts_lock);
+    contexts.erase(ctx);
+  }
+  return close_device ? close_device(ctx) : -1;
 }
 
 }  // extern "C"

@@ -8,7 +8,7 @@
 
 namespace uverbs_wire {
 
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;
 inline constexpr size_t kMaxMessage = 64 * 1024;
 inline constexpr size_t kMaxFds = 4;  // files one reply may install
 
@@ -16,6 +16,9 @@ enum class op : uint32_t {
   hello = 1,     // first, once: who is asking; answered by a reply
   write = 2,     // a command's bytes follow; answered by a reply
   mmap = 3,      // answered by an mmap_reply
+  doorbell = 4,  // stores to mapped device pages: posted, never answered
+  files = 5,     // the numbers the last reply's files got in the application: not answered
+  closed = 6,    // the application closed one of those files: not answered
 };
 
 struct hello {
@@ -50,6 +53,31 @@ struct mmap_request {
   uint32_t reserved;
   uint64_t offset;
   uint64_t length;
+};
+
+// After it, `count` stores, in the order the application made them.
+struct doorbell {
+  op type;
+  uint32_t count;
+};
+
+struct doorbell_store {
+  uint64_t map_offset;  // the mmap offset the page was mapped at
+  uint32_t offset;      // in the page
+  uint32_t value;       // a 32-bit store
+};
+
+inline constexpr size_t kMaxStores = 256;  // per doorbell message
+
+struct files {
+  op type;
+  uint32_t count;
+  int32_t fd[kMaxFds];
+};
+
+struct closed {
+  op type;
+  int32_t fd;
 };
 
 struct mmap_reply {

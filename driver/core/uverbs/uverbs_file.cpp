@@ -43,16 +43,63 @@ const ib_uverbs_file::method* ib_uverbs_file::find_method(uint32_t command, bool
       {IB_USER_VERBS_CMD_DEALLOC_PD, false, sizeof(ib_uverbs_dealloc_pd), 0, &ib_uverbs_file::dealloc_pd},
       {IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL, false, sizeof(ib_uverbs_create_comp_channel),
        sizeof(ib_uverbs_create_comp_channel_resp), &ib_uverbs_file::create_comp_channel},
+      {IB_USER_VERBS_CMD_REG_MR, false, sizeof(ib_uverbs_reg_mr), sizeof(ib_uverbs_reg_mr_resp),
+       &ib_uverbs_file::reg_mr},
+      {IB_USER_VERBS_CMD_DEREG_MR, false, sizeof(ib_uverbs_dereg_mr), 0, &ib_uverbs_file::dereg_mr},
+      {IB_USER_VERBS_CMD_CREATE_CQ, false, sizeof(ib_uverbs_create_cq), sizeof(ib_uverbs_create_cq_resp),
+       &ib_uverbs_file::create_cq},
+      {IB_USER_VERBS_CMD_DESTROY_CQ, false, sizeof(ib_uverbs_destroy_cq), sizeof(ib_uverbs_destroy_cq_resp),
+       &ib_uverbs_file::destroy_cq},
+      {IB_USER_VERBS_CMD_CREATE_QP, false, sizeof(ib_uverbs_create_qp), sizeof(ib_uverbs_create_qp_resp),
+       &ib_uverbs_file::create_qp},
+      {IB_USER_VERBS_CMD_QUERY_QP, false, sizeof(ib_uverbs_query_qp), sizeof(ib_uverbs_query_qp_resp),
+       &ib_uverbs_file::query_qp},
+      {IB_USER_VERBS_CMD_MODIFY_QP, false, sizeof(ib_uverbs_modify_qp), 0, &ib_uverbs_file::modify_qp},
+      {IB_USER_VERBS_EX_CMD_MODIFY_QP, true, sizeof(ib_uverbs_ex_modify_qp),
+       sizeof(ib_uverbs_ex_modify_qp_resp), &ib_uverbs_file::ex_modify_qp},
+      {IB_USER_VERBS_CMD_DESTROY_QP, false, sizeof(ib_uverbs_destroy_qp), sizeof(ib_uverbs_destroy_qp_resp),
+       &ib_uverbs_file::destroy_qp},
   };
   for (const method& m : kMethods)
     if (m.command == command && m.ex == ex) return &m;
   return nullptr;
 }
 
+// What a process left behind goes in the order its objects depend on each other: QPs,
+// then CQs and memory, then PDs. A destroy the device refuses leaves that object to it.
 ib_uverbs_file::~ib_uverbs_file() {
-  for (auto it = uobjects_.rbegin(); it != uobjects_.rend(); ++it)
-    if (it->type == uobj_type::pd) dev_.dealloc_user_pd(static_cast<ib_pd*>(it->object));
+  for (const uobj_type type : {uobj_type::qp, uobj_type::cq, uobj_type::mr, uobj_type::pd})
+    for (uint32_t h = 0; h < uobjects_.size(); h++)
+      if (uobjects_[h].type == type) destroy_uobject(h);
   if (ucontext_) dev_.dealloc_ucontext(ucontext_);
+}
+
+int ib_uverbs_file::destroy_uobject(uint32_t handle) {
+  uobject& u = uobjects_[handle];
+  int ret = 0;
+  switch (u.type) {
+    case uobj_type::none: return 0;
+    case uobj_type::pd:
+      if (u.users) return -EBUSY;
+      ret = dev_.dealloc_user_pd(static_cast<ib_pd*>(u.object));
+      break;
+    case uobj_type::mr:
+      ret = dev_.dereg_user_mr(static_cast<ib_mr*>(u.object));
+      if (!ret) uobjects_[u.pd].users--;
+      break;
+    case uobj_type::cq: {
+      auto* cq = static_cast<ib_cq*>(u.object);
+      if (cq->usecnt) return -EBUSY;
+      ret = dev_.destroy_cq(cq);
+      break;
+    }
+    case uobj_type::qp:
+      ret = dev_.destroy_user_qp(static_cast<ib_qp*>(u.object));
+      if (!ret) uobjects_[u.pd].users--;
+      break;
+  }
+  if (!ret) u = {};
+  return ret;
 }
 
 long ib_uverbs_file::write(const void* buf, size_t count, ib_uverbs_user& user) {
@@ -103,6 +150,7 @@ long ib_uverbs_file::write(const void* buf, size_t count, ib_uverbs_user& user) 
   b.udata.copy_to_user = [&user](uint64_t addr, const void* src, size_t len) {
     return user.copy_to_user(addr, src, len);
   };
+  b.udata.mm = &user.mm();
   if (!ucontext_ && m->command != IB_USER_VERBS_CMD_GET_CONTEXT) return -EINVAL;
   const int ret = (this->*m->handler)(b);
   return ret ? ret : long(count);
@@ -239,11 +287,8 @@ int ib_uverbs_file::alloc_pd(bundle& b) {
 
 int ib_uverbs_file::dealloc_pd(bundle& b) {
   const auto cmd = read_core<ib_uverbs_dealloc_pd>(b.core);
-  auto* pd = static_cast<ib_pd*>(lookup(uobj_type::pd, cmd.pd_handle));
-  if (!pd) return -EINVAL;
-  if (int ret = dev_.dealloc_user_pd(pd)) return ret;
-  uobjects_[cmd.pd_handle] = {};
-  return 0;
+  if (!lookup(uobj_type::pd, cmd.pd_handle)) return -EINVAL;
+  return destroy_uobject(cmd.pd_handle);
 }
 
 // A file of its own in the process, read for the completion events of the CQs made with it.

@@ -16,11 +16,16 @@
 namespace ibcore::uverbs {
 
 // A file the caller reads events from: a context's async event file, a completion channel.
-// It stays open while the kernel half holds it. No event is queued on one yet: nothing
-// that raises them (CQs, QPs, the device's fatal error) reaches user space so far.
+// It stays open while the kernel half holds it. Every event starts with the user handle of
+// the object it is about (ib_uverbs_comp_event_desc, ib_uverbs_async_event_desc).
 class ib_uverbs_event_file {
  public:
   virtual ~ib_uverbs_event_file() = default;
+  // Queues an event for the reader; none is ever dropped.
+  virtual void queue_event(const void* desc, size_t len) = 0;
+  // Takes back the events about `user_handle` the reader has not read (the kernel's
+  // release of a destroyed object's events); returns how many.
+  virtual uint32_t withdraw_events(uint64_t user_handle) = 0;
 };
 
 // The process a command came from.
@@ -32,6 +37,11 @@ class ib_uverbs_user {
   // A new file in the process (fd_install), whose number is written as a u32 at `fd_addr`
   // after the reply's own bytes; null when the process can take no more files.
   virtual std::shared_ptr<ib_uverbs_event_file> install_event_file(uint64_t fd_addr) = 0;
+  // The event file the process holds as `fd` (fdget), or null when that is none this
+  // device file installed.
+  virtual std::shared_ptr<ib_uverbs_event_file> fget_event_file(int fd) = 0;
+  // Its memory, for what commands register.
+  virtual ib_user_mm& mm() = 0;
 };
 
 class ib_uverbs_file {
@@ -73,15 +83,36 @@ class ib_uverbs_file {
   int alloc_pd(bundle& b);
   int dealloc_pd(bundle& b);
   int create_comp_channel(bundle& b);
+  int reg_mr(bundle& b);
+  int dereg_mr(bundle& b);
+  int create_cq(bundle& b);
+  int destroy_cq(bundle& b);
+  int create_qp(bundle& b);
+  int modify_qp(bundle& b);
+  int ex_modify_qp(bundle& b);
+  int query_qp(bundle& b);
+  int destroy_qp(bundle& b);
 
   // The handle table (the file's xarray of uobjects): a handle is an index, of one type.
-  enum class uobj_type : uint8_t { none, pd };
+  enum class uobj_type : uint8_t { none, pd, mr, cq, qp };
   struct uobject {
     uobj_type type = uobj_type::none;
     void* object = nullptr;
+    uint32_t users = 0;        // objects made on it (a PD's MRs and QPs): it outlives them
+    uint64_t user_handle = 0;  // CQ, QP: what its events name it by
+    std::shared_ptr<ib_uverbs_event_file> channel;  // CQ: where its completion events go
+    uint32_t events_queued = 0;        // CQ: completion events; QP: async events
+    uint32_t async_events_queued = 0;  // CQ
+    uint32_t pd = 0;  // MR, QP: its PD's handle
   };
   uint32_t alloc_handle(uobj_type type, void* object);
   void* lookup(uobj_type type, uint32_t handle) const;
+  // Destroys what a handle holds, as its DESTROY command does; 0 or the driver's error.
+  int destroy_uobject(uint32_t handle);
+  // Event handlers of the objects (uverbs_cq.cpp, uverbs_qp.cpp).
+  void comp_event(uint32_t cq_handle);
+  void async_event(uint32_t handle, uint32_t event_type);
+  int modify(ib_qp* qp, const ib_uverbs_modify_qp& cmd);
 
   ib_device& dev_;
   ib_ucontext* ucontext_ = nullptr;

@@ -5,12 +5,14 @@
 
 #include <cerrno>
 #include <cstring>
+#include <unistd.h>
 #include <map>
 #include <vector>
 
 #include "driver/core/uverbs/uverbs_file.h"
 #include "driver/irdma/irdma_abi.h"
 #include "model/system/simulation.h"
+#include "model/system/uverbs_process.h"
 
 namespace {
 
@@ -19,12 +21,43 @@ using irdma_sim::system::Simulation;
 
 constexpr uint64_t kResponse = 0x7f00'0000'1000;  // where the caller's reply buffer is
 
-// A caller whose memory is a map of the bytes written to it.
+// An event file that keeps what is queued on it, in order; the reader reads from the front.
+struct FakeEventFile : ib_uverbs_event_file {
+  std::vector<std::vector<uint8_t>> events;
+  void queue_event(const void* desc, size_t len) override {
+    events.emplace_back(static_cast<const uint8_t*>(desc), static_cast<const uint8_t*>(desc) + len);
+  }
+  uint32_t withdraw_events(uint64_t user_handle) override {
+    uint32_t n = 0;
+    for (auto it = events.begin(); it != events.end();) {
+      uint64_t h;
+      std::memcpy(&h, it->data(), 8);
+      if (h == user_handle) {
+        it = events.erase(it);
+        n++;
+      } else {
+        ++it;
+      }
+    }
+    return n;
+  }
+};
+
+// A caller whose memory is a map of the bytes written to it; what it registers is this
+// test's own memory, pinned as the device host pins an application's.
 struct FakeUser : ib_uverbs_user {
+  explicit FakeUser(irdma_sim::platform::HostMemory& memory) : process(::getpid(), memory) {}
   std::map<uint64_t, uint8_t> mem;
   std::vector<uint64_t> fd_addrs;
+  std::vector<std::shared_ptr<FakeEventFile>> files;  // installed, numbered from 100
+  irdma_sim::system::UverbsProcess process;
   bool faults = false;
   bool out_of_files = false;
+
+  std::shared_ptr<ib_uverbs_event_file> fget_event_file(int fd) override {
+    return fd >= 100 && size_t(fd - 100) < files.size() ? files[size_t(fd - 100)] : nullptr;
+  }
+  ibcore::ib_user_mm& mm() override { return process; }
 
   bool copy_to_user(uint64_t addr, const void* src, size_t len) override {
     if (faults) return false;
@@ -34,7 +67,8 @@ struct FakeUser : ib_uverbs_user {
   std::shared_ptr<ib_uverbs_event_file> install_event_file(uint64_t fd_addr) override {
     if (out_of_files) return nullptr;
     fd_addrs.push_back(fd_addr);
-    return std::make_shared<ib_uverbs_event_file>();
+    files.push_back(std::make_shared<FakeEventFile>());
+    return files.back();
   }
   template <typename T>
   T read(uint64_t addr) const {
@@ -67,7 +101,7 @@ void put(std::vector<uint8_t>& b, size_t off, T v) {
 
 struct UverbsFile : ::testing::Test {
   Simulation sim{irdma_sim::testbench::SimConfig{}};
-  FakeUser user;
+  FakeUser user{sim.memory()};
   std::unique_ptr<ib_uverbs_file> file = std::make_unique<ib_uverbs_file>(sim.driver());
 
   long write(const std::vector<uint8_t>& b) {
