@@ -220,6 +220,11 @@ class ib_device {
     return -EOPNOTSUPP;
   }
   virtual int destroy_user_qp(ib_qp* /*qp*/) { return -EOPNOTSUPP; }
+  virtual ib_ah* create_user_ah(ib_pd* /*pd*/, const rdma_ah_attr& /*attr*/, ib_udata& /*udata*/, int& err) {
+    err = -EOPNOTSUPP;
+    return nullptr;
+  }
+  virtual int destroy_user_ah(ib_ah* /*ah*/) { return -EOPNOTSUPP; }
 
   ib_device_attr attrs;
   uint64_t node_guid = 0;  // as the wire carries it (big-endian)

@@ -194,6 +194,13 @@ struct rdma_ah_attr {
   uint8_t ah_flags = 0;
 };
 
+// An address handle (ib_create_ah): where a UD work request's datagram goes.
+class ib_ah {
+ public:
+  virtual ~ib_ah() = default;
+  rdma_ah_attr attr;
+};
+
 // A QP's attributes as ib_modify_qp sets them and ib_query_qp returns them.
 struct ib_qp_attr {
   ib_qp_state qp_state = IB_QPS_RESET;

@@ -91,6 +91,9 @@ inline constexpr uint64_t IRDMA_MAX_MR_SIZE = 0x200000000000ull;
 inline constexpr uint32_t IRDMA_MAX_OUTBOUND_MSG_SIZE = 0x7FFFFFFF;
 inline constexpr uint32_t IRDMA_PKEY_TBL_SZ = 1;
 inline constexpr uint32_t IRDMA_ROCE_GID_TBL_LEN = 32;
+// Address handles: this device keeps none (a UD WQE names its peer's QP itself), so the
+// driver numbers them from a space of its own (Linux sizes it from the HMC's FSIAV object).
+inline constexpr uint32_t IRDMA_MAX_AH = 65536;
 inline constexpr uint32_t IRDMA_MIN_CQ_SIZE = 1;
 inline constexpr uint32_t IRDMA_MAX_CQ_SIZE = 1048575;
 inline constexpr uint32_t IRDMA_MAX_PDS = 262144;  // max_hw_pds: 18 bits of PD index

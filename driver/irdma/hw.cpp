@@ -82,6 +82,7 @@ int irdma_pci_f::ctrl_init_hw() {
   cq_table.assign(caps.max_cq, nullptr);
   allocated_mrs.assign(caps.max_stags, false);
   allocated_pds.assign(IRDMA_MAX_PDS, false);
+  allocated_ahs.assign(IRDMA_MAX_AH, false);
   allocated_pbles.assign(caps.pble_entries, false);
   if (int ret = eqs.create()) return sc_dev.fail(ret, "creating the CEQs and the AEQ");
   return 0;

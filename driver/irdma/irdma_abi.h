@@ -81,6 +81,11 @@ struct irdma_create_qp_resp {
   uint32_t qp_caps;
 };
 
+struct irdma_create_ah_resp {
+  uint32_t ah_id;  // what the provider puts in a UD WQE
+  uint8_t rsvd[4];
+};
+
 // qp_caps.
 inline constexpr uint32_t IRDMA_WRITE_WITH_IMM = 1;
 inline constexpr uint32_t IRDMA_SEND_WITH_IMM = 2;
@@ -92,7 +97,7 @@ inline constexpr uint64_t IRDMA_FEATURE_CQ_RESIZE = 1ull << 1;
 
 static_assert(sizeof(irdma_mem_reg_req) == 8 && sizeof(irdma_create_cq_req) == 16 &&
               sizeof(irdma_create_cq_resp) == 8 && sizeof(irdma_create_qp_req) == 16 &&
-              sizeof(irdma_create_qp_resp) == 24);
+              sizeof(irdma_create_qp_resp) == 24 && sizeof(irdma_create_ah_resp) == 8);
 static_assert(sizeof(irdma_alloc_ucontext_req) == 8 && sizeof(irdma_alloc_ucontext_resp) == 64 &&
               sizeof(irdma_alloc_pd_resp) == 8);
 

@@ -101,6 +101,10 @@ struct irdma_ucontext : ibcore::ib_ucontext {
   std::vector<irdma_mr*> qp_reg_mem_list, cq_reg_mem_list;
 };
 
+struct irdma_ah : ibcore::ib_ah {
+  uint32_t ah_id = 0;
+};
+
 struct irdma_mw : ibcore::ib_mw {
   uint32_t stag_index = 0;
 };
@@ -168,6 +172,9 @@ class irdma_device final : public ibcore::ib_device {
   int modify_user_qp(ibcore::ib_qp* qp, const ibcore::ib_qp_attr& attr, uint32_t mask) override;
   int query_user_qp(ibcore::ib_qp* qp, ibcore::ib_qp_attr* attr, ibcore::ib_qp_init_attr* init) override;
   int destroy_user_qp(ibcore::ib_qp* qp) override;
+  ibcore::ib_ah* create_user_ah(ibcore::ib_pd* pd, const ibcore::rdma_ah_attr& attr, ibcore::ib_udata& udata,
+                                int& err) override;
+  int destroy_user_ah(ibcore::ib_ah* ah) override;
 
   // `pd`: null for the kernel's own PD 0, where every ULP key of this driver's lives.
   ibcore::ErrPtr<irdma_qp> create_qp(ibcore::ib_qp_init_attr& attr, ibcore::ib_pd* pd = nullptr);

@@ -87,8 +87,8 @@ struct irdma_pci_f {
   // The id bitmaps and the CQ and QP tables (Linux's rsrc_lock, cqtable_lock and
   // qptable_lock in one).
   std::unique_ptr<hal::Lock> rsrc_lock;
-  std::vector<bool> allocated_cqs, allocated_qps, allocated_mrs, allocated_pds, allocated_pbles;
-  uint32_t next_cq = 3, next_qp = 2, next_mr = 1, next_pd = 1;
+  std::vector<bool> allocated_cqs, allocated_qps, allocated_mrs, allocated_pds, allocated_pbles, allocated_ahs;
+  uint32_t next_cq = 3, next_qp = 2, next_mr = 1, next_pd = 1, next_ah = 1;
   uint64_t ids_in_use = 0;       // CQ, QP, PD and STag ids
   uint64_t obj_generation = 0;   // makes every CQ and QP context cookie new
   // CQEs are checked against it: written under rsrc_lock with release, read by polls.

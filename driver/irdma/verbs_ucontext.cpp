@@ -59,6 +59,7 @@ int irdma_device::query_device(ib_device_attr* attr) {
   attr->max_cqe = c.max_cqe;
   attr->max_mr = attr->max_mw = int(c.max_stags ? c.max_stags - 1 : 0);
   attr->max_pd = int(IRDMA_MAX_PDS);
+  attr->max_ah = int(IRDMA_MAX_AH);
   attr->max_qp_rd_atom = int(IRDMA_MAX_IRD_SIZE);
   attr->max_qp_init_rd_atom = int(IRDMA_MAX_ORD_SIZE);
   attr->atomic_cap = c.atomics ? IB_ATOMIC_HCA : IB_ATOMIC_NONE;

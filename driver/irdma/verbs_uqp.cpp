@@ -1,7 +1,8 @@
 // User QPs (irdma_create_qp, irdma_modify_qp_roce, irdma_query_qp, irdma_destroy_qp with
 // udata): the queues live in memory the application registered (REG_MR of the QP type):
 // the SQ, then the RQ, then the shadow area's page. The application posts and rings the
-// doorbell itself; the kernel holds the context and the attributes.
+// doorbell itself; the kernel holds the context and the attributes. And the address
+// handles its UD QPs send with (irdma_create_user_ah).
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
@@ -192,6 +193,35 @@ int irdma_device::destroy_user_qp(ib_qp* ibqp) {
   qp->recv_cq->usecnt--;
   hw().dma.free_coherent(qp->host_ctx);
   delete qp;
+  return 0;
+}
+
+// RoCE reaches a peer by its GID, through one of this port's GIDs.
+ib_ah* irdma_device::create_user_ah(ib_pd* /*pd*/, const rdma_ah_attr& attr, ib_udata& udata, int& err) {
+  if (!(attr.ah_flags & IB_AH_GRH) || attr.sgid_index >= IRDMA_ROCE_GID_TBL_LEN) {
+    err = -EINVAL;
+    return nullptr;
+  }
+  const int64_t id = rf_.alloc_rsrc(rf_.allocated_ahs, rf_.next_ah, 1);
+  if (id < 0) {
+    err = int(id);
+    return nullptr;
+  }
+  auto ah = std::make_unique<irdma_ah>();
+  ah->attr = attr;
+  ah->ah_id = uint32_t(id);
+  const irdma_create_ah_resp resp{ah->ah_id, {}};
+  if ((err = ib_copy_to_udata(udata, &resp, sizeof resp))) {
+    rf_.free_rsrc(rf_.allocated_ahs, ah->ah_id);
+    return nullptr;
+  }
+  return ah.release();
+}
+
+int irdma_device::destroy_user_ah(ib_ah* ibah) {
+  auto* ah = static_cast<irdma_ah*>(ibah);
+  rf_.free_rsrc(rf_.allocated_ahs, ah->ah_id);
+  delete ah;
   return 0;
 }
 

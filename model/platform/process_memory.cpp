@@ -1,6 +1,11 @@
 #include "model/platform/process_memory.h"
 
+#include <dirent.h>
 #include <sys/uio.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
 
 #include <algorithm>
 #include <vector>
@@ -14,9 +19,29 @@ constexpr size_t kIovMax = 1024;  // UIO_MAXIOV
 
 }  // namespace
 
+template <typename Access>
+bool ProcessMemory::through_live_thread(Access access) {
+  if (access(tid_)) return true;
+  if (errno != ESRCH) return false;
+  DIR* dir = ::opendir(("/proc/" + std::to_string(pid_) + "/task").c_str());
+  if (!dir) return false;
+  bool ok = false;
+  while (const dirent* e = ::readdir(dir)) {
+    const pid_t tid = pid_t(std::atoi(e->d_name));
+    if (tid > 0 && tid != tid_ && access(tid)) {
+      tid_ = tid;
+      ok = true;
+      break;
+    }
+  }
+  ::closedir(dir);
+  return ok;
+}
+
 bool ProcessMemory::read(uint64_t addr, void* dst, size_t len) {
   const iovec local{dst, len}, remote{reinterpret_cast<void*>(addr), len};
-  return ::process_vm_readv(pid_, &local, 1, &remote, 1, 0) == ssize_t(len);
+  return through_live_thread(
+      [&](pid_t tid) { return ::process_vm_readv(tid, &local, 1, &remote, 1, 0) == ssize_t(len); });
 }
 
 // Two remote pieces, copied in order by one call: what the owner's CPUs can see first is
@@ -30,7 +55,8 @@ bool ProcessMemory::write(uint64_t addr, const void* src, size_t len) {
     remote[1] = {reinterpret_cast<void*>(addr + len - 8), 8};
     pieces = 2;
   }
-  return ::process_vm_writev(pid_, &local, 1, remote, pieces, 0) == ssize_t(len);
+  return through_live_thread(
+      [&](pid_t tid) { return ::process_vm_writev(tid, &local, 1, remote, pieces, 0) == ssize_t(len); });
 }
 
 bool ProcessMemory::readable(uint64_t addr, uint64_t len) {
@@ -47,7 +73,9 @@ bool ProcessMemory::readable(uint64_t addr, uint64_t len) {
       const uint64_t page = first + (done + i) * kPage;
       remote.push_back({reinterpret_cast<void*>(std::max(page, addr)), 1});
     }
-    if (::process_vm_readv(pid_, local.data(), 1, remote.data(), n, 0) != ssize_t(n)) return false;
+    if (!through_live_thread(
+            [&](pid_t tid) { return ::process_vm_readv(tid, local.data(), 1, remote.data(), n, 0) == ssize_t(n); }))
+      return false;
     done += n;
   }
   return true;

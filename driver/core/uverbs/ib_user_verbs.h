@@ -19,6 +19,8 @@ enum ib_uverbs_write_cmds : uint32_t {
   IB_USER_VERBS_CMD_QUERY_PORT = 2,
   IB_USER_VERBS_CMD_ALLOC_PD = 3,
   IB_USER_VERBS_CMD_DEALLOC_PD = 4,
+  IB_USER_VERBS_CMD_CREATE_AH = 5,
+  IB_USER_VERBS_CMD_DESTROY_AH = 8,
   IB_USER_VERBS_CMD_REG_MR = 9,
   IB_USER_VERBS_CMD_DEREG_MR = 13,
   IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL = 17,
@@ -377,6 +379,42 @@ struct ib_uverbs_destroy_qp_resp {
   uint32_t events_reported;
 };
 
+struct ib_uverbs_global_route {
+  uint8_t dgid[16];
+  uint32_t flow_label;
+  uint8_t sgid_index;
+  uint8_t hop_limit;
+  uint8_t traffic_class;
+  uint8_t reserved;
+};
+
+struct ib_uverbs_ah_attr {
+  ib_uverbs_global_route grh;
+  uint16_t dlid;
+  uint8_t sl;
+  uint8_t src_path_bits;
+  uint8_t static_rate;
+  uint8_t is_global;
+  uint8_t port_num;
+  uint8_t reserved;
+};
+
+struct ib_uverbs_create_ah {
+  uint64_t response;
+  uint64_t user_handle;
+  uint32_t pd_handle;
+  uint32_t reserved;
+  ib_uverbs_ah_attr attr;
+};
+
+struct ib_uverbs_create_ah_resp {
+  uint32_t ah_handle;
+};
+
+struct ib_uverbs_destroy_ah {
+  uint32_t ah_handle;
+};
+
 // What a read of a completion channel returns, one per event: the CQ's user_handle.
 struct ib_uverbs_comp_event_desc {
   uint64_t cq_handle;
@@ -407,5 +445,6 @@ static_assert(sizeof(ib_uverbs_qp_dest) == 32 && sizeof(ib_uverbs_modify_qp) == 
 static_assert(sizeof(ib_uverbs_query_qp) == 16 && sizeof(ib_uverbs_query_qp_resp) == 128 &&
               offsetof(ib_uverbs_query_qp_resp, qp_state) == 108 && offsetof(ib_uverbs_query_qp_resp, sq_sig_all) == 122);
 static_assert(sizeof(ib_uverbs_async_event_desc) == 16);
+static_assert(sizeof(ib_uverbs_ah_attr) == 32 && sizeof(ib_uverbs_create_ah) == 56);
 
 }  // namespace ibcore::uverbs

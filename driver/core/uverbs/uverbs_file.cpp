@@ -59,6 +59,9 @@ const ib_uverbs_file::method* ib_uverbs_file::find_method(uint32_t command, bool
        sizeof(ib_uverbs_ex_modify_qp_resp), &ib_uverbs_file::ex_modify_qp},
       {IB_USER_VERBS_CMD_DESTROY_QP, false, sizeof(ib_uverbs_destroy_qp), sizeof(ib_uverbs_destroy_qp_resp),
        &ib_uverbs_file::destroy_qp},
+      {IB_USER_VERBS_CMD_CREATE_AH, false, sizeof(ib_uverbs_create_ah), sizeof(ib_uverbs_create_ah_resp),
+       &ib_uverbs_file::create_ah},
+      {IB_USER_VERBS_CMD_DESTROY_AH, false, sizeof(ib_uverbs_destroy_ah), 0, &ib_uverbs_file::destroy_ah},
   };
   for (const method& m : kMethods)
     if (m.command == command && m.ex == ex) return &m;
@@ -68,7 +71,7 @@ const ib_uverbs_file::method* ib_uverbs_file::find_method(uint32_t command, bool
 // What a process left behind goes in the order its objects depend on each other: QPs,
 // then CQs and memory, then PDs. A destroy the device refuses leaves that object to it.
 ib_uverbs_file::~ib_uverbs_file() {
-  for (const uobj_type type : {uobj_type::qp, uobj_type::cq, uobj_type::mr, uobj_type::pd})
+  for (const uobj_type type : {uobj_type::qp, uobj_type::ah, uobj_type::cq, uobj_type::mr, uobj_type::pd})
     for (uint32_t h = 0; h < uobjects_.size(); h++)
       if (uobjects_[h].type == type) destroy_uobject(h);
   if (ucontext_) dev_.dealloc_ucontext(ucontext_);
@@ -95,6 +98,10 @@ int ib_uverbs_file::destroy_uobject(uint32_t handle) {
     }
     case uobj_type::qp:
       ret = dev_.destroy_user_qp(static_cast<ib_qp*>(u.object));
+      if (!ret) uobjects_[u.pd].users--;
+      break;
+    case uobj_type::ah:
+      ret = dev_.destroy_user_ah(static_cast<ib_ah*>(u.object));
       if (!ret) uobjects_[u.pd].users--;
       break;
   }
@@ -168,13 +175,12 @@ int ib_uverbs_file::mmap(uint64_t offset, uint64_t length, ib_mmap_range* out) {
 }
 
 uint32_t ib_uverbs_file::alloc_handle(uobj_type type, void* object) {
-  for (uint32_t h = 0; h < uobjects_.size(); h++)
-    if (uobjects_[h].type == uobj_type::none) {
-      uobjects_[h] = {type, object};
-      return h;
-    }
-  uobjects_.push_back({type, object});
-  return uint32_t(uobjects_.size() - 1);
+  uint32_t h = 0;
+  while (h < uobjects_.size() && uobjects_[h].type != uobj_type::none) h++;
+  if (h == uobjects_.size()) uobjects_.emplace_back();
+  uobjects_[h].type = type;
+  uobjects_[h].object = object;
+  return h;
 }
 
 void* ib_uverbs_file::lookup(uobj_type type, uint32_t handle) const {

@@ -92,9 +92,11 @@ class ib_uverbs_file {
   int ex_modify_qp(bundle& b);
   int query_qp(bundle& b);
   int destroy_qp(bundle& b);
+  int create_ah(bundle& b);
+  int destroy_ah(bundle& b);
 
   // The handle table (the file's xarray of uobjects): a handle is an index, of one type.
-  enum class uobj_type : uint8_t { none, pd, mr, cq, qp };
+  enum class uobj_type : uint8_t { none, pd, mr, cq, qp, ah };
   struct uobject {
     uobj_type type = uobj_type::none;
     void* object = nullptr;
@@ -103,7 +105,7 @@ class ib_uverbs_file {
     std::shared_ptr<ib_uverbs_event_file> channel;  // CQ: where its completion events go
     uint32_t events_queued = 0;        // CQ: completion events; QP: async events
     uint32_t async_events_queued = 0;  // CQ
-    uint32_t pd = 0;  // MR, QP: its PD's handle
+    uint32_t pd = 0;  // MR, QP, AH: its PD's handle
   };
   uint32_t alloc_handle(uobj_type type, void* object);
   void* lookup(uobj_type type, uint32_t handle) const;

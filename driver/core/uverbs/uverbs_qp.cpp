@@ -158,6 +158,45 @@ int ib_uverbs_file::query_qp(bundle& b) {
   return respond(b, &resp, sizeof resp);
 }
 
+// RoCE reaches a peer by its GID: an address without one is refused by the driver.
+int ib_uverbs_file::create_ah(bundle& b) {
+  ib_uverbs_create_ah cmd;
+  std::memcpy(&cmd, b.core, sizeof cmd);
+  auto* pd = static_cast<ib_pd*>(lookup(uobj_type::pd, cmd.pd_handle));
+  if (!pd) return -EINVAL;
+  rdma_ah_attr attr;
+  std::memcpy(attr.dgid, cmd.attr.grh.dgid, sizeof attr.dgid);
+  attr.flow_label = cmd.attr.grh.flow_label;
+  attr.sgid_index = cmd.attr.grh.sgid_index;
+  attr.hop_limit = cmd.attr.grh.hop_limit;
+  attr.traffic_class = cmd.attr.grh.traffic_class;
+  attr.sl = cmd.attr.sl;
+  attr.static_rate = cmd.attr.static_rate;
+  attr.port_num = cmd.attr.port_num;
+  attr.ah_flags = cmd.attr.is_global ? IB_AH_GRH : 0;
+  if (attr.port_num != 1) return -EINVAL;
+  int err = 0;
+  ib_ah* ah = dev_.create_user_ah(pd, attr, b.udata, err);
+  if (!ah) return err;
+  const uint32_t handle = alloc_handle(uobj_type::ah, ah);
+  uobjects_[handle].user_handle = cmd.user_handle;
+  uobjects_[handle].pd = cmd.pd_handle;
+  uobjects_[cmd.pd_handle].users++;
+  const ib_uverbs_create_ah_resp resp{handle};
+  if (int ret = respond(b, &resp, sizeof resp)) {
+    destroy_uobject(handle);
+    return ret;
+  }
+  return 0;
+}
+
+int ib_uverbs_file::destroy_ah(bundle& b) {
+  ib_uverbs_destroy_ah cmd;
+  std::memcpy(&cmd, b.core, sizeof cmd);
+  if (!lookup(uobj_type::ah, cmd.ah_handle)) return -EINVAL;
+  return destroy_uobject(cmd.ah_handle);
+}
+
 int ib_uverbs_file::destroy_qp(bundle& b) {
   ib_uverbs_destroy_qp cmd;
   std::memcpy(&cmd, b.core, sizeof cmd);
