@@ -3,7 +3,6 @@
 #include <cerrno>
 #include <exception>
 #include <stdexcept>
-#include <cstdio>
 
 #include "model/device/regs.h"
 #include "model/sc_compat.h"
@@ -134,15 +133,15 @@ void Simulation::run_on_host(const std::function<void()>& job) {
   if (job_->error) std::rethrow_exception(job_->error);
 }
 
-// Only what is due within the slice counts as work: a timer set far ahead (a timeout that
-// will be cancelled) must not keep an idle host spinning.
+// With nothing due within the slice, time goes straight to the next thing pending: the
+// device's time runs only as its work needs, and idle is idle.
 bool Simulation::run_device(uint64_t max_ps) {
+  if (!sc_core::sc_pending_activity()) return false;
+  const sc_core::sc_time next = sc_core::sc_time_to_pending_activity();
   const sc_core::sc_time slice = sc_core::sc_time::from_value(max_ps);
-  const auto due = [&] { return sc_core::sc_pending_activity() && sc_core::sc_time_to_pending_activity() < slice; };
-  if (!due()) { if (sc_core::sc_pending_activity()) fprintf(stderr, "DBG not due: next in %s now %s\n", sc_core::sc_time_to_pending_activity().to_string().c_str(), sc_core::sc_time_stamp().to_string().c_str()); return false; }
-  sc_core::sc_start(slice, sc_core::SC_EXIT_ON_STARVATION);
+  sc_core::sc_start(next > slice ? next : slice, sc_core::SC_EXIT_ON_STARVATION);
   trace_.flush();
-  return due();
+  return sc_core::sc_pending_activity();
 }
 
 }  // namespace irdma_sim::system

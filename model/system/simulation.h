@@ -38,8 +38,9 @@ class Simulation final : public testbench::Host {
   // Runs `job` on host CPU 0 and simulates until it returns; rethrows what it throws.
   // Throws std::runtime_error if the simulation runs dry while the job still waits.
   void run_on_host(const std::function<void()>& job) override;
-  // Lets the device go on with what it has (no host job) for at most `max_ps` of simulated
-  // time, stopping early when nothing is left to do; true when something still is.
+  // Lets the device go on with what it has (no host job) for `max_ps` of simulated time, or
+  // to the next thing pending if that is later, stopping early when nothing is left; true
+  // when something still is.
   bool run_device(uint64_t max_ps);
 
   irdma::irdma_device& driver() override { return *driver_; }
