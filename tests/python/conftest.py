@@ -1,4 +1,5 @@
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -96,3 +97,16 @@ def passing_runs(path, out_dir, seeds):
         report = irdma_sim.run(str(path), out_dir / str(seed), seed=seed, trace=False)
         assert report["passed"], (seed, failed_checks(report))
         yield seed, report
+
+
+@pytest.fixture
+def host(tmp_path):
+    """irdma-sim host --dir DIR, running until the test ends: (dir, process, its exports)."""
+    directory = tmp_path / "host"
+    proc = subprocess.Popen([os.path.join(os.environ["IRDMA_SIM_BIN"], "irdma-sim"), "host", "--dir", str(directory)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    exports = dict(proc.stdout.readline().strip().removeprefix("export ").split("=", 1) for _ in range(3))
+    yield directory, proc, exports
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)

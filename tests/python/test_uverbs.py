@@ -76,19 +76,6 @@ def children(pid):
     return found
 
 
-@pytest.fixture
-def host(tmp_path):
-    """irdma-sim host --dir DIR, running until the test ends."""
-    directory = tmp_path / "host"
-    proc = subprocess.Popen([BIN, "host", "--dir", str(directory)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    exports = dict(proc.stdout.readline().strip().removeprefix("export ").split("=", 1) for _ in range(3))
-    yield directory, proc, exports
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
-
-
 def test_a_host_serves_many_commands_and_stops_on_sigterm(host):
     directory, proc, exports = host
     assert exports["IRDMA_SIM_HOST"] == str(directory / "host.sock")
@@ -141,7 +128,7 @@ def test_a_protocol_breaker_and_a_killed_application_leave_the_others_served(hos
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.connect(exports["IRDMA_SIM_HOST"])
     s.settimeout(10)
-    s.send((1).to_bytes(4, "little") + (1).to_bytes(4, "little") + os.getpid().to_bytes(4, "little") + bytes(4))
+    s.send((1).to_bytes(4, "little") + (2).to_bytes(4, "little") + os.getpid().to_bytes(4, "little") + bytes(4))
     assert s.recv(4096) == bytes(16), "ret 0, no copies, no files"
     s.send((2).to_bytes(4, "little") + (100).to_bytes(4, "little") + bytes(8))
     assert s.recv(4096) == b""
@@ -238,7 +225,7 @@ def test_a_client_that_never_reads_its_replies_is_dropped_and_the_host_serves_on
     directory, proc, exports = host
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.connect(exports["IRDMA_SIM_HOST"])
-    s.send((1).to_bytes(4, "little") + (1).to_bytes(4, "little") + os.getpid().to_bytes(4, "little") + bytes(4))
+    s.send((1).to_bytes(4, "little") + (2).to_bytes(4, "little") + os.getpid().to_bytes(4, "little") + bytes(4))
     # QUERY_PORT writes with nowhere valid to reply: each answered -EINVAL (no context), never read.
     query = (2).to_bytes(4, "little") + (24).to_bytes(4, "little") + bytes(24)
     s.settimeout(0.5)
