@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <unistd.h>
 #include <map>
@@ -128,6 +129,82 @@ struct UverbsFile : ::testing::Test {
     put(b, 8, handle);
     return b;
   }
+  // REG_MR as the provider sends it: 56 bytes {9, 14, 3}, the irdma reg type after the core.
+  std::vector<uint8_t> reg_mr(const void* start, uint64_t len, uint32_t pd, uint32_t access, uint16_t type,
+                              uint16_t cq_pages = 0, uint16_t rq_pages = 0, uint16_t sq_pages = 0) {
+    std::vector<uint8_t> b = cmd(IB_USER_VERBS_CMD_REG_MR, 14, 3);
+    put(b, 8, kResponse);
+    put(b, 16, uint64_t(reinterpret_cast<uintptr_t>(start)));
+    put(b, 24, len);
+    put(b, 32, uint64_t(reinterpret_cast<uintptr_t>(start)));
+    put(b, 40, pd);
+    put(b, 44, access);
+    put(b, 48, irdma::irdma_mem_reg_req{type, cq_pages, rq_pages, sq_pages});
+    return b;
+  }
+  std::vector<uint8_t> handle_cmd(uint32_t command, uint32_t handle, uint16_t out_words = 0) {
+    std::vector<uint8_t> b = cmd(command, out_words ? 6 : 3, out_words);
+    if (out_words) {
+      put(b, 8, kResponse);
+      put(b, 16, handle);
+      b.resize(24);
+    } else {
+      put(b, 8, handle);
+    }
+    return b;
+  }
+  // CREATE_CQ: 56 bytes {18, 14, 4}, the ring and shadow area after the core.
+  std::vector<uint8_t> create_cq(uint32_t cqe, const void* ring, const void* shadow, uint32_t vector = 0) {
+    std::vector<uint8_t> b = cmd(IB_USER_VERBS_CMD_CREATE_CQ, 14, 4);
+    put(b, 8, kResponse);
+    put(b, 16, uint64_t(0xC0FFEE));
+    put(b, 24, cqe);
+    put(b, 28, vector);
+    put(b, 32, int32_t(-1));
+    put(b, 36, uint32_t(0));
+    put(b, 40, uint64_t(reinterpret_cast<uintptr_t>(ring)));
+    put(b, 48, uint64_t(reinterpret_cast<uintptr_t>(shadow)));
+    return b;
+  }
+  // CREATE_QP: 80 bytes {24, 20, 14}, as the provider sizes a QP of 16 WRs and 1 SGE.
+  std::vector<uint8_t> create_qp(uint32_t pd, uint32_t cq, const void* bufs, uint8_t type = 2) {
+    std::vector<uint8_t> b = cmd(IB_USER_VERBS_CMD_CREATE_QP, 20, 14);
+    put(b, 8, kResponse);
+    put(b, 16, uint64_t(0xBEEF));
+    put(b, 24, pd);
+    put(b, 28, cq);
+    put(b, 32, cq);
+    put(b, 36, uint32_t(0));
+    put(b, 40, uint32_t(256));  // max_send_wr: 512 quanta of 2
+    put(b, 44, uint32_t(32));   // max_recv_wr
+    put(b, 48, uint32_t(1));
+    put(b, 52, uint32_t(1));
+    put(b, 56, uint32_t(0));
+    put(b, 60, uint8_t(0));
+    put(b, 61, type);
+    put(b, 64, uint64_t(reinterpret_cast<uintptr_t>(bufs)));
+    put(b, 72, uint64_t(0x1234'5678));
+    return b;
+  }
+  std::vector<uint8_t> modify_qp(uint32_t qp, uint32_t mask, const ib_uverbs_modify_qp& m) {
+    std::vector<uint8_t> b = cmd(IB_USER_VERBS_CMD_MODIFY_QP, 30, 0);
+    ib_uverbs_modify_qp cmd_body = m;
+    cmd_body.qp_handle = qp;
+    cmd_body.attr_mask = mask;
+    put(b, 8, cmd_body);
+    return b;
+  }
+};
+
+// Page-aligned memory of this test's own, which the kernel half pins as an application's.
+struct UserBuffer {
+  explicit UserBuffer(size_t pages) : bytes(pages * 4096), p(std::aligned_alloc(4096, bytes)) {
+    std::memset(p, 0, bytes);
+  }
+  ~UserBuffer() { std::free(p); }
+  size_t bytes;
+  void* p;
+  uint8_t* at(size_t off) const { return static_cast<uint8_t*>(p) + off; }
 };
 
 TEST_F(UverbsFile, GetContextAnswersWhatTheProviderNeedsOfAGen2Device) {
@@ -311,3 +388,123 @@ TEST(UserDoorbellPage, ItsCqArmIsTheCqArmRegisters) {
 }
 
 }  // namespace
+
+// A CQ and a QP whose rings live in this process's memory, as the provider makes them: the
+// memory registered with its irdma type first, found again by address.
+TEST_F(UverbsFile, UserCqAndQpAreMadeInRegisteredMemoryAndCheckedAsAKernelChecksThem) {
+  ASSERT_EQ(write(get_context()), 24);
+  ASSERT_EQ(write(alloc_pd()), 16);
+  const uint32_t pd = user.read<uint32_t>(kResponse);
+  UserBuffer ring(2), shadow(1), qp_mem(8 + 1 + 1), data(1);
+
+  // A CQ naming memory nobody registered: EPROTO, as irdma answers.
+  EXPECT_EQ(write(create_cq(64, ring.p, shadow.p)), -EPROTO);
+  ASSERT_EQ(write(reg_mr(ring.p, ring.bytes, pd, 1, irdma::IRDMA_MEMREG_TYPE_CQ, 2)), 56);
+  const uint32_t ring_mr = user.read<uint32_t>(kResponse);
+  EXPECT_EQ(user.read<uint32_t>(kResponse + 4), 0u) << "QP and CQ memory gets no key";
+  ASSERT_EQ(write(reg_mr(shadow.p, 64, pd, 1, irdma::IRDMA_MEMREG_TYPE_CQ, 1)), 56);
+  // A ring larger than its registered pages would let the device write past them.
+  EXPECT_EQ(write(create_cq(1000, ring.p, shadow.p)), -EINVAL);
+  ASSERT_EQ(write(reg_mr(ring.p, ring.bytes, pd, 1, irdma::IRDMA_MEMREG_TYPE_CQ, 2)), 56);
+  ASSERT_EQ(write(reg_mr(shadow.p, 64, pd, 1, irdma::IRDMA_MEMREG_TYPE_CQ, 1)), 56);
+  EXPECT_EQ(write(create_cq(64, ring.p, shadow.p, 9)), -EINVAL) << "no such vector";
+  ASSERT_EQ(write(create_cq(64, ring.p, shadow.p)), 56);
+  const uint32_t cq = user.read<uint32_t>(kResponse);
+  EXPECT_EQ(user.read<uint32_t>(kResponse + 4), 64u);
+  const auto cq_resp = user.read<irdma::irdma_create_cq_resp>(kResponse + 8);
+  EXPECT_EQ(cq_resp.cq_size, 64u);
+  EXPECT_GE(cq_resp.cq_id, 3u) << "0 is the CCQ's";
+
+  // A QP naming memory nobody registered: ENODATA; then one in its registered pages.
+  EXPECT_EQ(write(create_qp(pd, cq, qp_mem.p)), -ENODATA);
+  ASSERT_EQ(write(reg_mr(qp_mem.p, qp_mem.bytes, pd, 1, irdma::IRDMA_MEMREG_TYPE_QP, 0, 1, 8)), 56);
+  const uint32_t qp_mr = user.read<uint32_t>(kResponse);
+  EXPECT_EQ(write(create_qp(pd, cq + 7, qp_mem.p)), -EINVAL) << "a stale CQ handle";
+  ASSERT_EQ(write(create_qp(pd, cq, qp_mem.p)), 80);
+  const uint32_t qp = user.read<uint32_t>(kResponse);
+  const uint32_t qpn = user.read<uint32_t>(kResponse + 4);
+  const auto qp_resp = user.read<irdma::irdma_create_qp_resp>(kResponse + 32);
+  EXPECT_EQ(qp_resp.qp_id, qpn);
+  EXPECT_EQ(qp_resp.actual_sq_size, 256u) << "the provider's sizes come back as sent";
+  EXPECT_EQ(qp_resp.actual_rq_size, 32u);
+  EXPECT_EQ(qp_resp.qp_caps, 7u) << "RC: WRITE_IMM | SEND_IMM | ROCE, no push mode";
+  EXPECT_EQ(qp_resp.lsmm, 0);
+
+  // The state machine: INIT needs the port, the P_Key index and the rights.
+  ib_uverbs_modify_qp m{};
+  m.qp_state = ibcore::IB_QPS_RTR;
+  EXPECT_EQ(write(modify_qp(qp, ibcore::IB_QP_STATE, m)), -EINVAL) << "RESET to RTR";
+  m.qp_state = ibcore::IB_QPS_INIT;
+  m.port_num = 1;
+  m.qp_access_flags = 7;
+  EXPECT_EQ(write(modify_qp(qp, ibcore::IB_QP_STATE | ibcore::IB_QP_PORT, m)), -EINVAL) << "no P_Key index";
+  ASSERT_EQ(write(modify_qp(qp, ibcore::IB_QP_STATE | ibcore::IB_QP_PORT | ibcore::IB_QP_PKEY_INDEX |
+                                    ibcore::IB_QP_ACCESS_FLAGS, m)),
+            120);
+  // RTR on RoCE: an address without a GRH names nobody.
+  m.qp_state = ibcore::IB_QPS_RTR;
+  m.dest_qp_num = qpn;
+  m.path_mtu = 3;
+  m.max_dest_rd_atomic = 1;
+  m.min_rnr_timer = 12;
+  m.rq_psn = 77;
+  const uint32_t rtr = ibcore::IB_QP_STATE | ibcore::IB_QP_AV | ibcore::IB_QP_PATH_MTU | ibcore::IB_QP_DEST_QPN |
+                       ibcore::IB_QP_RQ_PSN | ibcore::IB_QP_MAX_DEST_RD_ATOMIC | ibcore::IB_QP_MIN_RNR_TIMER;
+  EXPECT_EQ(write(modify_qp(qp, rtr, m)), -EINVAL);
+  m.dest.is_global = 1;
+  m.dest.sgid_index = 1;
+  m.dest.hop_limit = 64;
+  ASSERT_EQ(write(modify_qp(qp, rtr, m)), 120);
+
+  // QUERY_QP answers what was set.
+  std::vector<uint8_t> q = handle_cmd(IB_USER_VERBS_CMD_QUERY_QP, qp, 32);
+  put(q, 20, uint32_t(0xFFFF));
+  ASSERT_EQ(write(q), 24);
+  const auto attr = user.read<ib_uverbs_query_qp_resp>(kResponse);
+  EXPECT_EQ(attr.qp_state, ibcore::IB_QPS_RTR);
+  EXPECT_EQ(attr.dest_qp_num, qpn);
+  EXPECT_EQ(attr.rq_psn, 77u);
+  EXPECT_EQ(attr.qp_access_flags, 7u);
+  EXPECT_EQ(attr.dest.is_global, 1);
+  EXPECT_EQ(attr.dest.hop_limit, 64);
+  EXPECT_EQ(attr.max_send_wr, 256u);
+  EXPECT_EQ(attr.max_recv_wr, 32u);
+
+  // What is in use is not destroyed; the reply of a destroy counts the events read (none).
+  EXPECT_EQ(write(handle_cmd(IB_USER_VERBS_CMD_DESTROY_CQ, cq, 2)), -EBUSY) << "a QP uses it";
+  EXPECT_EQ(write(dealloc_pd(pd)), -EBUSY) << "memory and a QP are on it";
+  ASSERT_EQ(write(handle_cmd(IB_USER_VERBS_CMD_DESTROY_QP, qp, 1)), 24);
+  EXPECT_EQ(user.read<uint32_t>(kResponse), 0u);
+  EXPECT_EQ(write(handle_cmd(IB_USER_VERBS_CMD_DESTROY_QP, qp, 1)), -EINVAL) << "a stale handle";
+  ASSERT_EQ(write(handle_cmd(IB_USER_VERBS_CMD_DESTROY_CQ, cq, 2)), 24);
+  EXPECT_EQ(user.read<uint64_t>(kResponse), 0u);
+  EXPECT_EQ(write(handle_cmd(IB_USER_VERBS_CMD_DEREG_MR, qp_mr)), 12);
+  EXPECT_EQ(write(handle_cmd(IB_USER_VERBS_CMD_DEREG_MR, ring_mr)), 12);
+  EXPECT_EQ(write(handle_cmd(IB_USER_VERBS_CMD_DEREG_MR, ring_mr)), -EINVAL);
+  file.reset();
+  EXPECT_FALSE(sim.driver().in_use()) << "closing the file freed the rest";
+}
+
+TEST_F(UverbsFile, RegMrRefusesWhatTheCoreAndTheDriverRefuse) {
+  ASSERT_EQ(write(get_context()), 24);
+  ASSERT_EQ(write(alloc_pd()), 16);
+  const uint32_t pd = user.read<uint32_t>(kResponse);
+  UserBuffer buf(4);
+  EXPECT_EQ(write(reg_mr(buf.p, buf.bytes, pd, 2, 0)), -EINVAL) << "remote write without local write";
+  EXPECT_EQ(write(reg_mr(buf.p, buf.bytes, pd, 1 << 6, 0)), -EOPNOTSUPP) << "on-demand paging";
+  EXPECT_EQ(write(reg_mr(buf.p, buf.bytes, pd + 5, 1, 0)), -EINVAL) << "no such PD";
+  EXPECT_EQ(write(reg_mr(buf.p, buf.bytes, pd, 1, 7)), -EINVAL) << "no such registration type";
+  EXPECT_EQ(write(reg_mr(reinterpret_cast<void*>(0x1000), 4096, pd, 1, 0)), -EFAULT) << "memory it does not have";
+  EXPECT_EQ(write(reg_mr(buf.p, 0, pd, 1, 0)), -EINVAL) << "nothing to register";
+  EXPECT_EQ(write(reg_mr(buf.p, buf.bytes, pd, 1, irdma::IRDMA_MEMREG_TYPE_QP, 0, 4, 4)), -EINVAL)
+      << "more queue pages than registered";
+  // A region: a key the device checks, from the CQP's REG_MR.
+  ASSERT_EQ(write(reg_mr(buf.at(100), 5000, pd, 7, 0)), 56);
+  const uint32_t lkey = user.read<uint32_t>(kResponse + 4);
+  EXPECT_NE(lkey, 0u);
+  EXPECT_EQ(user.read<uint32_t>(kResponse + 8), lkey);
+  const uint32_t mr = user.read<uint32_t>(kResponse);
+  EXPECT_EQ(write(dealloc_pd(pd)), -EBUSY);
+  EXPECT_EQ(write(handle_cmd(IB_USER_VERBS_CMD_DEREG_MR, mr)), 12);
+  EXPECT_EQ(write(dealloc_pd(pd)), 12);
+}
