@@ -113,7 +113,7 @@ ib_ucontext* irdma_device::alloc_ucontext(ib_udata& udata, int& err) {
   resp.max_hw_rq_quanta = IRDMA_MAX_WQ_QUANTA;
   resp.max_hw_wq_quanta = IRDMA_MAX_WQ_QUANTA;
   resp.min_hw_cq_size = IRDMA_MIN_CQ_SIZE;
-  resp.max_hw_cq_size = uint32_t(c.max_cqe) + 1;
+  resp.max_hw_cq_size = uint32_t(c.max_cqe);  // the provider refuses more, as ib-core would
   resp.max_hw_sq_chunk = IRDMA_MAX_QUANTA_PER_WR;
   resp.hw_rev = uint8_t(c.hw_rev);
   if ((err = ib_copy_to_udata(udata, &resp, sizeof resp))) return nullptr;

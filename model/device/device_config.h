@@ -67,6 +67,10 @@ struct DeviceConfig {
   uint64_t mac = 0x001B21A0C0DEull;
   uint16_t ud_vlan_tci = 0;
   bool ud_ipv4 = true;
+  // Whether a UD receive's buffer starts with the packet's 40-byte GRH, as RoCE hardware
+  // writes it (rdma-core's UD consumers read the payload after it). Unset: no GRH, what
+  // this project's own driver and workload read; the device host sets it.
+  std::optional<bool> ud_grh;
   FormatterKind formatter = FormatterKind::tlm;
   // The RTL CQ writer (its own formatter inside) in lock-step with a TLM twin.
   CqWriterKind cq_writer = CqWriterKind::tlm;

@@ -150,6 +150,7 @@ class QpEngine {
   // Runs a SEND, RDMA WRITE or RDMA READ against the peer QP.
   Result execute(QpContext& qp, const uint64_t* wqe, uint8_t op);
   Result execute_ud(QpContext& qp, const uint64_t* wqe, uint8_t op);
+  bool place_grh(Fragments& receive, uint32_t grh, uint64_t payload, uint32_t reported_by);
   Result execute_atomic(QpContext& qp, const uint64_t* wqe, uint8_t op);
   // A remote access under the WQE's STag: the extents land in remote_ (0 or a flush code).
   uint16_t remote_extents(uint32_t stag, uint64_t va, uint64_t len, RemoteAccess access, uint32_t pd);

@@ -3,6 +3,7 @@
 #include "model/device/qp_engine.h"
 
 #include <algorithm>
+#include <array>
 
 #include "model/device/descriptor_fields.h"
 
@@ -13,6 +14,48 @@ using namespace regs;
 namespace {
 
 constexpr uint64_t kMaxMessage = 1ull << 31;  // RoCE's largest message
+constexpr uint32_t kGrhBytes = 40;
+// What a RoCEv2 UD packet carries after its IP header besides the payload: UDP, BTH, DETH,
+// ICRC.
+constexpr uint32_t kUdOverhead = 8 + 12 + 8 + 4;
+
+// The GRH a RoCEv2 UD receive starts with: an IPv6 header, or 20 bytes of zeros and an IPv4
+// header. Loopback: the packet came from this port, its link-local GID (from the MAC) on
+// both sides; this port has no IPv4 address, so IPv4's are zero.
+std::array<uint8_t, kGrhBytes> ud_grh(uint64_t mac, bool ipv4, uint64_t payload) {
+  std::array<uint8_t, kGrhBytes> g{};
+  if (ipv4) {
+    uint8_t* ip = g.data() + 20;
+    const uint32_t total = uint32_t(20 + kUdOverhead + payload);
+    ip[0] = 0x45;
+    ip[2] = uint8_t(total >> 8);
+    ip[3] = uint8_t(total);
+    ip[6] = 0x40;  // don't fragment
+    ip[8] = 64;    // TTL
+    ip[9] = 17;    // UDP
+    uint32_t sum = 0;
+    for (int i = 0; i < 20; i += 2) sum += uint32_t(ip[i]) << 8 | ip[i + 1];
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    ip[10] = uint8_t(~sum >> 8);
+    ip[11] = uint8_t(~sum);
+    return g;
+  }
+  const uint32_t len = uint32_t(kUdOverhead + payload);
+  g[0] = 0x60;
+  g[4] = uint8_t(len >> 8);
+  g[5] = uint8_t(len);
+  g[6] = 17;  // UDP
+  g[7] = 64;  // hop limit
+  // fe80::/64, then the MAC as EUI-64 (universal/local bit flipped, FF:FE in the middle).
+  uint8_t gid[16] = {0xfe, 0x80};
+  const uint8_t m[6] = {uint8_t(mac >> 40), uint8_t(mac >> 32), uint8_t(mac >> 24),
+                        uint8_t(mac >> 16), uint8_t(mac >> 8), uint8_t(mac)};
+  const uint8_t eui[8] = {uint8_t(m[0] ^ 2), m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]};
+  std::copy(eui, eui + 8, gid + 8);
+  std::copy(gid, gid + 16, g.begin() + 8);
+  std::copy(gid, gid + 16, g.begin() + 24);
+  return g;
+}
 
 }  // namespace
 
@@ -128,19 +171,20 @@ QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_
       if (bit(wqe[3], SQ_WQE_SIGCOMPL)) complete_sq(qp, op, 0, 0);
       return Result::done;
     }
+    const uint32_t grh = cfg_.ud_grh.value_or(false) ? kGrhBytes : 0;
     const uint64_t capacity = receive.bytes();
     CqeFields rq;
     rq.op = receive_opcode(op, imm);
     rq.solicited = op == SQ_SEND_SOL;
     rq.stag_or_src_qpn = qp.id;
     rq.stag_or_ipv4 = cfg_.ud_ipv4;
-    if (total > capacity) {
+    if (total + grh > capacity) {
       rq.error = true;
       rq.major_err = MSG_ERROR_MAJOR;
       rq.minor_err = FLUSH_LOC_LEN_ERR;
-    } else if (move_payload(local.begin(), local.count, receive.begin(), receive.count, peer.id) == total) {
-      // No GRH is placed in the buffer: the drivers read none (a model choice).
-      rq.payload_len = uint32_t(total);
+    } else if (place_grh(receive, grh, total, peer.id) &&
+               move_payload(local.begin(), local.count, receive.begin(), receive.count, peer.id) == total) {
+      rq.payload_len = uint32_t(total + grh);  // the GRH counts, as in byte_len
       rq.extended = true;
       rq.smac_valid = true;
       rq.ud_smac = cfg_.mac;
@@ -159,6 +203,28 @@ QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_
   if (!delivered) counters_.ud_dropped++;
   if (bit(wqe[3], SQ_WQE_SIGCOMPL)) complete_sq(qp, op, 0, 0);
   return Result::done;
+}
+
+// Writes the GRH (`grh` bytes: 0 or 40) at the start of the receive's buffers and leaves
+// `receive` naming what follows it. False when the host refused the write.
+bool QpEngine::place_grh(Fragments& receive, uint32_t grh, uint64_t payload, uint32_t reported_by) {
+  if (!grh) return true;
+  const std::array<uint8_t, kGrhBytes> header = ud_grh(cfg_.mac, cfg_.ud_ipv4, payload);
+  const DmaPurpose purpose{DmaPurpose::payload_write, reported_by};
+  uint32_t done = 0;
+  unsigned first = 0;
+  while (done < grh && first < receive.count) {
+    Extent& f = receive.at[first];
+    const uint32_t n = uint32_t(std::min<uint64_t>(f.len, grh - done));
+    if (!dma_.write(f.addr, header.data() + done, n, purpose)) return false;
+    done += n;
+    f.addr += n;
+    f.len -= n;
+    if (f.len == 0) first++;
+  }
+  std::copy(receive.at + first, receive.at + receive.count, receive.at);
+  receive.count -= first;
+  return true;
 }
 
 // An atomic on 8 remote bytes, the original value returned into the local buffer. GEN_3

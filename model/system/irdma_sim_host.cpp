@@ -52,7 +52,9 @@ int sc_main(int argc, char** argv) {
   if (socket.empty() || sysfs.empty())
     return irdma_sim::testbench::usage_error("irdma-sim-host", kUsage, "--socket and --sysfs are needed");
   try {
-    const testbench::SimConfig cfg = config.empty() ? testbench::SimConfig{} : testbench::load_config_file(config);
+    testbench::SimConfig cfg = config.empty() ? testbench::SimConfig{} : testbench::load_config_file(config);
+    // rdma-core's UD consumers read their payload after the GRH a RoCE device writes.
+    if (!cfg.device.ud_grh) cfg.device.ud_grh = true;
     if (!out.empty()) std::filesystem::create_directories(out);
     const auto wall_start = std::chrono::steady_clock::now();
     system::Simulation sim(cfg, out.empty() ? "" : out + "/trace.jsonl");

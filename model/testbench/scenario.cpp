@@ -145,7 +145,7 @@ void check_limits(const YamlMap& top, const Scenario& sc, const std::vector<Yaml
 
 void read_device(const YamlMap& m, device::DeviceConfig& d) {
   m.allow({"generation", "clock_mhz", "cycles", "max_cq", "max_qp", "num_ceqs", "max_cqe",
-           "cqe_64byte", "rnr_retry_cycles", "formatter", "mac", "ud_vlan_tci", "ud_ipv4",
+           "cqe_64byte", "rnr_retry_cycles", "formatter", "mac", "ud_vlan_tci", "ud_ipv4", "ud_grh",
            "max_stags", "ceq_itr_us", "cq_resize", "spare_msix", "rtl_vcd", "cq_writer", "cq_writer_timing",
            "rtl_toggle_coverage", "cqp_hang_after_ns", "function_reset_at_ns", "cqe_main_half_first"});
   d.generation = uint8_t(m.u32("generation", d.generation, 2, 3));
@@ -174,6 +174,7 @@ void read_device(const YamlMap& m, device::DeviceConfig& d) {
   d.mac = m.u64("mac", d.mac, 0, (1ull << 48) - 1);
   d.ud_vlan_tci = uint16_t(m.u32("ud_vlan_tci", d.ud_vlan_tci, 0, 0xFFFF));
   d.ud_ipv4 = m.boolean("ud_ipv4", d.ud_ipv4);
+  if (m.has("ud_grh")) d.ud_grh = m.boolean("ud_grh", false);
   d.max_stags = m.u32("max_stags", d.max_stags, 2, 1u << 24);
   d.ceq_itr_us = m.u32("ceq_itr_us", d.ceq_itr_us, 0, 8190);  // INTERVAL: 12 bits of 2 us
   d.cq_resize = m.boolean("cq_resize", d.cq_resize);

@@ -159,13 +159,26 @@ def test_a_host_killed_under_an_application_fails_its_commands_and_hangs_nothing
 
 
 RDMA_CORE_TESTS = "/usr/share/doc/rdma-core/tests"
-# What the device lacks, as an E810 does: the only skips allowed.
-EXPECTED_SKIPS = {"Device memory is not supported"}
+RDMA_CORE_MODULES = ["test_device", "test_pd", "test_cq", "test_cq_events", "test_cqex", "test_qp", "test_addr",
+                     "test_mr", "test_relaxed_ordering"]
+# The only skips allowed: what an E810 lacks too (device memory, XRC, UC and raw packet QPs,
+# the provider's missing create_qp_ex and rereg), what this machine lacks (a dma-buf
+# exporter), and what the kernel half does not offer yet (memory windows, resizing).
+EXPECTED_SKIPS = re.compile(
+    r"Device memory is not supported|Create XRCD is not supported|Create (UC|Raw Packet) QP|"
+    r"Create (RC|UD) QP (with|without) extended attrs is not supported|Rereg MR is not supported|"
+    r"Allocating dmabuf is not supported|Create MW is not supported|Create memory window of type 3|"
+    r"Resize CQ is not supported")
+# The only failures allowed: the irdma provider sizes a QP of 0xffffffff WRs in a u32 that
+# overflows to a queue it can make, so the call the test expects to fail succeeds (as it
+# does on an E810).
+EXPECTED_FAILURES = {"test_create_raw_qp_ex_with_illegal_caps_max_recv_wr",
+                     "test_create_raw_qp_ex_with_illegal_caps_max_send_wr"}
 
 
 def test_rdma_cores_own_tests_pass_on_the_device(tmp_path):
-    """Debian's copy of rdma-core's tests (python3-pyverbs), gunzipped, against irdma0: the
-    modules whose verbs the kernel half has today."""
+    """Debian's copy of rdma-core's tests (python3-pyverbs), gunzipped, against irdma0: every
+    module the issue names, traffic between two contexts of one process included."""
     tests = tmp_path / "tests"
     shutil.copytree(RDMA_CORE_TESTS, tests)
     for gz in tests.glob("*.gz"):
@@ -173,14 +186,15 @@ def test_rdma_cores_own_tests_pass_on_the_device(tmp_path):
             gz.with_suffix("").write_bytes(src.read())
         gz.unlink()
     r = irdma_sim("exec", "--", sys.executable, str(tests / "run_tests.py"), "--dev", "irdma0", "-v",
-                  "tests.test_device", "tests.test_pd", timeout=600, cwd=tmp_path)
+                  *[f"tests.{m}" for m in RDMA_CORE_MODULES], timeout=600, cwd=tmp_path)
     report = r.stderr
-    assert r.returncode == 0, report[-3000:]
     ran = int(re.search(r"^Ran (\d+) tests", report, re.M).group(1))
     passed = len(re.findall(r" \.\.\. ok$", report, re.M))
     skips = re.findall(r" \.\.\. skipped '(.*)'$", report, re.M)
-    assert set(skips) <= EXPECTED_SKIPS, skips
-    assert passed + len(skips) == ran and passed >= 17, report[-3000:]
+    failed = set(re.findall(r"^(?:FAIL|ERROR): (\w+) ", report, re.M))
+    assert failed == EXPECTED_FAILURES, report[-3000:]
+    assert all(EXPECTED_SKIPS.match(s) for s in skips), [s for s in skips if not EXPECTED_SKIPS.match(s)]
+    assert passed + len(skips) + len(failed) == ran and passed >= 40, report[-3000:]
 
 
 def test_exec_finds_the_default_host_before_starting_its_own(tmp_path):
