@@ -203,6 +203,12 @@ class ib_device {
     return nullptr;
   }
   virtual int dereg_user_mr(ib_mr* /*mr*/) { return -EOPNOTSUPP; }
+  // A memory window of `type` (1 or 2) in `pd`, bound later by the application's BIND_MW.
+  virtual ib_mw* alloc_user_mw(ib_pd* /*pd*/, uint8_t /*type*/, int& err) {
+    err = -EOPNOTSUPP;
+    return nullptr;
+  }
+  virtual int dealloc_user_mw(ib_mw* /*mw*/) { return -EOPNOTSUPP; }
   // A CQ whose ring lives in user memory; destroy_cq ends it.
   virtual ib_cq* create_user_cq(ib_ucontext* /*uctx*/, const ib_cq_init_attr& /*attr*/, ib_udata& /*udata*/,
                                 int& err) {

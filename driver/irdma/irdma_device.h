@@ -165,6 +165,8 @@ class irdma_device final : public ibcore::ib_device {
   ibcore::ib_mr* reg_user_mr(ibcore::ib_ucontext* uctx, ibcore::ib_pd* pd, uint64_t start, uint64_t length,
                              uint64_t virt, int access, ibcore::ib_udata& udata, int& err) override;
   int dereg_user_mr(ibcore::ib_mr* mr) override;
+  ibcore::ib_mw* alloc_user_mw(ibcore::ib_pd* pd, uint8_t type, int& err) override;
+  int dealloc_user_mw(ibcore::ib_mw* mw) override;
   ibcore::ib_cq* create_user_cq(ibcore::ib_ucontext* uctx, const ibcore::ib_cq_init_attr& attr,
                                 ibcore::ib_udata& udata, int& err) override;
   ibcore::ib_qp* create_user_qp(ibcore::ib_ucontext* uctx, ibcore::ib_pd* pd, ibcore::ib_qp_init_attr& attr,

@@ -171,6 +171,20 @@ ErrPtr<irdma_mw> irdma_device::alloc_mw(ib_pd* pd) {
   return mw.release();
 }
 
+// A user window: type 1, bound by the application's own BIND_MW work requests (the v44
+// provider offers no other type).
+ib_mw* irdma_device::alloc_user_mw(ib_pd* pd, uint8_t type, int& err) {
+  if (type != 1) {
+    err = -EOPNOTSUPP;
+    return nullptr;
+  }
+  ErrPtr<irdma_mw> mw = alloc_mw(pd);
+  err = mw.err();
+  return err ? nullptr : mw.get();
+}
+
+int irdma_device::dealloc_user_mw(ib_mw* mw) { return dealloc_mw(static_cast<irdma_mw*>(mw)); }
+
 int irdma_device::dealloc_mw(irdma_mw* mw) {
   if (int ret = dealloc_stag(mw->stag_index, true)) return ret;
   rf_.free_rsrc(rf_.allocated_mrs, mw->stag_index);

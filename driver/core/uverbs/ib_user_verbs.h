@@ -23,6 +23,8 @@ enum ib_uverbs_write_cmds : uint32_t {
   IB_USER_VERBS_CMD_DESTROY_AH = 8,
   IB_USER_VERBS_CMD_REG_MR = 9,
   IB_USER_VERBS_CMD_DEREG_MR = 13,
+  IB_USER_VERBS_CMD_ALLOC_MW = 14,
+  IB_USER_VERBS_CMD_DEALLOC_MW = 16,
   IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL = 17,
   IB_USER_VERBS_CMD_CREATE_CQ = 18,
   IB_USER_VERBS_CMD_DESTROY_CQ = 20,
@@ -218,6 +220,22 @@ struct ib_uverbs_reg_mr_resp {
 
 struct ib_uverbs_dereg_mr {
   uint32_t mr_handle;
+};
+
+struct ib_uverbs_alloc_mw {
+  uint64_t response;
+  uint32_t pd_handle;
+  uint8_t mw_type;
+  uint8_t reserved[3];
+};
+
+struct ib_uverbs_alloc_mw_resp {
+  uint32_t mw_handle;
+  uint32_t rkey;
+};
+
+struct ib_uverbs_dealloc_mw {
+  uint32_t mw_handle;
 };
 
 struct ib_uverbs_create_cq {
@@ -436,6 +454,7 @@ static_assert(sizeof(ib_uverbs_ex_query_device_resp) == 304 &&
 static_assert(sizeof(ib_uverbs_query_port) == 16 && sizeof(ib_uverbs_query_port_resp) == 40 &&
               offsetof(ib_uverbs_query_port_resp, link_layer) == 37);
 static_assert(sizeof(ib_uverbs_reg_mr) == 40 && sizeof(ib_uverbs_reg_mr_resp) == 12);
+static_assert(sizeof(ib_uverbs_alloc_mw) == 16 && sizeof(ib_uverbs_alloc_mw_resp) == 8);
 static_assert(sizeof(ib_uverbs_create_cq) == 32 && sizeof(ib_uverbs_destroy_cq) == 16 &&
               sizeof(ib_uverbs_destroy_cq_resp) == 8);
 static_assert(sizeof(ib_uverbs_create_qp) == 56 && sizeof(ib_uverbs_create_qp_resp) == 32 &&

@@ -46,6 +46,9 @@ const ib_uverbs_file::method* ib_uverbs_file::find_method(uint32_t command, bool
       {IB_USER_VERBS_CMD_REG_MR, false, sizeof(ib_uverbs_reg_mr), sizeof(ib_uverbs_reg_mr_resp),
        &ib_uverbs_file::reg_mr},
       {IB_USER_VERBS_CMD_DEREG_MR, false, sizeof(ib_uverbs_dereg_mr), 0, &ib_uverbs_file::dereg_mr},
+      {IB_USER_VERBS_CMD_ALLOC_MW, false, sizeof(ib_uverbs_alloc_mw), sizeof(ib_uverbs_alloc_mw_resp),
+       &ib_uverbs_file::alloc_mw},
+      {IB_USER_VERBS_CMD_DEALLOC_MW, false, sizeof(ib_uverbs_dealloc_mw), 0, &ib_uverbs_file::dealloc_mw},
       {IB_USER_VERBS_CMD_CREATE_CQ, false, sizeof(ib_uverbs_create_cq), sizeof(ib_uverbs_create_cq_resp),
        &ib_uverbs_file::create_cq},
       {IB_USER_VERBS_CMD_DESTROY_CQ, false, sizeof(ib_uverbs_destroy_cq), sizeof(ib_uverbs_destroy_cq_resp),
@@ -71,7 +74,7 @@ const ib_uverbs_file::method* ib_uverbs_file::find_method(uint32_t command, bool
 // What a process left behind goes in the order its objects depend on each other: QPs,
 // then CQs and memory, then PDs. A destroy the device refuses leaves that object to it.
 ib_uverbs_file::~ib_uverbs_file() {
-  for (const uobj_type type : {uobj_type::qp, uobj_type::ah, uobj_type::cq, uobj_type::mr, uobj_type::pd})
+  for (const uobj_type type : {uobj_type::qp, uobj_type::ah, uobj_type::mw, uobj_type::cq, uobj_type::mr, uobj_type::pd})
     for (uint32_t h = 0; h < uobjects_.size(); h++)
       if (uobjects_[h].type == type) destroy_uobject(h);
   if (ucontext_) dev_.dealloc_ucontext(ucontext_);
@@ -88,6 +91,10 @@ int ib_uverbs_file::destroy_uobject(uint32_t handle) {
       break;
     case uobj_type::mr:
       ret = dev_.dereg_user_mr(static_cast<ib_mr*>(u.object));
+      if (!ret) uobjects_[u.pd].users--;
+      break;
+    case uobj_type::mw:
+      ret = dev_.dealloc_user_mw(static_cast<ib_mw*>(u.object));
       if (!ret) uobjects_[u.pd].users--;
       break;
     case uobj_type::cq: {

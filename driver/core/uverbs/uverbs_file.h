@@ -85,6 +85,8 @@ class ib_uverbs_file {
   int create_comp_channel(bundle& b);
   int reg_mr(bundle& b);
   int dereg_mr(bundle& b);
+  int alloc_mw(bundle& b);
+  int dealloc_mw(bundle& b);
   int create_cq(bundle& b);
   int destroy_cq(bundle& b);
   int create_qp(bundle& b);
@@ -96,7 +98,7 @@ class ib_uverbs_file {
   int destroy_ah(bundle& b);
 
   // The handle table (the file's xarray of uobjects): a handle is an index, of one type.
-  enum class uobj_type : uint8_t { none, pd, mr, cq, qp, ah };
+  enum class uobj_type : uint8_t { none, pd, mr, mw, cq, qp, ah };
   struct uobject {
     uobj_type type = uobj_type::none;
     void* object = nullptr;
@@ -105,7 +107,7 @@ class ib_uverbs_file {
     std::shared_ptr<ib_uverbs_event_file> channel;  // CQ: where its completion events go
     uint32_t events_queued = 0;        // CQ: completion events; QP: async events
     uint32_t async_events_queued = 0;  // CQ
-    uint32_t pd = 0;  // MR, QP, AH: its PD's handle
+    uint32_t pd = 0;  // MR, MW, QP, AH: its PD's handle
   };
   uint32_t alloc_handle(uobj_type type, void* object);
   void* lookup(uobj_type type, uint32_t handle) const;

@@ -1,5 +1,5 @@
 // REG_MR and DEREG_MR (ib_uverbs_reg_mr, ib_uverbs_dereg_mr): what ib_check_mr_access
-// refuses, then the driver's registration of the caller's pages.
+// refuses, then the driver's registration of the caller's pages; ALLOC_MW and DEALLOC_MW.
 #include <cerrno>
 #include <cstring>
 
@@ -53,6 +53,32 @@ int ib_uverbs_file::dereg_mr(bundle& b) {
   std::memcpy(&cmd, b.core, sizeof cmd);
   if (!lookup(uobj_type::mr, cmd.mr_handle)) return -EINVAL;
   return destroy_uobject(cmd.mr_handle);
+}
+
+int ib_uverbs_file::alloc_mw(bundle& b) {
+  ib_uverbs_alloc_mw cmd;
+  std::memcpy(&cmd, b.core, sizeof cmd);
+  auto* pd = static_cast<ib_pd*>(lookup(uobj_type::pd, cmd.pd_handle));
+  if (!pd || cmd.reserved[0] || cmd.reserved[1] || cmd.reserved[2]) return -EINVAL;
+  int err = 0;
+  ib_mw* mw = dev_.alloc_user_mw(pd, cmd.mw_type, err);
+  if (!mw) return err;
+  const uint32_t handle = alloc_handle(uobj_type::mw, mw);
+  uobjects_[handle].pd = cmd.pd_handle;
+  uobjects_[cmd.pd_handle].users++;
+  const ib_uverbs_alloc_mw_resp resp{handle, mw->rkey};
+  if (int ret = respond(b, &resp, sizeof resp)) {
+    destroy_uobject(handle);
+    return ret;
+  }
+  return 0;
+}
+
+int ib_uverbs_file::dealloc_mw(bundle& b) {
+  ib_uverbs_dealloc_mw cmd;
+  std::memcpy(&cmd, b.core, sizeof cmd);
+  if (!lookup(uobj_type::mw, cmd.mw_handle)) return -EINVAL;
+  return destroy_uobject(cmd.mw_handle);
 }
 
 }  // namespace ibcore::uverbs
