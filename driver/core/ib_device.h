@@ -215,6 +215,9 @@ class ib_device {
     err = -EOPNOTSUPP;
     return nullptr;
   }
+  // A user CQ moved to a ring of `cqe` entries its application registered; cq->cqe says
+  // what it holds.
+  virtual int resize_user_cq(ib_cq* /*cq*/, int /*cqe*/, ib_udata& /*udata*/) { return -EOPNOTSUPP; }
   // A QP whose queues live in user memory; `attr.cap` comes back as made.
   virtual ib_qp* create_user_qp(ib_ucontext* /*uctx*/, ib_pd* /*pd*/, ib_qp_init_attr& /*attr*/,
                                 ib_udata& /*udata*/, int& err) {

@@ -60,6 +60,10 @@ struct irdma_create_cq_req {
   uint64_t user_shadow_area;
 };
 
+struct irdma_resize_cq_req {
+  uint64_t user_cq_buffer;  // the new ring, registered as CQ memory
+};
+
 struct irdma_create_cq_resp {
   uint32_t cq_id;
   uint32_t cq_size;

@@ -49,6 +49,7 @@ struct irdma_cq : ibcore::ib_cq {
   // The ring and shadow area are an application's (ring and shadow hold only their DMA
   // addresses): it polls and arms the CQ itself, the kernel only hears its events.
   bool user_mode = false;
+  struct irdma_ucontext* uctx = nullptr;  // a user CQ's: where its resize finds its new ring
 };
 
 struct irdma_qp : ibcore::ib_qp {
@@ -169,6 +170,7 @@ class irdma_device final : public ibcore::ib_device {
   int dealloc_user_mw(ibcore::ib_mw* mw) override;
   ibcore::ib_cq* create_user_cq(ibcore::ib_ucontext* uctx, const ibcore::ib_cq_init_attr& attr,
                                 ibcore::ib_udata& udata, int& err) override;
+  int resize_user_cq(ibcore::ib_cq* cq, int cqe, ibcore::ib_udata& udata) override;
   ibcore::ib_qp* create_user_qp(ibcore::ib_ucontext* uctx, ibcore::ib_pd* pd, ibcore::ib_qp_init_attr& attr,
                                 ibcore::ib_udata& udata, int& err) override;
   int modify_user_qp(ibcore::ib_qp* qp, const ibcore::ib_qp_attr& attr, uint32_t mask) override;
@@ -235,6 +237,8 @@ class irdma_device final : public ibcore::ib_device {
   // DMA memory for a ring of `entries` CQEs (a new CQ's, or a resize's).
   hal::DmaBuffer alloc_cq_ring(uint32_t entries);
   int poll_resized(irdma_cq* cq, int num_entries, ibcore::ib_wc* wc);
+  // The CQP's MODIFY_CQ that moves a CQ to a new ring of `entries` CQEs.
+  int resize_cq_cmd(irdma_cq* cq, uint32_t entries, uint64_t ring_iova);
   void free_qp(irdma_qp* qp);
   void irdma_clean_cqes(irdma_qp* qp);
   void release_qp(irdma_qp* qp);  // its memory only

@@ -154,6 +154,7 @@ ib_cq* irdma_device::create_user_cq(ib_ucontext* ibuctx, const ib_cq_init_attr& 
   auto cq = std::make_unique<irdma_cq>();
   cq->lock = hw().exec.make_lock();
   cq->user_mode = true;
+  cq->uctx = uctx;
   cq->cq_num = uint32_t(cq_num);
   cq->cqe = int(entries);
   cq->ring = {nullptr, blocks[0], uint64_t(ring->cq_pages) * 4096};

@@ -27,6 +27,7 @@ enum ib_uverbs_write_cmds : uint32_t {
   IB_USER_VERBS_CMD_DEALLOC_MW = 16,
   IB_USER_VERBS_CMD_CREATE_COMP_CHANNEL = 17,
   IB_USER_VERBS_CMD_CREATE_CQ = 18,
+  IB_USER_VERBS_CMD_RESIZE_CQ = 19,
   IB_USER_VERBS_CMD_DESTROY_CQ = 20,
   IB_USER_VERBS_CMD_CREATE_QP = 24,
   IB_USER_VERBS_CMD_QUERY_QP = 25,
@@ -250,6 +251,17 @@ struct ib_uverbs_create_cq {
 struct ib_uverbs_create_cq_resp {
   uint32_t cq_handle;
   uint32_t cqe;
+};
+
+struct ib_uverbs_resize_cq {
+  uint64_t response;
+  uint32_t cq_handle;
+  uint32_t cqe;
+};
+
+struct ib_uverbs_resize_cq_resp {
+  uint32_t cqe;
+  uint32_t reserved;
 };
 
 struct ib_uverbs_destroy_cq {

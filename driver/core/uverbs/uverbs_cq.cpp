@@ -1,4 +1,4 @@
-// CREATE_CQ and DESTROY_CQ (ib_uverbs_create_cq, ib_uverbs_destroy_cq), and the CQ's
+// CREATE_CQ, RESIZE_CQ and DESTROY_CQ (ib_uverbs_create_cq, ...), and the CQ's
 // events: a completion event on the CQ's channel each time the device signals it
 // (ib_uverbs_comp_handler), CQ_ERR on the context's async file.
 #include <cerrno>
@@ -32,6 +32,16 @@ int ib_uverbs_file::create_cq(bundle& b) {
     return ret;
   }
   return 0;
+}
+
+int ib_uverbs_file::resize_cq(bundle& b) {
+  ib_uverbs_resize_cq cmd;
+  std::memcpy(&cmd, b.core, sizeof cmd);
+  auto* cq = static_cast<ib_cq*>(lookup(uobj_type::cq, cmd.cq_handle));
+  if (!cq) return -EINVAL;
+  if (int ret = dev_.resize_user_cq(cq, int(cmd.cqe), b.udata)) return ret;
+  const ib_uverbs_resize_cq_resp resp{uint32_t(cq->cqe), 0};
+  return respond(b, &resp, sizeof resp);
 }
 
 void ib_uverbs_file::comp_event(uint32_t cq_handle) {

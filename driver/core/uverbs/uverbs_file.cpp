@@ -51,6 +51,8 @@ const ib_uverbs_file::method* ib_uverbs_file::find_method(uint32_t command, bool
       {IB_USER_VERBS_CMD_DEALLOC_MW, false, sizeof(ib_uverbs_dealloc_mw), 0, &ib_uverbs_file::dealloc_mw},
       {IB_USER_VERBS_CMD_CREATE_CQ, false, sizeof(ib_uverbs_create_cq), sizeof(ib_uverbs_create_cq_resp),
        &ib_uverbs_file::create_cq},
+      {IB_USER_VERBS_CMD_RESIZE_CQ, false, sizeof(ib_uverbs_resize_cq), sizeof(ib_uverbs_resize_cq_resp),
+       &ib_uverbs_file::resize_cq},
       {IB_USER_VERBS_CMD_DESTROY_CQ, false, sizeof(ib_uverbs_destroy_cq), sizeof(ib_uverbs_destroy_cq_resp),
        &ib_uverbs_file::destroy_cq},
       {IB_USER_VERBS_CMD_CREATE_QP, false, sizeof(ib_uverbs_create_qp), sizeof(ib_uverbs_create_qp_resp),

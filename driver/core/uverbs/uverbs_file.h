@@ -88,6 +88,7 @@ class ib_uverbs_file {
   int alloc_mw(bundle& b);
   int dealloc_mw(bundle& b);
   int create_cq(bundle& b);
+  int resize_cq(bundle& b);
   int destroy_cq(bundle& b);
   int create_qp(bundle& b);
   int modify_qp(bundle& b);
