@@ -59,6 +59,7 @@ bench: build
 	$(BUILD)/tests/bench/irdma-sim-bench doorbell-msix
 	$(BUILD)/tests/bench/irdma-sim-soak | tail -1
 	$(BUILD)/tests/bench/vfio_user_bench
+	/usr/bin/python3 tests/bench/uverbs_bench.py $(BUILD)/bin/irdma-sim
 
 build: deps
 	@cmake --preset release -B $(BUILD) --log-level=WARNING > /dev/null

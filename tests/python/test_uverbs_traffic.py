@@ -6,6 +6,7 @@ the kernel half."""
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -130,3 +131,96 @@ def test_a_cq_overflow_raises_cq_err_on_the_async_file(host):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "0", "IBV_EVENT_CQ_ERR"
+
+
+UNREGISTERED_KEY = """
+from pyverbs.addr import AHAttr, GlobalRoute
+from pyverbs.cq import CQ
+from pyverbs.device import Context
+from pyverbs.mr import MR
+from pyverbs.pd import PD
+from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.wr import SGE, SendWR
+import pyverbs.enums as e
+
+ctx = Context(name='irdma0')
+pd = PD(ctx)
+gid = ctx.query_gid(1, 1)
+
+def attr(**fields):
+    a = QPAttr()
+    for k, v in fields.items():
+        setattr(a, k, v)
+    return a
+
+cq = CQ(ctx, 16)
+mr = MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE)
+qps = [QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=QPCap(max_send_wr=8, max_recv_wr=4)))
+       for _ in range(2)]
+for q, p in ((qps[0], qps[1]), (qps[1], qps[0])):
+    q.to_init(attr(qp_access_flags=e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_LOCAL_WRITE))
+    a = attr(dest_qp_num=p.qp_num, path_mtu=e.IBV_MTU_1024, max_dest_rd_atomic=1, min_rnr_timer=12)
+    a.ah_attr = AHAttr(gr=GlobalRoute(dgid=gid, sgid_index=1), is_global=1, port_num=1)
+    q.to_rtr(a)
+    q.to_rts(attr(timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=1))
+
+def write(wr_id, lkey, length):
+    wr = SendWR(wr_id=wr_id, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(mr.buf, length, lkey)],
+                send_flags=e.IBV_SEND_SIGNALED)
+    wr.set_wr_rdma(mr.rkey, mr.buf + 2048)
+    qps[0].post_send(wr)
+
+write(1, mr.lkey, 64)          # fine
+write(2, mr.lkey ^ 0x5500, 64)  # a key nobody registered
+write(3, mr.lkey, 64)          # behind it: flushed
+statuses = []
+for _ in range(100000):
+    n, wcs = cq.poll(4)
+    statuses += [(wc.wr_id, wc.status) for wc in wcs]
+    if len(statuses) == 3:
+        break
+print(statuses)
+"""
+
+
+def test_a_wqe_naming_an_unregistered_key_fails_with_a_protection_error_and_flushes_the_rest(host):
+    _, _, exports = host
+    r = subprocess.run([sys.executable, "-c", UNREGISTERED_KEY], env=dict(os.environ, **exports),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    # IBV_WC_SUCCESS 0, IBV_WC_LOC_PROT_ERR 4, IBV_WC_WR_FLUSH_ERR 5
+    assert r.stdout.strip() == "[(1, 0), (2, 4), (3, 5)]"
+
+
+def test_an_application_killed_with_traffic_in_flight_leaves_the_others_served(host):
+    directory, proc, exports = host
+    env = dict(os.environ, **exports)
+    victim = subprocess.Popen([sys.executable, os.path.join(HERE, "uverbs", "rc_traffic.py"), "16", "100000"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(2)
+    assert victim.poll() is None, "still moving data when killed"
+    victim.kill()
+    victim.wait()
+    (s_rc, s_out), (c_rc, c_out) = pair(exports, ["ibv_rc_pingpong", "-g", "1", "-n", "100"],
+                                        ["ibv_rc_pingpong", "-g", "1", "-n", "100", "localhost"])
+    assert s_rc == 0 and c_rc == 0, s_out + c_out
+    assert proc.poll() is None
+
+
+def test_a_host_killed_under_traffic_ends_the_application_without_a_hang(host):
+    directory, proc, exports = host
+    app = subprocess.Popen([sys.executable, os.path.join(HERE, "uverbs", "rc_traffic.py"), "4", "100000"],
+                           env=dict(os.environ, **exports), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2)
+    assert app.poll() is None
+    for child in [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+        try:
+            if "irdma-sim-host" in open(f"/proc/{child}/cmdline").read() and \
+                    str(directory) in open(f"/proc/{child}/cmdline").read():
+                os.kill(child, signal.SIGKILL)
+        except OSError:
+            pass
+    # Its completions stop; its own bounded wait gives up, its next command fails: no hang.
+    _, err = app.communicate(timeout=60)
+    assert app.returncode != 0
+    assert "TimeoutError" in err or "Input/output error" in err or "errno: 5" in err, err[-2000:]
