@@ -18,7 +18,8 @@ def perftest_row(out, column):
     lines = out.splitlines()
     for i, line in enumerate(lines):
         if line.strip().startswith("#bytes"):
-            head = [h.split("[")[0] for h in re.split(r"\s{2,}", line.strip())]
+            # Columns are two spaces apart, but for the first two of the latency tables'.
+            head = [h.split("[")[0] for h in re.split(r"\s{2,}", line.strip().replace("#bytes #", "#bytes  #"))]
             return float(lines[i + 1].split()[head.index(column)])
     raise SystemExit("no result table in:\n" + out)
 

@@ -59,9 +59,9 @@ def perftest_figure(out, column):
     lines = out.splitlines()
     for i, line in enumerate(lines):
         if line.strip().startswith("#bytes"):
-            head = re.split(r"\s{2,}", line.strip())
-            row = lines[i + 1].split()
-            return float(row[[h.split("[")[0] for h in head].index(column)])
+            # Columns are two spaces apart, but for the first two of the latency tables'.
+            head = [h.split("[")[0] for h in re.split(r"\s{2,}", line.strip().replace("#bytes #", "#bytes  #"))]
+            return float(lines[i + 1].split()[head.index(column)])
     raise AssertionError("no result table in:\n" + out)
 
 
