@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "driver/core/ib_verbs.h"
 
@@ -230,6 +231,8 @@ struct ib_qp_attr {
 // nothing it does not take, for RC and UD QPs.
 bool ib_modify_qp_is_ok(ib_qp_state cur, ib_qp_state next, ib_qp_type type, uint32_t mask);
 
+struct ib_event;
+
 class ib_qp {
  public:
   virtual ~ib_qp() = default;
@@ -237,6 +240,9 @@ class ib_qp {
   ib_cq* recv_cq = nullptr;
   uint32_t qp_num = 0;
   ib_qp_type qp_type = IB_QPT_RC;
+  // The QP's asynchronous events (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR), called from the
+  // event queue's handler with no lock held.
+  std::function<void(const ib_event&)> event_handler;
 };
 
 }  // namespace ibcore

@@ -238,6 +238,7 @@ inline constexpr uint32_t IRDMA_PFINT_AEQCTL = 0x0016CB00;
 
 // AEQE (spec C.6, GEN_1/2 layout): qword0 the context, qword1 these.
 inline constexpr uint64_t IRDMA_AEQE_QPCQID_LOW = GENMASK_ULL(17, 0);
+inline constexpr unsigned IRDMA_AEQE_QPCQID_LOW_BITS = 18;
 inline constexpr uint64_t IRDMA_AEQE_AECODE = GENMASK_ULL(45, 34);
 inline constexpr uint64_t IRDMA_AEQE_QPCQID_HI = BIT_ULL(46);
 inline constexpr uint64_t IRDMA_AEQE_AESRC = GENMASK_ULL(53, 50);
@@ -288,6 +289,8 @@ enum irdma_ae_source : uint8_t {
   IRDMA_AE_SOURCE_CQ_1010 = 0xa,
   IRDMA_AE_SOURCE_CQ_1110 = 0xe,
 };
+// The odd sources name a QP (its RQ 0x1, its SQ 0x5, ...).
+inline constexpr bool irdma_ae_source_is_qp(uint8_t src) { return src & 1; }
 inline constexpr bool irdma_ae_source_is_cq(uint8_t src) {
   return src == IRDMA_AE_SOURCE_CQ || src == IRDMA_AE_SOURCE_CQ_0110 || src == IRDMA_AE_SOURCE_CQ_1010 ||
          src == IRDMA_AE_SOURCE_CQ_1110;

@@ -196,9 +196,11 @@ void irdma_event_queues::aeq_handler() {
   process_aeq();
 }
 
-// irdma_process_aeq, as far as CQs go: CQ_OPERATION_ERROR (the device's overflow) and a
-// CQ's catastrophic error become IB_EVENT_CQ_ERR on the CQ's event handler. Consumed
-// entries go back through AEQALLOC before the vector is enabled again.
+// irdma_process_aeq, as far as CQs and QPs go: CQ_OPERATION_ERROR (the device's overflow)
+// and a CQ's catastrophic error become IB_EVENT_CQ_ERR on the CQ's event handler; a QP's
+// error, which the device reports once as it moves the QP to error and flushes it, the QP
+// event its AE stands for. Consumed entries go back through AEQALLOC before the vector is
+// enabled again.
 void irdma_event_queues::process_aeq() {
   auto* ring = static_cast<uint64_t*>(aeq_.ring.cpu);
   uint32_t consumed = 0;
@@ -215,6 +217,12 @@ void irdma_event_queues::process_aeq() {
     consumed++;
     const auto code = uint16_t(FIELD_GET(IRDMA_AEQE_AECODE, info));
     const auto src = uint8_t(FIELD_GET(IRDMA_AEQE_AESRC, info));
+    if (irdma_ae_source_is_qp(src)) {
+      qp_event(uint32_t(FIELD_GET(IRDMA_AEQE_QPCQID_LOW, info) |
+                        FIELD_GET(IRDMA_AEQE_QPCQID_HI, info) << IRDMA_AEQE_QPCQID_LOW_BITS),
+               ctx, code);
+      continue;
+    }
     if (!irdma_ae_source_is_cq(src) ||
         (code != IRDMA_AE_CQ_OPERATION_ERROR && code != IRDMA_AE_LCE_CQ_CATASTROPHIC))
       continue;
@@ -231,6 +239,21 @@ void irdma_event_queues::process_aeq() {
   if (consumed) rf_.sc_dev.hw.bar0.write32(IRDMA_AEQALLOC, consumed);
   rf_.sc_dev.hw.bar0.write32(IRDMA_GLINT_DYN_CTL(aeq_.vector),
                    uint32_t(IRDMA_GLINT_DYN_CTL_INTENA | IRDMA_GLINT_DYN_CTL_CLEARPBA));
+}
+
+// irdma_ib_qp_event: the QP, if it still lives, hears the event its AE stands for.
+void irdma_event_queues::qp_event(uint32_t qp_num, uint64_t ctx, uint16_t code) {
+  irdma_qp* qp = rf_.irdma_qp_add_ref(qp_num, ctx);
+  if (!qp) {
+    bump(rf_.stats.stale_qp_errors);
+    return;
+  }
+  bump(rf_.stats.qp_errors);
+  static constexpr ib_event_type kEvent[] = {IB_EVENT_QP_FATAL, IB_EVENT_QP_ACCESS_ERR, IB_EVENT_QP_REQ_ERR};
+  ib_event e{&rf_.iwdev, nullptr, kEvent[irdma_ae_to_qp_err_code(code).event_type]};
+  e.qp = qp;
+  if (qp->event_handler) qp->event_handler(e);
+  irdma_pci_f::irdma_qp_rem_ref(qp);
 }
 
 }  // namespace irdma

@@ -78,6 +78,7 @@ class irdma_event_queues {
   void destroy_aeq();
   void aeq_handler();
   void process_aeq();
+  void qp_event(uint32_t qp_num, uint64_t ctx, uint16_t code);
   void watchdog();
   // One look at a queue: true when its interrupt is overdue.
   static bool overdue(irdma_eq_watch& w, bool pending);

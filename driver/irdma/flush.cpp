@@ -124,7 +124,7 @@ void irdma_device::recover_from_reset() {
     // A QP still in the table has not reached free_qp's cancel of its flush work.
     std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
     for (irdma_qp_uk* uk : rf_.qp_table) {
-      if (!uk) continue;
+      if (!uk || to_iwqp(uk)->user_mode) continue;  // a user QP's rings are its provider's to flush
       irdma_qp* qp = to_iwqp(uk);
       {
         std::lock_guard<hal::Lock> qp_guard(*qp->lock);

@@ -71,6 +71,7 @@ struct irdma_qp : ibcore::ib_qp {
   // What ib_query_qp answers: the attributes last set, the caps it was made with.
   ibcore::ib_qp_attr attr;
   ibcore::ib_qp_init_attr init_attr;
+  std::atomic<unsigned> refcnt{0};  // the AEQ handler's, which a destroy waits out
 };
 
 struct irdma_pd : ibcore::ib_pd {};
@@ -241,6 +242,10 @@ class irdma_device final : public ibcore::ib_device {
   int resize_cq_cmd(irdma_cq* cq, uint32_t entries, uint64_t ring_iova);
   void free_qp(irdma_qp* qp);
   void irdma_clean_cqes(irdma_qp* qp);
+  // Into the qp_table once the device has it, where polls and the AEQ handler find it; out
+  // of it with its id freed and the handlers' references waited out.
+  void publish_qp(irdma_qp* qp);
+  void unpublish_qp(irdma_qp* qp);
   void release_qp(irdma_qp* qp);  // its memory only
   // Software flush completions (spec G.7, flush.cpp): one QP's work for flush_wq_, true
   // when it must run again; a queue's outstanding WQEs into completions (CQ and QP locked),

@@ -18,6 +18,7 @@ namespace irdma {
 
 class irdma_device;
 struct irdma_cq;
+struct irdma_qp;
 
 // What the driver is told rather than what it finds: Linux's module parameters.
 struct irdma_params {
@@ -41,6 +42,8 @@ struct irdma_event_counters {
   uint64_t aeqes = 0;        // AEQEs consumed
   uint64_t cq_errors = 0;    // IB_EVENT_CQ_ERR raised
   uint64_t stale_cq_errors = 0;  // CQ error AEQEs for a CQ destroyed before they were read: dropped
+  uint64_t qp_errors = 0;        // QP events raised (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR)
+  uint64_t stale_qp_errors = 0;  // QP error AEQEs for a QP destroyed before they were read: dropped
   uint64_t cqes_cleaned = 0; // unpolled CQEs of destroyed QPs, never reported (flushes aside)
   uint64_t ceqes_left = 0;   // unconsumed in a CEQ when it was destroyed
   uint64_t cqes_left = 0;    // unpolled in a CQ when it was destroyed (flushes aside)
@@ -78,6 +81,9 @@ struct irdma_pci_f {
   // The live CQ of a context, referenced so that destroy_cq waits for the caller, or null.
   irdma_cq* irdma_cq_add_ref(uint64_t ctx);
   static void irdma_cq_rem_ref(irdma_cq* cq);
+  // The live QP of an id and completion context, referenced likewise, or null.
+  irdma_qp* irdma_qp_add_ref(uint32_t qp_num, uint64_t compl_ctx);
+  static void irdma_qp_rem_ref(irdma_qp* qp);
   irdma_event_counters event_counters() const;
 
   irdma_sc_dev sc_dev;
@@ -101,7 +107,7 @@ struct irdma_pci_f {
   // Bumped by handlers of different vectors and by destroys.
   struct event_stats {
     std::atomic<uint64_t> interrupts{0}, ceqes{0}, stale_ceqes{0}, comp_events{0}, aeqes{0}, cq_errors{0},
-        stale_cq_errors{0}, cqes_cleaned{0}, ceqes_left{0}, cqes_left{0}, missed_interrupts{0};
+        stale_cq_errors{0}, qp_errors{0}, stale_qp_errors{0}, cqes_cleaned{0}, ceqes_left{0}, cqes_left{0}, missed_interrupts{0};
   } stats;
 
  private:

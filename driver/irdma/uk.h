@@ -179,6 +179,19 @@ uint32_t irdma_uk_clean_cq(uint64_t qp_compl_ctx, irdma_cq_uk* cq);
 // How many unpolled CQEs still name a QP, flush CQEs aside (what a destroyed CQ took with it).
 uint32_t irdma_uk_cq_unpolled(const irdma_cq_uk* cq);
 
+enum irdma_qp_event_type : uint8_t {
+  IRDMA_QP_EVENT_CATASTROPHIC = 0,
+  IRDMA_QP_EVENT_ACCESS_ERR = 1,
+  IRDMA_QP_EVENT_REQ_ERR = 2,
+};
+struct irdma_qp_err {
+  uint16_t flush_code;
+  irdma_qp_event_type event_type;
+};
+// The flush code and QP event an asynchronous event id stands for (spec G.5, GEN_3-era
+// table): how a GEN_3 flush CQE's minor code reads, and what a QP's AEQE reports.
+irdma_qp_err irdma_ae_to_qp_err_code(uint16_t ae_id);
+
 struct irdma_sge {
   uint64_t addr = 0;
   uint32_t length = 0;

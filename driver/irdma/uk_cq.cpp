@@ -60,9 +60,10 @@ inline irdma_qp_uk* cqe_qp(const irdma_cq_uk* cq, uint64_t qword1, uint32_t qp_i
   return qp && qp->compl_ctx == qword1 ? qp : nullptr;
 }
 
-// The flush code an asynchronous event id stands for (spec G.5, GEN_3-era table).
-uint16_t ae_to_flush_code(uint16_t ae) {
-  switch (ae) {
+}  // namespace
+
+irdma_qp_err irdma_ae_to_qp_err_code(uint16_t ae_id) {
+  switch (ae_id) {
     case IRDMA_AE_AMP_UNALLOCATED_STAG:
     case IRDMA_AE_AMP_INVALID_STAG:
     case IRDMA_AE_AMP_BAD_QP:
@@ -73,44 +74,46 @@ uint16_t ae_to_flush_code(uint16_t ae) {
     case IRDMA_AE_AMP_RIGHTS_VIOLATION:
     case IRDMA_AE_AMP_TO_WRAP:
     case IRDMA_AE_PRIV_OPERATION_DENIED:
-      return FLUSH_PROT_ERR;
+      return {FLUSH_PROT_ERR, IRDMA_QP_EVENT_ACCESS_ERR};
     case IRDMA_AE_UDA_XMIT_BAD_PD:
     case IRDMA_AE_WQE_UNEXPECTED_OPCODE:
-      return FLUSH_LOC_QP_OP_ERR;
+      return {FLUSH_LOC_QP_OP_ERR, IRDMA_QP_EVENT_CATASTROPHIC};
     case IRDMA_AE_UDA_XMIT_DGRAM_TOO_LONG:
     case IRDMA_AE_UDA_XMIT_DGRAM_TOO_SHORT:
     case IRDMA_AE_UDA_L4LEN_INVALID:
     case IRDMA_AE_DDP_UBE_DDP_MESSAGE_TOO_LONG_FOR_AVAILABLE_BUFFER:
     case IRDMA_AE_DDP_UBE_INVALID_MO:
-      return FLUSH_LOC_LEN_ERR;
+      return {FLUSH_LOC_LEN_ERR, IRDMA_QP_EVENT_CATASTROPHIC};
     case IRDMA_AE_AMP_INVALIDATE_NO_REMOTE_ACCESS_RIGHTS:
     case IRDMA_AE_IB_REMOTE_ACCESS_ERROR:
-      return FLUSH_REM_ACCESS_ERR;
+      return {FLUSH_REM_ACCESS_ERR, IRDMA_QP_EVENT_ACCESS_ERR};
     case IRDMA_AE_AMP_MWBIND_VALID_STAG:
     case IRDMA_AE_AMP_MWBIND_INVALID_RIGHTS:
     case IRDMA_AE_AMP_MWBIND_INVALID_BOUNDS:
     case IRDMA_AE_AMP_MWBIND_BIND_DISABLED:
-      return FLUSH_MW_BIND_ERR;
+      return {FLUSH_MW_BIND_ERR, IRDMA_QP_EVENT_ACCESS_ERR};
     case IRDMA_AE_LLP_TOO_MANY_RETRIES:
-      return FLUSH_RETRY_EXC_ERR;
+      return {FLUSH_RETRY_EXC_ERR, IRDMA_QP_EVENT_CATASTROPHIC};
     case IRDMA_AE_IB_INVALID_REQUEST:
-      return FLUSH_REM_INV_REQ_ERR;
+      return {FLUSH_REM_INV_REQ_ERR, IRDMA_QP_EVENT_REQ_ERR};
     case IRDMA_AE_LLP_RECEIVED_MPA_CRC_ERROR:
     case IRDMA_AE_LLP_SEGMENT_TOO_SMALL:
     case IRDMA_AE_ROCE_RSP_LENGTH_ERROR:
     case IRDMA_AE_IB_REMOTE_OP_ERROR:
-      return FLUSH_REM_OP_ERR;
+      return {FLUSH_REM_OP_ERR, IRDMA_QP_EVENT_CATASTROPHIC};
     case IRDMA_AE_LLP_TOO_MANY_RNRS:
-      return FLUSH_RNR_RETRY_EXC_ERR;
+      return {FLUSH_RNR_RETRY_EXC_ERR, IRDMA_QP_EVENT_CATASTROPHIC};
     case IRDMA_AE_LCE_QP_CATASTROPHIC:
     case IRDMA_AE_REMOTE_QP_CATASTROPHIC:
     case IRDMA_AE_LOCAL_QP_CATASTROPHIC:
     case IRDMA_AE_RCE_QP_CATASTROPHIC:
-      return FLUSH_FATAL_ERR;
+      return {FLUSH_FATAL_ERR, IRDMA_QP_EVENT_CATASTROPHIC};
     default:
-      return FLUSH_GENERAL_ERR;
+      return {FLUSH_GENERAL_ERR, IRDMA_QP_EVENT_CATASTROPHIC};
   }
 }
+
+namespace {
 
 // An error CQE's codes (spec D.4 step 4). Off the hot path.
 __attribute__((cold, noinline)) void decode_error(const irdma_cq_uk* cq, uint64_t* cqe,
@@ -125,7 +128,7 @@ __attribute__((cold, noinline)) void decode_error(const irdma_cq_uk* cq, uint64_
       WRITE_ONCE(cqe[3], qword3);
     }
   } else if (cq->hw_rev >= IRDMA_GEN_3 && info->major_err == IRDMA_SRQFLUSH_RSVD_MAJOR_ERR) {
-    info->minor_err = ae_to_flush_code(info->minor_err);  // GEN_3 never parks: no rewrite
+    info->minor_err = irdma_ae_to_qp_err_code(info->minor_err).flush_code;  // GEN_3 never parks: no rewrite
     info->comp_status = IRDMA_COMPL_STATUS_FLUSHED;
   } else {
     info->comp_status = IRDMA_COMPL_STATUS_UNKNOWN;

@@ -60,12 +60,24 @@ irdma_cq* irdma_pci_f::irdma_cq_add_ref(uint64_t ctx) {
 
 void irdma_pci_f::irdma_cq_rem_ref(irdma_cq* cq) { cq->refcnt.fetch_sub(1, std::memory_order_release); }
 
+irdma_qp* irdma_pci_f::irdma_qp_add_ref(uint32_t qp_num, uint64_t compl_ctx) {
+  std::lock_guard<hal::Lock> guard(*rsrc_lock);
+  irdma_qp_uk* uk = qp_num < qp_table.size() ? qp_table[qp_num] : nullptr;
+  if (!uk || uk->compl_ctx != compl_ctx) return nullptr;
+  irdma_qp* qp = to_iwqp(uk);
+  qp->refcnt.fetch_add(1, std::memory_order_relaxed);
+  return qp;
+}
+
+void irdma_pci_f::irdma_qp_rem_ref(irdma_qp* qp) { qp->refcnt.fetch_sub(1, std::memory_order_release); }
+
 irdma_event_counters irdma_pci_f::event_counters() const {
   const auto get = [](const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); };
   const irdma_reset::counters& r = reset.stats();
   return {get(stats.interrupts),     get(stats.ceqes),           get(stats.stale_ceqes),
           get(stats.comp_events),    get(stats.aeqes),           get(stats.cq_errors),
-          get(stats.stale_cq_errors), get(stats.cqes_cleaned),   get(stats.ceqes_left),
+          get(stats.stale_cq_errors), get(stats.qp_errors),      get(stats.stale_qp_errors),
+          get(stats.cqes_cleaned),   get(stats.ceqes_left),
           get(stats.cqes_left),      get(stats.missed_interrupts), get(r.requests),
           get(r.pci_errors),         get(r.on_cqp_timeout),      get(r.on_pci_error),
           get(r.on_function_lost),   reset.requested_ns()};

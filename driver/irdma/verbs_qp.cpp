@@ -122,10 +122,7 @@ ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr, ib_pd* pd) {
     release();
     return ErrPtr<irdma_qp>::error(ret);
   }
-  {
-    std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
-    smp_store_release(rf_.qp_table[qp_num], &q);
-  }
+  publish_qp(qp.get());
   qp->send_cq->usecnt++;
   qp->recv_cq->usecnt++;
   attr.cap.max_send_wr = irdma_uk_sq_max_wrs(q);
@@ -178,11 +175,7 @@ void irdma_device::free_qp(irdma_qp* qp) {
   }
   // Out of the table before its flush work is cancelled: recover_from_reset schedules work only
   // for QPs in the table.
-  {
-    std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
-    smp_store_release(rf_.qp_table[qp->qp_num], static_cast<irdma_qp_uk*>(nullptr));
-    rf_.free_rsrc_locked(rf_.allocated_qps, qp->qp_num);
-  }
+  unpublish_qp(qp);
   flush_wq_.cancel_sync(qp);
   for (irdma_cq* cq : cqs) {
     std::lock_guard<hal::Lock> guard(*cq->lock);
@@ -194,10 +187,25 @@ void irdma_device::free_qp(irdma_qp* qp) {
   release_qp(qp);
 }
 
+void irdma_device::publish_qp(irdma_qp* qp) {
+  std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
+  smp_store_release(rf_.qp_table[qp->qp_num], &qp->qp_uk);
+}
+
+// Handlers that took it from the table before it left go first (wait_for_completion).
+void irdma_device::unpublish_qp(irdma_qp* qp) {
+  {
+    std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
+    smp_store_release(rf_.qp_table[qp->qp_num], static_cast<irdma_qp_uk*>(nullptr));
+    rf_.free_rsrc_locked(rf_.allocated_qps, qp->qp_num);
+  }
+  while (qp->refcnt.load(std::memory_order_acquire)) hw().exec.delay_ns(1000);
+}
+
 void irdma_device::release_qp(irdma_qp* qp) {
   qp->send_cq->usecnt--;
   qp->recv_cq->usecnt--;
-  hw().dma.free_coherent(qp->queues);
+  if (qp->queues) hw().dma.free_coherent(qp->queues);  // a user QP's are the application's
   hw().dma.free_coherent(qp->host_ctx);
   delete qp;
 }

@@ -96,6 +96,7 @@ ib_qp* irdma_device::create_user_qp(ib_ucontext* ibuctx, ib_pd* pd, ib_qp_init_a
   q.rq_ring.size = attr.cap.max_recv_wr;
   q.rq_shift = rqshift;
   q.compl_ctx = req.user_compl_ctx;
+  q.back_qp = static_cast<ib_qp*>(qp.get());
   qp->sq_pa = blocks[0];
   qp->rq_pa = blocks[mem->sq_pages];
   qp->shadow_pa = blocks[size_t(mem->sq_pages) + mem->rq_pages];
@@ -111,6 +112,7 @@ ib_qp* irdma_device::create_user_qp(ib_ucontext* ibuctx, ib_pd* pd, ib_qp_init_a
     rf_.free_rsrc(rf_.allocated_qps, uint32_t(qp_num));
     return nullptr;
   }
+  publish_qp(qp.get());  // for its asynchronous events
   qp->send_cq->usecnt++;
   qp->recv_cq->usecnt++;
   irdma_create_qp_resp resp{};
@@ -188,11 +190,8 @@ int irdma_device::query_user_qp(ib_qp* ibqp, ib_qp_attr* attr, ib_qp_init_attr* 
 int irdma_device::destroy_user_qp(ib_qp* ibqp) {
   auto* qp = static_cast<irdma_qp*>(ibqp);
   if (const int ret = destroy_qp_cmd(qp)) return ret;
-  rf_.free_rsrc(rf_.allocated_qps, qp->qp_num);
-  qp->send_cq->usecnt--;
-  qp->recv_cq->usecnt--;
-  hw().dma.free_coherent(qp->host_ctx);
-  delete qp;
+  unpublish_qp(qp);
+  release_qp(qp);
   return 0;
 }
 

@@ -14,10 +14,21 @@
 
 namespace irdma_sim::device {
 
-// AE codes and sources this device raises.
+// AE codes and sources this device raises. A QP's error names the queue whose work failed:
+// the SQ's (the requester) or the RQ's (the responder). The AMP_* codes are in stag_table.h.
 inline constexpr uint16_t AE_CQ_OPERATION_ERROR = 0x0203;
+inline constexpr uint16_t AE_IB_INVALID_REQUEST = 0x0208;
+inline constexpr uint16_t AE_WQE_UNEXPECTED_OPCODE = 0x020a;
+inline constexpr uint16_t AE_IB_REMOTE_ACCESS_ERROR = 0x020d;
+inline constexpr uint16_t AE_IB_REMOTE_OP_ERROR = 0x020e;
+inline constexpr uint16_t AE_DDP_MESSAGE_TOO_LONG = 0x0303;
+inline constexpr uint16_t AE_AMP_MWBIND_INVALID_RIGHTS = 0x0118;
+inline constexpr uint16_t AE_LLP_TOO_MANY_RETRIES = 0x050a;
+inline constexpr uint16_t AE_LCE_QP_CATASTROPHIC = 0x0700;
 inline constexpr uint16_t AE_LCE_CQ_CATASTROPHIC = 0x0702;
+inline constexpr uint8_t AE_SOURCE_RQ = 0x1;
 inline constexpr uint8_t AE_SOURCE_CQ = 0x2;
+inline constexpr uint8_t AE_SOURCE_SQ = 0x5;
 
 struct AsyncEvent {
   uint64_t ctx = 0;      // the object's completion context

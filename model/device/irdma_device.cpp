@@ -56,7 +56,7 @@ IrdmaDevice::IrdmaDevice(sc_core::sc_module_name name, const DeviceConfig& cfg,
       aeq_(dma_port_, time_, trace, vectors_),
       cq_(dma_port_, time_, ceq_, aeq_, trace, make_cq_writer),
       stags_(cfg_.max_stags),
-      qp_(cfg_, dma_port_, time_, cq_, stags_, hmc_, trace),
+      qp_(cfg_, dma_port_, time_, cq_, aeq_, stags_, hmc_, trace),
       cqp_(cfg_, dma_port_, time_, hmc_, cq_, qp_, stags_, ceq_, aeq_, trace),
       ready_at_ps_(uint64_t(cfg.ready_after_us) * 1'000'000),
       msix_(cfg.msix_vectors()) {
@@ -204,7 +204,10 @@ void IrdmaDevice::write_reg(uint64_t off, uint32_t value, uint64_t due_ps) {
         queue(WorkKind::cqp_start, uint64_t(ccqp_high_) << 32 | ccqp_low_, due_ps);
       return;
     case CQPDB: queue(WorkKind::cqp_doorbell, value, due_ps); return;
-    case WQEALLOC: queue_sq(WorkKind::sq_doorbell, get(value, WQEALLOC_QPID), due_ps); return;
+    case WQEALLOC:
+      counters_.sq_doorbells++;
+      queue_sq(WorkKind::sq_doorbell, get(value, WQEALLOC_QPID), due_ps);
+      return;
     case CQARM:
       counters_.cq_arms++;
       control(WorkKind::cq_arm, value, due_ps);

@@ -41,6 +41,7 @@ struct DeviceCounters {
   uint64_t mmio_writes = 0;
   uint64_t mmio_reads = 0;
   uint64_t bad_mmio = 0;       // refused: no such register, a bad width, or memory decode off
+  uint64_t sq_doorbells = 0;   // WQEALLOC writes
   uint64_t cq_arms = 0;
   uint64_t cq_acks = 0;        // CQACK writes, whether or not their CQ still exists
   uint64_t msix_sent = 0;

@@ -32,9 +32,9 @@ bool executable(uint8_t op) {
 
 }  // namespace
 
-QpEngine::QpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
+QpEngine::QpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs, AeqEngine& aeq,
                    StagTable& stags, Hmc& hmc, trace::TraceLog& trace)
-    : cfg_(cfg), dma_(dma), time_(time), cqs_(cqs), trace_(trace), stags_(stags), hmc_(hmc) {}
+    : cfg_(cfg), dma_(dma), time_(time), cqs_(cqs), aeq_(aeq), trace_(trace), stags_(stags), hmc_(hmc) {}
 
 uint16_t QpEngine::load_ctx(QpContext& qp) {
   uint64_t ctx[kQpCtxBytes / 8];

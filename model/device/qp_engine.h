@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/device/aeq_engine.h"
 #include "model/device/cq_engine.h"
 #include "model/device/device_config.h"
 #include "model/device/dma_port.h"
@@ -39,6 +40,7 @@ struct QpContext {
   RingPos rq_head;
   uint64_t requests = 0;        // non-NOP SQ WQEs carried out
   bool in_error = false;        // executes nothing more; its queues were flushed
+  uint16_t access_ae = 0;       // the AMP_* event of the key its last protection error met
   int64_t fault_at = -1;        // request number that fails (injected), or -1
   uint16_t fault_minor = 0;
 };
@@ -62,7 +64,7 @@ class QpEngine {
   // moved to error (its queues flushed).
   enum class Result { done, rnr, failed };
 
-  QpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs,
+  QpEngine(const DeviceConfig& cfg, DmaPort& dma, EngineTime& time, CqEngine& cqs, AeqEngine& aeq,
            StagTable& stags, Hmc& hmc, trace::TraceLog& trace);
   // Called between WQEs: lets the device serve what must not wait for a whole SQ.
   void set_between_wqes(std::function<void()> hook) { between_wqes_ = std::move(hook); }
@@ -144,7 +146,7 @@ class QpEngine {
   // against `qp`'s PD, its bounds and (`device_writes`) LOCAL_WRITE. Returns 0, the flush
   // code the AE table gives a refused key (FLUSH_PROT_ERR, the AE traced), or
   // FLUSH_LOC_LEN_ERR when the pages come to more pieces than a WQE has fragment slots.
-  uint16_t resolve(const QpContext& qp, Fragments& f, bool device_writes);
+  uint16_t resolve(QpContext& qp, Fragments& f, bool device_writes);
 
   // Execution and completion (qp_execute.cpp).
   // Runs a SEND, RDMA WRITE or RDMA READ against the peer QP.
@@ -165,10 +167,12 @@ class QpEngine {
   Result execute_local(QpContext& qp, const uint64_t* wqe, uint8_t op);
   uint16_t fast_register(const uint64_t* wqe);
 
-  // Errors and flushes (qp_flush.cpp).
+  // Errors and flushes (qp_flush.cpp). A QP whose own work failed enters error with an
+  // asynchronous event for it; FLUSH_WQES's only moves it there.
   Result fail(QpContext& qp, uint16_t minor);
   void enter_error(QpContext& qp, uint16_t minor) { enter_error(qp, true, true, minor, minor); }
   void enter_error(QpContext& qp, bool sq, bool rq, uint16_t sq_minor, uint16_t rq_minor);
+  void move_to_error(QpContext& qp, bool sq, bool rq, uint16_t sq_minor, uint16_t rq_minor);
   void flush_sq(QpContext& qp, uint16_t minor);
   void flush_rq(QpContext& qp, uint16_t minor);
   void post_flush_cqe(const QpContext& qp, bool sq, uint16_t wqe_idx, uint8_t op, uint16_t minor);
@@ -177,6 +181,7 @@ class QpEngine {
   DmaPort& dma_;
   EngineTime& time_;
   CqEngine& cqs_;
+  AeqEngine& aeq_;
   trace::TraceLog& trace_;
   std::unordered_map<uint32_t, QpContext> qps_;
   std::unordered_map<uint32_t, uint32_t> cq_users_;  // CQ id -> how many QP queues complete on it

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "model/device/descriptor_fields.h"
+#include "model/device/stag_table.h"
 
 namespace irdma_sim::device {
 
@@ -18,7 +19,38 @@ QpEngine::Result QpEngine::fail(QpContext& qp, uint16_t minor) {
   return Result::failed;
 }
 
+namespace {
+
+// The event a flush code stands for (what irdma_set_flush_fields maps back); 0 for a
+// general flush, which reports no error of its own.
+uint16_t ae_of(uint16_t minor, uint16_t access_ae) {
+  switch (minor) {
+    case FLUSH_PROT_ERR: return access_ae ? access_ae : AE_AMP_INVALID_STAG;
+    case FLUSH_REM_ACCESS_ERR: return AE_IB_REMOTE_ACCESS_ERROR;
+    case FLUSH_LOC_QP_OP_ERR: return AE_WQE_UNEXPECTED_OPCODE;
+    case FLUSH_REM_OP_ERR: return AE_IB_REMOTE_OP_ERROR;
+    case FLUSH_LOC_LEN_ERR: return AE_DDP_MESSAGE_TOO_LONG;
+    case FLUSH_FATAL_ERR: return AE_LCE_QP_CATASTROPHIC;
+    case FLUSH_RETRY_EXC_ERR: return AE_LLP_TOO_MANY_RETRIES;
+    case FLUSH_MW_BIND_ERR: return AE_AMP_MWBIND_INVALID_RIGHTS;
+    case FLUSH_REM_INV_REQ_ERR: return AE_IB_INVALID_REQUEST;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+// The event names the queue whose code is the error's: the SQ's, else the RQ's.
 void QpEngine::enter_error(QpContext& qp, bool sq, bool rq, uint16_t sq_minor, uint16_t rq_minor) {
+  if (!qp.in_error) {
+    const bool from_sq = sq && sq_minor != FLUSH_GENERAL_ERR;
+    if (const uint16_t ae = ae_of(from_sq ? sq_minor : rq_minor, qp.access_ae))
+      aeq_.post({qp.compl_ctx, qp.id, ae, from_sq ? AE_SOURCE_SQ : AE_SOURCE_RQ});
+  }
+  move_to_error(qp, sq, rq, sq_minor, rq_minor);
+}
+
+void QpEngine::move_to_error(QpContext& qp, bool sq, bool rq, uint16_t sq_minor, uint16_t rq_minor) {
   if (!qp.in_error) counters_.qps_in_error++;
   qp.in_error = true;
   trace_.event(time_.now_ps(), "qp_error").num("qp", qp.id).num("sq_minor", sq_minor).num("rq_minor", rq_minor);
@@ -29,7 +61,7 @@ void QpEngine::enter_error(QpContext& qp, bool sq, bool rq, uint16_t sq_minor, u
 uint16_t QpEngine::flush(uint32_t qp_id, bool sq, bool rq, uint16_t sq_minor, uint16_t rq_minor) {
   auto it = qps_.find(qp_id);
   if (it == qps_.end()) return CQP_MINOR_NO_SUCH_OBJECT;
-  enter_error(it->second, sq, rq, sq_minor, rq_minor);
+  move_to_error(it->second, sq, rq, sq_minor, rq_minor);
   return 0;
 }
 

@@ -76,7 +76,7 @@ QpEngine::Receive QpEngine::next_receive(QpContext& peer, Fragments& dst) {
   return Receive::posted;
 }
 
-uint16_t QpEngine::resolve(const QpContext& qp, Fragments& f, bool device_writes) {
+uint16_t QpEngine::resolve(QpContext& qp, Fragments& f, bool device_writes) {
   bool keyed = false;
   for (unsigned i = 0; i < f.count; i++) keyed |= f.stag[i] != 0;
   if (!keyed) return 0;  // the global key's fragments are device addresses already
@@ -89,6 +89,7 @@ uint16_t QpEngine::resolve(const QpContext& qp, Fragments& f, bool device_writes
     }
     if (const uint16_t ae = stags_.translate_local(f.stag[i], f.at[i].addr, f.at[i].len, device_writes, qp.pd, out)) {
       trace_.event(time_.now_ps(), "access_error").num("qp", qp.id).addr("stag", f.stag[i]).addr("ae", ae);
+      qp.access_ae = ae;
       return FLUSH_PROT_ERR;  // every AMP_* event's flush code
     }
   }

@@ -373,6 +373,8 @@ std::map<std::string, uint64_t> HostSession::counters() const {
                                       {"ceqes_consumed", ev.ceqes},
                                       {"stale_ceqes", ev.stale_ceqes},
                                       {"stale_cq_errors", ev.stale_cq_errors},
+                                      {"qp_errors", ev.qp_errors},
+                                      {"stale_qp_errors", ev.stale_qp_errors},
                                       {"comp_events", ev.comp_events},
                                       {"missed_interrupts_recovered", ev.missed_interrupts},
                                       {"pci_errors", ev.pci_errors},

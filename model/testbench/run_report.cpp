@@ -84,6 +84,8 @@ std::string report_json(const Scenario& sc, const SystemCounters& sys, const Wor
       .num("ceqes_consumed", ev.ceqes)
       .num("stale_ceqes", ev.stale_ceqes)
       .num("stale_cq_errors", ev.stale_cq_errors)
+      .num("qp_errors", ev.qp_errors)
+      .num("stale_qp_errors", ev.stale_qp_errors)
       .num("comp_events", ev.comp_events)
       .num("poller_runs", polls.runs)
       .num("poller_rearms", polls.rearms)

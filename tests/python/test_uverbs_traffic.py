@@ -83,7 +83,10 @@ def test_pyverbs_many_qp_pairs_move_every_byte(host):
     assert json.loads(r.stdout) == {"pairs": 32, "rounds": 4, "bytes": 32 * 4 * 3 * 256}
 
 
-CQ_OVERFLOW = """
+def rc_pair_script(cq_entries, mr_bytes, body):
+    """A pyverbs script: one CQ of `cq_entries`, an MR of `mr_bytes`, two RC QPs connected
+    to each other through the device's loopback, then `body`."""
+    return f"""
 from pyverbs.addr import AHAttr, GlobalRoute
 from pyverbs.cq import CQ
 from pyverbs.device import Context
@@ -92,6 +95,12 @@ from pyverbs.pd import PD
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SGE, SendWR
 import pyverbs.enums as e
+import signal
+
+def give_up(*_):
+    raise TimeoutError("no completion or event within 30 s")
+signal.signal(signal.SIGALRM, give_up)
+signal.alarm(30)
 
 ctx = Context(name='irdma0')
 pd = PD(ctx)
@@ -103,8 +112,8 @@ def attr(**fields):
         setattr(a, k, v)
     return a
 
-cq = CQ(ctx, 4)
-mr = MR(pd, 64, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE)
+cq = CQ(ctx, {cq_entries})
+mr = MR(pd, {mr_bytes}, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE)
 qps = [QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=QPCap(max_send_wr=64, max_recv_wr=4)))
        for _ in range(2)]
 for q, p in ((qps[0], qps[1]), (qps[1], qps[0])):
@@ -113,83 +122,73 @@ for q, p in ((qps[0], qps[1]), (qps[1], qps[0])):
     a.ah_attr = AHAttr(gr=GlobalRoute(dgid=gid, sgid_index=1), is_global=1, port_num=1)
     q.to_rtr(a)
     q.to_rts(attr(timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=1))
-# Far more signaled completions than the CQ holds, none polled.
-for i in range(40):
-    wr = SendWR(wr_id=i, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(mr.buf, 8, mr.lkey)],
-                send_flags=e.IBV_SEND_SIGNALED)
-    wr.set_wr_rdma(mr.rkey, mr.buf + 32)
-    qps[0].post_send(wr)
-event = ctx.get_async_event()
-print(event.event_type)
-event.ack()
-"""
 
+def write(wr_id, lkey, length, offset=0):
+    wr = SendWR(wr_id=wr_id, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(mr.buf, length, lkey)],
+                send_flags=e.IBV_SEND_SIGNALED)
+    wr.set_wr_rdma(mr.rkey, mr.buf + offset)
+    qps[0].post_send(wr)
+
+def poll(count):
+    statuses = []
+    for _ in range(100000):
+        n, wcs = cq.poll(4)
+        statuses += [(wc.wr_id, wc.status) for wc in wcs]
+        if len(statuses) == count:
+            break
+    return statuses
+
+def next_event():
+    event = ctx.get_async_event()
+    event.ack()
+    return event.event_type
+{body}"""
+
+
+def run_script(exports, script):
+    r = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, **exports),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+# ibv_event_type: IBV_EVENT_CQ_ERR 0, IBV_EVENT_QP_ACCESS_ERR 3.
+# ibv_wc_status: IBV_WC_SUCCESS 0, IBV_WC_LOC_PROT_ERR 4, IBV_WC_WR_FLUSH_ERR 5.
 
 def test_a_cq_overflow_raises_cq_err_on_the_async_file(host):
     _, _, exports = host
-    r = subprocess.run([sys.executable, "-c", CQ_OVERFLOW], env=dict(os.environ, **exports),
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "0", "IBV_EVENT_CQ_ERR"
-
-
-UNREGISTERED_KEY = """
-from pyverbs.addr import AHAttr, GlobalRoute
-from pyverbs.cq import CQ
-from pyverbs.device import Context
-from pyverbs.mr import MR
-from pyverbs.pd import PD
-from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
-from pyverbs.wr import SGE, SendWR
-import pyverbs.enums as e
-
-ctx = Context(name='irdma0')
-pd = PD(ctx)
-gid = ctx.query_gid(1, 1)
-
-def attr(**fields):
-    a = QPAttr()
-    for k, v in fields.items():
-        setattr(a, k, v)
-    return a
-
-cq = CQ(ctx, 16)
-mr = MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE)
-qps = [QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=QPCap(max_send_wr=8, max_recv_wr=4)))
-       for _ in range(2)]
-for q, p in ((qps[0], qps[1]), (qps[1], qps[0])):
-    q.to_init(attr(qp_access_flags=e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_LOCAL_WRITE))
-    a = attr(dest_qp_num=p.qp_num, path_mtu=e.IBV_MTU_1024, max_dest_rd_atomic=1, min_rnr_timer=12)
-    a.ah_attr = AHAttr(gr=GlobalRoute(dgid=gid, sgid_index=1), is_global=1, port_num=1)
-    q.to_rtr(a)
-    q.to_rts(attr(timeout=14, retry_cnt=7, rnr_retry=7, max_rd_atomic=1))
-
-def write(wr_id, lkey, length):
-    wr = SendWR(wr_id=wr_id, opcode=e.IBV_WR_RDMA_WRITE, num_sge=1, sg=[SGE(mr.buf, length, lkey)],
-                send_flags=e.IBV_SEND_SIGNALED)
-    wr.set_wr_rdma(mr.rkey, mr.buf + 2048)
-    qps[0].post_send(wr)
-
-write(1, mr.lkey, 64)          # fine
-write(2, mr.lkey ^ 0x5500, 64)  # a key nobody registered
-write(3, mr.lkey, 64)          # behind it: flushed
-statuses = []
-for _ in range(100000):
-    n, wcs = cq.poll(4)
-    statuses += [(wc.wr_id, wc.status) for wc in wcs]
-    if len(statuses) == 3:
-        break
-print(statuses)
-"""
+    # Far more signaled completions than the CQ holds, none polled.
+    out = run_script(exports, rc_pair_script(4, 64, """
+for i in range(40):
+    write(i, mr.lkey, 8, 32)
+print(next_event())
+"""))
+    assert out == "0", "IBV_EVENT_CQ_ERR"
 
 
 def test_a_wqe_naming_an_unregistered_key_fails_with_a_protection_error_and_flushes_the_rest(host):
     _, _, exports = host
-    r = subprocess.run([sys.executable, "-c", UNREGISTERED_KEY], env=dict(os.environ, **exports),
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    # IBV_WC_SUCCESS 0, IBV_WC_LOC_PROT_ERR 4, IBV_WC_WR_FLUSH_ERR 5
-    assert r.stdout.strip() == "[(1, 0), (2, 4), (3, 5)]"
+    out = run_script(exports, rc_pair_script(16, 4096, """
+write(1, mr.lkey, 64, 2048)          # fine
+write(2, mr.lkey ^ 0x5500, 64, 2048)  # a key nobody registered
+write(3, mr.lkey, 64, 2048)          # behind it: flushed
+print(poll(3), next_event())
+"""))
+    assert out == "[(1, 0), (2, 4), (3, 5)] 3"
+
+
+def test_an_mr_too_small_for_the_wqe_gives_a_protection_error_cqe_and_qp_access_err(host):
+    _, _, exports = host
+    # The SGE runs 64 bytes past the registration: the device refuses the key for those
+    # bytes (AMP_BOUNDS_VIOLATION), completes the WQE with LOC_PROT_ERR, flushes what
+    # follows and reports the QP's error once on the async file.
+    out = run_script(exports, rc_pair_script(16, 64, """
+write(1, mr.lkey, 64)
+write(2, mr.lkey, 128)
+write(3, mr.lkey, 8)
+print(poll(3), next_event())
+"""))
+    assert out == "[(1, 0), (2, 4), (3, 5)] 3"
 
 
 def test_an_application_killed_with_traffic_in_flight_leaves_the_others_served(host):

@@ -1,5 +1,6 @@
 // CREATE_QP, MODIFY_QP (and its extended form), QUERY_QP and DESTROY_QP: the core's
-// checks and the translation between the ABI's layouts and ib_qp_attr.
+// checks and the translation between the ABI's layouts and ib_qp_attr; the QP's
+// asynchronous events go to the context's async file.
 #include <cerrno>
 #include <cstring>
 
@@ -61,6 +62,7 @@ int ib_uverbs_file::create_qp(bundle& b) {
   u.user_handle = cmd.user_handle;
   u.pd = cmd.pd_handle;
   uobjects_[cmd.pd_handle].users++;
+  qp->event_handler = [this, handle](const ib_event& e) { async_event(handle, e.event); };
   const ib_uverbs_create_qp_resp resp{handle,
                                       qp->qp_num,
                                       attr.cap.max_send_wr,

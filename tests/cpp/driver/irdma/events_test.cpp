@@ -1,10 +1,12 @@
 // Completion events end to end (spec D.5, E, H 20-27): arming, one CEQE per arm, solicited
 // arms, sequence numbers, CEQ wrap, masked vectors, the CQE that lands between the last
-// poll and the re-arm, and CEQEs of a destroyed CQ. The CQ is a DIRECT one the test arms
+// poll and the re-arm, and CEQEs of a destroyed CQ; and the asynchronous events of CQs and QPs. The CQ is a DIRECT one the test arms
 // itself, with a handler that counts.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "tests/cpp/driver/irdma/direct_cq.h"
 
@@ -219,6 +221,95 @@ TEST(Events, ACqErrorReadAfterItsCqWasFreedIsDroppedAndCounted) {
   EXPECT_EQ(ev.aeqes, 1u);
   EXPECT_EQ(ev.cq_errors, 0u);
   EXPECT_EQ(ev.stale_cq_errors, 1u);
+}
+
+// A SEND from a to b with its fragments changed by `edit_send` and `edit_recv`; then the
+// events each QP heard.
+struct QpEvents {
+  std::vector<ib_event_type> a, b;
+};
+QpEvents failed_send(Events& e, const std::function<void(ib_sge&)>& edit_send,
+                     const std::function<void(ib_sge&)>& edit_recv) {
+  QpEvents got;
+  e.a->qp()->event_handler = [&](const ib_event& ev) {
+    EXPECT_EQ(ev.qp, e.a->qp());
+    got.a.push_back(ev.event);
+  };
+  e.b->qp()->event_handler = [&](const ib_event& ev) {
+    EXPECT_EQ(ev.qp, e.b->qp());
+    got.b.push_back(ev.event);
+  };
+  e.host([&] {
+    ib_sge rsge = e.b->recv_sge(0);
+    edit_recv(rsge);
+    ib_recv_wr rwr;
+    rwr.sg_list = &rsge;
+    rwr.num_sge = 1;
+    ASSERT_EQ(e.dev.post_recv(e.b->qp(), &rwr, nullptr), 0);
+    ib_sge ssge = e.a->send_sge(0, 16);
+    edit_send(ssge);
+    ib_send_wr swr;
+    swr.sg_list = &ssge;
+    swr.num_sge = 1;
+    swr.send_flags = IB_SEND_SIGNALED;
+    ASSERT_EQ(e.dev.post_send(e.a->qp(), &swr, nullptr), 0);
+  });
+  e.wait_ns(20000);
+  e.a->qp()->event_handler = nullptr;
+  e.b->qp()->event_handler = nullptr;
+  return got;
+}
+
+const auto kUnchanged = [](ib_sge&) {};
+
+// A QP whose work fails hears, once, the event its error stands for (irdma_set_flush_fields,
+// spec G.5): a key it may not use is an access error ...
+TEST(Events, AKeyTheQpMayNotUseIsAnAccessError) {
+  Events e;
+  const QpEvents got = failed_send(e, [](ib_sge& s) { s.lkey = 0x00abcd00; }, kUnchanged);
+  EXPECT_EQ(got.a, std::vector<ib_event_type>{IB_EVENT_QP_ACCESS_ERR});
+  EXPECT_TRUE(got.b.empty()) << "the peer saw nothing of it";
+  EXPECT_EQ(e.dev.event_counters().qp_errors, 1u);
+}
+
+// ... and the requester of a SEND its peer had no room for is told of an invalid request,
+// while the responder's own error is fatal.
+TEST(Events, ASendTooLongForTheReceiveIsARequestErrorAndTheResponderFatal) {
+  Events e;
+  const QpEvents got = failed_send(e, kUnchanged, [](ib_sge& r) { r.length = 8; });
+  EXPECT_EQ(got.a, std::vector<ib_event_type>{IB_EVENT_QP_REQ_ERR});
+  EXPECT_EQ(got.b, std::vector<ib_event_type>{IB_EVENT_QP_FATAL});
+  EXPECT_EQ(e.dev.event_counters().qp_errors, 2u);
+}
+
+// A QP moved to error by the driver (FLUSH_WQES) hears nothing: no work of its failed.
+TEST(Events, AFlushTheDriverAskedForRaisesNoQpEvent) {
+  Events e;
+  int heard = 0;
+  e.a->qp()->event_handler = [&](const ib_event&) { heard++; };
+  e.host([&] { ASSERT_EQ(e.dev.flush_qp(e.a->qp()), 0); });
+  e.wait_ns(20000);
+  EXPECT_EQ(heard, 0);
+  EXPECT_EQ(e.dev.event_counters().aeqes, 0u);
+}
+
+// As for CQs: an error read after its QP was destroyed reaches no one and is counted apart.
+TEST(Events, AQpErrorReadAfterItsQpWasDestroyedIsDroppedAndCounted) {
+  Events e;
+  const uint32_t aeq_vector = e.dev.caps().num_ceqs;
+  e.host([&] { e.dev.hw().bar0.write32(irdma::IRDMA_GLINT_DYN_CTL(aeq_vector), 0); });
+  failed_send(e, [](ib_sge& s) { s.lkey = 0x00abcd00; }, kUnchanged);
+  EXPECT_EQ(e.dev.event_counters().aeqes, 0u) << "the AEQ's interrupt is held off";
+  e.host([&] {
+    ASSERT_EQ(e.a->destroy(), 0);
+    e.dev.hw().bar0.write32(irdma::IRDMA_GLINT_DYN_CTL(aeq_vector), uint32_t(irdma::IRDMA_GLINT_DYN_CTL_INTENA));
+    e.dev.hw().exec.delay_ns(5000);
+  });
+  e.a.reset();
+  const irdma::irdma_event_counters ev = e.dev.event_counters();
+  EXPECT_EQ(ev.aeqes, 1u);
+  EXPECT_EQ(ev.qp_errors, 0u);
+  EXPECT_EQ(ev.stale_qp_errors, 1u);
 }
 
 }  // namespace
