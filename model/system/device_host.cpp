@@ -112,9 +112,17 @@ DeviceHost::DeviceHost(Simulation& host, const std::string& socket_path)
   if (!listener_.valid() || ::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) ||
       ::listen(listener_.get(), 64))
     throw std::runtime_error("cannot listen at " + socket_path + ": " + std::strerror(errno));
+  // The device's own events (DEVICE_FATAL once the driver gives it up) reach every context.
+  host_.run_on_host([this] {
+    host_.driver().event_handler = [this](const ibcore::ib_event& e) {
+      for (const auto& c : clients_)
+        if (c->file) c->file->device_event(e);
+    };
+  });
 }
 
 DeviceHost::~DeviceHost() {
+  host_.run_on_host([this] { host_.driver().event_handler = nullptr; });
   while (!clients_.empty()) drop(clients_.size() - 1);
   ::unlink(socket_path_.c_str());
 }

@@ -1,3 +1,4 @@
+import contextlib
 import os
 import signal
 import subprocess
@@ -99,14 +100,22 @@ def passing_runs(path, out_dir, seeds):
         yield seed, report
 
 
+@contextlib.contextmanager
+def device_host(directory, *args):
+    """irdma-sim host --dir DIR ARGS..., running inside the block: (dir, process, its exports)."""
+    proc = subprocess.Popen([os.path.join(os.environ["IRDMA_SIM_BIN"], "irdma-sim"), "host", "--dir", str(directory),
+                             *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        exports = dict(proc.stdout.readline().strip().removeprefix("export ").split("=", 1) for _ in range(3))
+        yield directory, proc, exports
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
+
+
 @pytest.fixture
 def host(tmp_path):
-    """irdma-sim host --dir DIR, running until the test ends: (dir, process, its exports)."""
-    directory = tmp_path / "host"
-    proc = subprocess.Popen([os.path.join(os.environ["IRDMA_SIM_BIN"], "irdma-sim"), "host", "--dir", str(directory)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    exports = dict(proc.stdout.readline().strip().removeprefix("export ").split("=", 1) for _ in range(3))
-    yield directory, proc, exports
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+    """A device host with the default configuration, running until the test ends."""
+    with device_host(tmp_path / "host") as h:
+        yield h

@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from conftest import device_host
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -189,6 +191,35 @@ write(3, mr.lkey, 8)
 print(poll(3), next_event())
 """))
     assert out == "[(1, 0), (2, 4), (3, 5)] 3"
+
+
+def test_a_device_given_up_is_device_fatal_on_every_context(tmp_path):
+    # The function resets 20 ms in, which the idle host reaches at once; with no watchdog
+    # the driver learns of it from the first control command (the application's CREATE_CQ),
+    # which fails, and gives the device up: IBV_EVENT_DEVICE_FATAL (8) on the async file.
+    config = tmp_path / "config.yaml"
+    config.write_text("device:\n  function_reset_at_ns: 20000000\n")
+    with device_host(tmp_path / "host", "--config", str(config)) as (_, _, exports):
+        out = run_script(exports, """
+import errno, signal
+from pyverbs.cq import CQ
+from pyverbs.device import Context
+from pyverbs.pyverbs_error import PyverbsRDMAError
+def give_up(*_):
+    raise TimeoutError("no event within 30 s")
+signal.signal(signal.SIGALRM, give_up)
+signal.alarm(30)
+ctx = Context(name='irdma0')
+try:
+    CQ(ctx, 8)
+    print("created")
+except PyverbsRDMAError as x:
+    print(errno.errorcode[x.error_code], end=" ")
+event = ctx.get_async_event()
+event.ack()
+print(event.event_type)
+""")
+    assert out == "ENODEV 8"
 
 
 def test_an_application_killed_with_traffic_in_flight_leaves_the_others_served(host):

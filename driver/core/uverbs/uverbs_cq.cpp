@@ -1,6 +1,6 @@
 // CREATE_CQ, RESIZE_CQ and DESTROY_CQ (ib_uverbs_create_cq, ...), and the CQ's
 // events: a completion event on the CQ's channel each time the device signals it
-// (ib_uverbs_comp_handler), CQ_ERR on the context's async file.
+// (ib_uverbs_comp_handler), CQ_ERR on the context's async file, and the device's own events there.
 #include <cerrno>
 #include <cstring>
 
@@ -58,6 +58,12 @@ void ib_uverbs_file::async_event(uint32_t handle, uint32_t event_type) {
   const ib_uverbs_async_event_desc desc{u.user_handle, event_type, 0};
   async_file_->queue_event(&desc, sizeof desc);
   (u.type == uobj_type::cq ? u.async_events_queued : u.events_queued)++;
+}
+
+void ib_uverbs_file::device_event(const ib_event& e) {
+  if (!async_file_) return;
+  const ib_uverbs_async_event_desc desc{1, uint32_t(e.event), 0};  // the device's one port
+  async_file_->queue_event(&desc, sizeof desc);
 }
 
 // The reply counts the events the application has read: those it has not are taken back,

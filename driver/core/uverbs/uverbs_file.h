@@ -59,6 +59,9 @@ class ib_uverbs_file {
   long write(const void* buf, size_t count, ib_uverbs_user& user);
   // An mmap(2) of the file: which device pages it maps.
   int mmap(uint64_t offset, uint64_t length, ib_mmap_range* out);
+  // An event of the device's own (ib_uverbs_event_handler): on the async file, if the
+  // context has one, naming the port.
+  void device_event(const ib_event& e);
 
  private:
   // A command's buffers once its header is checked (struct uverbs_attr_bundle): the core
