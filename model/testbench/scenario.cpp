@@ -350,7 +350,7 @@ Scenario load_scenario(const std::string& path) {
   const YamlMap t = top.map("traffic");
   t.allow({"sends_per_qp", "ops", "min_bytes", "max_bytes", "imm_every", "inv_every",
            "solicited_every", "batch", "signal_every", "burst", "idle_gap_ns", "resize_every",
-           "resize_cqes", "stop_after_ns", "stall_timeout_ns"});
+           "resize_cqes", "stop_after_ns", "stall_timeout_ns", "check_payload"});
   TrafficSpec& tr = sc.traffic;
   tr.sends_per_qp = t.u32("sends_per_qp", tr.sends_per_qp, 0, 100'000'000);
   tr.ops = read_ops(t, {TrafficOp::send});
@@ -367,6 +367,7 @@ Scenario load_scenario(const std::string& path) {
   tr.stop_after_ns = t.u64("stop_after_ns", tr.stop_after_ns, 0, 10'000'000'000);
   tr.stall_timeout_ns = t.u64("stall_timeout_ns", tr.stall_timeout_ns, 0, 3'600'000'000'000);
   tr.resize_cqes = t.u32_list("resize_cqes", 1, 1048574);
+  tr.check_payload = t.boolean("check_payload", tr.check_payload);
   if (tr.resize_every && tr.resize_cqes.empty())
     t.fail("key 'traffic.resize_every' needs the sizes to resize to (resize_cqes)");
   if (!tr.resize_cqes.empty() && !tr.resize_every)

@@ -60,6 +60,9 @@ struct TrafficSpec {
   uint32_t resize_every = 0;     // a QP with its own CQ resizes it after this many completions
   std::vector<uint32_t> resize_cqes;  // to these sizes, in turn
   uint64_t idle_gap_ns = 0;      // for this long
+  // Payloads generated and every byte delivered compared; off, completions are still matched
+  // against their work requests (QP, wr_id, opcode, length, status) and atomics' values.
+  bool check_payload = true;
 };
 
 struct Scenario {

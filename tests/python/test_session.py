@@ -564,3 +564,23 @@ def test_a_stop_the_traffic_finishes_before_is_a_warning(tmp_path):
     report = irdma_sim.run(path, tmp_path / "out", trace=False)
     assert report["passed"] and len(report["warnings"]) == 1
     assert report["warnings"][0].startswith("traffic.stop_after_ns = 100000000: the traffic finished after ")
+
+
+def test_a_run_without_payload_checks_matches_the_same_completions_and_says_so(tmp_path):
+    import json
+    import irdma_sim
+    reports = {}
+    for check in (True, False):
+        path = tmp_path / f"{check}.yaml"
+        path.write_text(json.dumps({"name": "engine", "qp_pairs": [{"name": "p", "count": 3}],
+                                    "traffic": {"sends_per_qp": 200, "ops": ["send", "write", "read", "write_imm"],
+                                                "check_payload": check},
+                                    "faults": [{"pair": "p1", "request": 150, "code": "prot_err"}]}))
+        reports[check] = irdma_sim.run(path, tmp_path / str(check), trace=False)
+        assert reports[check]["passed"], reports[check]["checks"]
+    assert reports[True]["warnings"] == []
+    assert reports[False]["warnings"] == ["traffic.check_payload is false: no payload was generated or compared; "
+                                          "every completion was still matched against its work request"]
+    # What the device and the driver did does not depend on the bytes: the same completions.
+    assert (tmp_path / "True" / "completions.jsonl").read_bytes() == (tmp_path / "False" / "completions.jsonl").read_bytes()
+    assert reports[True]["counts"]["completions_delivered"] == reports[False]["counts"]["completions_delivered"] > 1000

@@ -157,7 +157,7 @@ int Workload::post_sends(Qp& q) {
     const bool atomic = op == TrafficOp::fetch_add || op == TrafficOp::cmp_swap;
     const uint32_t len = atomic ? 8 : message_size(t, sc_.seed, q.index, seq);
     const bool fetches = op == TrafficOp::read || op == TrafficOp::read_inv || atomic;
-    if (!fetches) fill_payload(bq.send_slot(slot), len, payload_key(sc_.seed, q.index, seq));
+    if (!fetches && t.check_payload) fill_payload(bq.send_slot(slot), len, payload_key(sc_.seed, q.index, seq));
     WrCtx& ctx = q.send_ctx[slot];
     ctx = {{&Workload::on_send_done}, this, &q, next_wr_id_++, slot, seq, op, len};
     ctx.posted_ps = host_.now_ps();

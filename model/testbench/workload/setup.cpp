@@ -60,6 +60,9 @@ bool Workload::setup() {
                           "cannot be resized (" + names + "): only pairs with cq: own resize");
     }
   }
+  if (!sc_.traffic.check_payload)
+    warnings_.push_back("traffic.check_payload is false: no payload was generated or compared; every completion "
+                        "was still matched against its work request");
   const uint32_t slot_bytes = BufferedQp::slot_bytes_for(sc_.traffic.max_bytes);
   for (const QpPairSpec& pair : sc_.pairs) {
     for (int side = 0; side < 2; side++) {
@@ -137,7 +140,7 @@ bool Workload::setup() {
   for (auto& q : qps_) {
     q->recvs_total = count_ops(*q->peer->ops, q->peer->sends_total, consumes_receive);
     const BufferedQp& bq = *q->bq;
-    for (uint32_t slot = 0; slot < bq.sq_depth(); slot++)  // the second half serves READs
+    for (uint32_t slot = 0; slot < bq.sq_depth() && sc_.traffic.check_payload; slot++)  // the second half serves READs
       fill_payload(bq.window_slot(bq.sq_depth() + slot), bq.slot_bytes(),
                    read_source_key(sc_.seed, q->index, slot));
   }
