@@ -238,18 +238,21 @@ CqpEngine::Outcome CqpEngine::reg_mr(const uint64_t* wqe) {
     return outcome(CQP_MINOR_UNSUPPORTED);
   const StagGrant g{index << 8 | uint32_t(get(wqe[2], CQP_STAG_KEY)), wqe[0], len,
                     uint8_t(get(wqe[3], CQP_STAG_ARIGHTS)), false};
-  const uint64_t npages = StagTable::pages_spanned(g.va, g.len);
-  std::vector<uint64_t> pages(npages);
+  // A contiguous run is its first page; a list is read whole, once it is known to fit.
+  std::vector<uint64_t> pages;
   if (lpbl == 0) {
-    for (uint64_t i = 0; i < npages; i++) pages[i] = (wqe[4] & ~(StagTable::kPage - 1)) + i * StagTable::kPage;
+    pages.push_back(wqe[4] & ~(StagTable::kPage - 1));
   } else {
+    const uint64_t npages = StagTable::pages_spanned(g.va, g.len);
     const uint64_t first = get(wqe[6], CQP_STAG_FIRSTPMPBLIDX);
-    if (first + npages > hmc_.committed(Hmc::PBLE) || !hmc_.read_pbles(first, npages, pages.data()))
+    if (npages > hmc_.committed(Hmc::PBLE) || first > hmc_.committed(Hmc::PBLE) - npages)
       return outcome(CQP_MINOR_BAD_ID);
+    pages.resize(npages);
+    if (!hmc_.read_pbles(first, npages, pages.data())) return outcome(CQP_MINOR_BAD_ID);
   }
   if (const uint16_t minor = stags_.alloc(index, false, false, len, uint32_t(get(wqe[1], CQP_STAG_PDID))))
     return outcome(minor);
-  if (stags_.fast_register(g, std::move(pages))) {
+  if (stags_.fast_register(g, std::move(pages), lpbl == 0)) {
     stags_.dealloc(index, false);
     return outcome(CQP_MINOR_UNSUPPORTED);
   }

@@ -39,12 +39,12 @@ uint16_t StagTable::dealloc(uint32_t index, bool window) {
 
 // A region must be allocated and not registered (the kernel invalidates before it
 // registers again); re-registering a valid one is an error the AE table has no code for.
-uint16_t StagTable::fast_register(const StagGrant& g, std::vector<uint64_t> pages) {
+uint16_t StagTable::fast_register(const StagGrant& g, std::vector<uint64_t> pages, bool contiguous) {
   auto it = entries_.find(index_of(g.stag));
   if (it == entries_.end() || it->second.window) return FLUSH_PROT_ERR;  // AMP_UNALLOCATED_STAG
   Entry& e = it->second;
   if (e.valid) return FLUSH_GENERAL_ERR;
-  if (g.len > e.max_len || pages.size() < pages_spanned(g.va, g.len)) return FLUSH_PROT_ERR;
+  if (g.len > e.max_len || pages.size() < (contiguous ? 1 : pages_spanned(g.va, g.len))) return FLUSH_PROT_ERR;
   e.valid = true;
   e.key = key_of(g.stag);
   e.rights = g.rights;
@@ -52,6 +52,7 @@ uint16_t StagTable::fast_register(const StagGrant& g, std::vector<uint64_t> page
   e.va = g.va;
   e.len = g.len;
   e.pages = std::move(pages);
+  e.contiguous = contiguous;
   e.generation = ++registrations_;
   return 0;
 }
@@ -137,6 +138,14 @@ uint16_t StagTable::translate_local(uint32_t stag, uint64_t va, uint64_t len, bo
 void StagTable::append_pages(const Entry& region, uint64_t va, uint64_t len, std::vector<Extent>& out) {
   // Byte `off` of the region lies in page (off + first page offset) / kPage.
   uint64_t at = va - region.va + region.va % kPage;
+  if (region.contiguous) {
+    const uint64_t addr = region.pages[0] + at;
+    if (!out.empty() && out.back().addr + out.back().len == addr)
+      out.back().len += len;
+    else
+      out.push_back({addr, len});
+    return;
+  }
   for (uint64_t left = len; left;) {
     const uint64_t page = region.pages[at / kPage];
     const uint64_t n = std::min(left, kPage - at % kPage);

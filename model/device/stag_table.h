@@ -57,7 +57,9 @@ class StagTable {
   uint16_t dealloc(uint32_t index, bool window);
 
   // SQ operations; return a flush code (spec G.5) or 0.
-  uint16_t fast_register(const StagGrant& g, std::vector<uint64_t> pages);
+  // `pages` lists the region's pages; `contiguous`: it holds only the first of a physically
+  // contiguous run (REG_MR's, however long, costs no list).
+  uint16_t fast_register(const StagGrant& g, std::vector<uint64_t> pages, bool contiguous = false);
   uint16_t bind(const StagGrant& window, uint32_t region_stag, bool type1);
   // An STag the device never allocated is ignored: the kernel may name any key.
   uint16_t invalidate(uint32_t stag);
@@ -89,7 +91,8 @@ class StagTable {
     uint64_t va = 0, len = 0;
     uint64_t max_len = 0;          // region: what its allocation may map
     uint32_t pd = 0;
-    std::vector<uint64_t> pages;   // region: page addresses
+    std::vector<uint64_t> pages;   // region: page addresses (the first only, when contiguous)
+    bool contiguous = false;
     uint64_t generation = 0;       // region: one per registration
     uint32_t parent = 0;           // window: its region's index
     uint64_t parent_generation = 0;

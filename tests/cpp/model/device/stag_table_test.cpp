@@ -64,6 +64,22 @@ TEST_F(Keys, ContiguousPagesMergeIntoOneExtent) {
   EXPECT_EQ(out[0].len, 0x1000u);
 }
 
+// REG_MR's physically contiguous run keeps its first page only: a region of 2^45 bytes costs
+// no list, and translates as the list would.
+TEST(KeysRun, AContiguousRunOfAnyLengthTranslatesFromItsFirstPage) {
+  StagTable t{64};
+  constexpr uint64_t kHuge = 1ull << 45;
+  ASSERT_EQ(t.alloc(kMr, false, false, kHuge, kPd), 0);
+  ASSERT_EQ(t.fast_register({stag(kMr, 2), 0x7000'0F00, kHuge, kAll, false}, {0x4'0000'0000}, true), 0);
+  std::vector<Extent> out;
+  ASSERT_EQ(t.translate(stag(kMr, 2), 0x7000'0F00 + (1ull << 40), 0x3000, RemoteAccess::write, kPd, out), 0);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].addr, 0x4'0000'0F00u + (1ull << 40));
+  EXPECT_EQ(out[0].len, 0x3000u);
+  EXPECT_EQ(t.translate(stag(kMr, 2), 0x7000'0F00 + kHuge - 8, 16, RemoteAccess::write, kPd, out),
+            FLUSH_REM_ACCESS_ERR) << "past its end";
+}
+
 TEST_F(Keys, AccessNeedsTheKeyTheRightsAndTheBounds) {
   ASSERT_EQ(reg(0x21, RIGHT_LOCAL_READ | RIGHT_REMOTE_READ), 0);
   EXPECT_EQ(access(stag(kMr, 0x21), 0x70001000, 64, RemoteAccess::read), 0);
