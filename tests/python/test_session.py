@@ -579,6 +579,9 @@ def test_a_run_without_payload_checks_matches_the_same_completions_and_says_so(t
         reports[check] = irdma_sim.run(path, tmp_path / str(check), trace=False)
         assert reports[check]["passed"], reports[check]["checks"]
     assert reports[True]["warnings"] == []
+    names = {check: [c["name"] for c in reports[check]["checks"]] for check in (True, False)}
+    assert "payload_integrity" in names[True]
+    assert names[False] == [n for n in names[True] if n != "payload_integrity"], "no verdict on what was not compared"
     assert reports[False]["warnings"] == ["traffic.check_payload is false: no payload was generated or compared; "
                                           "every completion was still matched against its work request"]
     # What the device and the driver did does not depend on the bytes: the same completions.

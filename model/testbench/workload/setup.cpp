@@ -60,9 +60,11 @@ bool Workload::setup() {
                           "cannot be resized (" + names + "): only pairs with cq: own resize");
     }
   }
-  if (!sc_.traffic.check_payload)
+  if (!sc_.traffic.check_payload) {
+    sb_.payloads_unchecked();
     warnings_.push_back("traffic.check_payload is false: no payload was generated or compared; every completion "
                         "was still matched against its work request");
+  }
   const uint32_t slot_bytes = BufferedQp::slot_bytes_for(sc_.traffic.max_bytes);
   for (const QpPairSpec& pair : sc_.pairs) {
     for (int side = 0; side < 2; side++) {
