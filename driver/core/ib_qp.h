@@ -9,6 +9,8 @@
 
 namespace ibcore {
 
+struct ib_event;
+
 enum ib_qp_type : int {
   IB_QPT_RC = 2,
   IB_QPT_UD = 4,
@@ -144,6 +146,8 @@ struct ib_qp_init_attr {
   ib_qp_cap cap;
   ib_qp_type qp_type = IB_QPT_RC;
   bool sq_sig_all = false;  // every send completes, whatever its flags
+  // The QP's event_handler from the moment the device can report on it.
+  std::function<void(const ib_event&)> event_handler;
 };
 
 enum ib_qp_state : uint8_t {
@@ -230,8 +234,6 @@ struct ib_qp_attr {
 // ib_modify_qp_is_ok: whether `mask` carries what the move from `cur` to `next` needs and
 // nothing it does not take, for RC and UD QPs.
 bool ib_modify_qp_is_ok(ib_qp_state cur, ib_qp_state next, ib_qp_type type, uint32_t mask);
-
-struct ib_event;
 
 class ib_qp {
  public:

@@ -243,8 +243,9 @@ class irdma_device final : public ibcore::ib_device {
   void free_qp(irdma_qp* qp);
   void irdma_clean_cqes(irdma_qp* qp);
   // Into the qp_table once the device has it, where polls and the AEQ handler find it; out
-  // of it with its id freed and the handlers' references waited out.
-  void publish_qp(irdma_qp* qp);
+  // of it with its id freed and the handlers' references waited out. Its event handler is
+  // `attr`'s before any AE can find it.
+  void publish_qp(irdma_qp* qp, const ibcore::ib_qp_init_attr& attr);
   void unpublish_qp(irdma_qp* qp);
   void release_qp(irdma_qp* qp);  // its memory only
   // Software flush completions (spec G.7, flush.cpp): one QP's work for flush_wq_, true

@@ -122,7 +122,7 @@ ErrPtr<irdma_qp> irdma_device::create_qp(ib_qp_init_attr& attr, ib_pd* pd) {
     release();
     return ErrPtr<irdma_qp>::error(ret);
   }
-  publish_qp(qp.get());
+  publish_qp(qp.get(), attr);
   qp->send_cq->usecnt++;
   qp->recv_cq->usecnt++;
   attr.cap.max_send_wr = irdma_uk_sq_max_wrs(q);
@@ -187,7 +187,8 @@ void irdma_device::free_qp(irdma_qp* qp) {
   release_qp(qp);
 }
 
-void irdma_device::publish_qp(irdma_qp* qp) {
+void irdma_device::publish_qp(irdma_qp* qp, const ib_qp_init_attr& attr) {
+  qp->event_handler = attr.event_handler;
   std::lock_guard<hal::Lock> guard(*rf_.rsrc_lock);
   smp_store_release(rf_.qp_table[qp->qp_num], &qp->qp_uk);
 }

@@ -112,7 +112,7 @@ ib_qp* irdma_device::create_user_qp(ib_ucontext* ibuctx, ib_pd* pd, ib_qp_init_a
     rf_.free_rsrc(rf_.allocated_qps, uint32_t(qp_num));
     return nullptr;
   }
-  publish_qp(qp.get());  // for its asynchronous events
+  publish_qp(qp.get(), attr);  // for its asynchronous events
   qp->send_cq->usecnt++;
   qp->recv_cq->usecnt++;
   irdma_create_qp_resp resp{};

@@ -25,6 +25,7 @@ inline constexpr uint16_t AE_DDP_MESSAGE_TOO_LONG = 0x0303;
 inline constexpr uint16_t AE_AMP_MWBIND_INVALID_RIGHTS = 0x0118;
 inline constexpr uint16_t AE_LLP_TOO_MANY_RETRIES = 0x050a;
 inline constexpr uint16_t AE_LCE_QP_CATASTROPHIC = 0x0700;
+inline constexpr uint16_t AE_LOCAL_QP_CATASTROPHIC = 0x0704;
 inline constexpr uint16_t AE_LCE_CQ_CATASTROPHIC = 0x0702;
 inline constexpr uint8_t AE_SOURCE_RQ = 0x1;
 inline constexpr uint8_t AE_SOURCE_CQ = 0x2;

@@ -40,7 +40,9 @@ struct QpContext {
   RingPos rq_head;
   uint64_t requests = 0;        // non-NOP SQ WQEs carried out
   bool in_error = false;        // executes nothing more; its queues were flushed
-  uint16_t access_ae = 0;       // the AMP_* event of the key its last protection error met
+  // The event of its error where the flush code alone does not say it: the AMP_* event of
+  // the key a protection error met, or a DMA the host refused.
+  uint16_t error_ae = 0;
   int64_t fault_at = -1;        // request number that fails (injected), or -1
   uint16_t fault_minor = 0;
 };
@@ -170,6 +172,9 @@ class QpEngine {
   // Errors and flushes (qp_flush.cpp). A QP whose own work failed enters error with an
   // asynchronous event for it; FLUSH_WQES's only moves it there.
   Result fail(QpContext& qp, uint16_t minor);
+  // A payload the host's memory refused: a local protection error, reported as the QP's
+  // own catastrophe (no key was at fault).
+  Result payload_dma_failed(QpContext& qp);
   void enter_error(QpContext& qp, uint16_t minor) { enter_error(qp, true, true, minor, minor); }
   void enter_error(QpContext& qp, bool sq, bool rq, uint16_t sq_minor, uint16_t rq_minor);
   void move_to_error(QpContext& qp, bool sq, bool rq, uint16_t sq_minor, uint16_t rq_minor);

@@ -117,7 +117,7 @@ QpEngine::Result QpEngine::execute(QpContext& qp, const uint64_t* wqe, uint8_t o
                                              send ? peer.id : qp.id);
   // A READ's remote buffer, or the sender's own buffer, could not be read. A torn message
   // is never completed at the responder: its receive stays posted.
-  if (moved < total) return fail(qp, read ? FLUSH_REM_ACCESS_ERR : FLUSH_PROT_ERR);
+  if (moved < total) return read ? fail(qp, FLUSH_REM_ACCESS_ERR) : payload_dma_failed(qp);
   counters_.bytes_moved += total;
   counters_.messages++;
   if (consumes_receive) {
@@ -195,7 +195,7 @@ QpEngine::Result QpEngine::execute_ud(QpContext& qp, const uint64_t* wqe, uint8_
       counters_.bytes_moved += total;
       counters_.messages++;
     } else {
-      return fail(qp, FLUSH_PROT_ERR);  // the sender's buffer could not be read
+      return payload_dma_failed(qp);  // the sender's buffer could not be read
     }
     complete_rq(peer, rq);
     delivered = true;

@@ -19,13 +19,18 @@ QpEngine::Result QpEngine::fail(QpContext& qp, uint16_t minor) {
   return Result::failed;
 }
 
+QpEngine::Result QpEngine::payload_dma_failed(QpContext& qp) {
+  qp.error_ae = AE_LOCAL_QP_CATASTROPHIC;
+  return fail(qp, FLUSH_PROT_ERR);
+}
+
 namespace {
 
 // The event a flush code stands for (what irdma_set_flush_fields maps back); 0 for a
 // general flush, which reports no error of its own.
-uint16_t ae_of(uint16_t minor, uint16_t access_ae) {
+uint16_t ae_of(uint16_t minor, uint16_t error_ae) {
   switch (minor) {
-    case FLUSH_PROT_ERR: return access_ae ? access_ae : AE_AMP_INVALID_STAG;
+    case FLUSH_PROT_ERR: return error_ae ? error_ae : AE_AMP_INVALID_STAG;
     case FLUSH_REM_ACCESS_ERR: return AE_IB_REMOTE_ACCESS_ERROR;
     case FLUSH_LOC_QP_OP_ERR: return AE_WQE_UNEXPECTED_OPCODE;
     case FLUSH_REM_OP_ERR: return AE_IB_REMOTE_OP_ERROR;
@@ -44,7 +49,7 @@ uint16_t ae_of(uint16_t minor, uint16_t access_ae) {
 void QpEngine::enter_error(QpContext& qp, bool sq, bool rq, uint16_t sq_minor, uint16_t rq_minor) {
   if (!qp.in_error) {
     const bool from_sq = sq && sq_minor != FLUSH_GENERAL_ERR;
-    if (const uint16_t ae = ae_of(from_sq ? sq_minor : rq_minor, qp.access_ae))
+    if (const uint16_t ae = ae_of(from_sq ? sq_minor : rq_minor, qp.error_ae))
       aeq_.post({qp.compl_ctx, qp.id, ae, from_sq ? AE_SOURCE_SQ : AE_SOURCE_RQ});
   }
   move_to_error(qp, sq, rq, sq_minor, rq_minor);

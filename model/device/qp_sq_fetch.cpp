@@ -89,7 +89,7 @@ uint16_t QpEngine::resolve(QpContext& qp, Fragments& f, bool device_writes) {
     }
     if (const uint16_t ae = stags_.translate_local(f.stag[i], f.at[i].addr, f.at[i].len, device_writes, qp.pd, out)) {
       trace_.event(time_.now_ps(), "access_error").num("qp", qp.id).addr("stag", f.stag[i]).addr("ae", ae);
-      qp.access_ae = ae;
+      qp.error_ae = ae;
       return FLUSH_PROT_ERR;  // every AMP_* event's flush code
     }
   }

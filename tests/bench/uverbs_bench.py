@@ -8,6 +8,7 @@ usage: uverbs_bench.py IRDMA_SIM [ITERATIONS]"""
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +27,9 @@ def perftest_row(out, column):
 
 def run_pair(exports, args):
     env = dict(os.environ, **exports)
+    with socket.socket() as s:  # a free port: the default one may be a test's, side by side
+        s.bind(("localhost", 0))
+        args = args[:1] + ["-p", str(s.getsockname()[1])] + args[1:]
     server = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     time.sleep(1)
     client = subprocess.run(args + ["localhost"], env=env, capture_output=True, text=True, timeout=600)

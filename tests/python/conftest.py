@@ -1,6 +1,7 @@
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -98,6 +99,14 @@ def passing_runs(path, out_dir, seeds):
         report = irdma_sim.run(str(path), out_dir / str(seed), seed=seed, trace=False)
         assert report["passed"], (seed, failed_checks(report))
         yield seed, report
+
+
+def free_port():
+    """A TCP port nothing listens on now (for a pingpong or perftest pair: tests run side by
+    side, and the tools' default ports would collide)."""
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
 
 
 @contextlib.contextmanager

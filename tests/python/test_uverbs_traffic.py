@@ -13,14 +13,17 @@ import time
 
 import pytest
 
-from conftest import device_host
+from conftest import device_host, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def pair(exports, server, client, timeout=60):
-    """Runs `server`, then `client` (which connects to it): (server, client) results."""
+    """Runs `server`, then `client` (which connects to it) on a TCP port no other test holds:
+    (server, client) results."""
     env = dict(os.environ, **exports)
+    port = ["-p", str(free_port())]
+    server, client = server[:1] + port + server[1:], client[:1] + port + client[1:]
     s = subprocess.Popen(server, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     time.sleep(1)  # the server listens on its TCP port first
     c = subprocess.Popen(client, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -54,15 +54,20 @@ int ib_uverbs_file::create_qp(bundle& b) {
   attr.qp_type = ib_qp_type(cmd.qp_type);
   attr.sq_sig_all = cmd.sq_sig_all;
   attr.cap = {cmd.max_send_wr, cmd.max_recv_wr, cmd.max_send_sge, cmd.max_recv_sge, cmd.max_inline_data};
+  // The handle comes first: the QP's events name it from the moment the device has it.
+  const uint32_t handle = alloc_handle(uobj_type::qp, nullptr);
+  uobjects_[handle].user_handle = cmd.user_handle;
+  attr.event_handler = [this, handle](const ib_event& e) { async_event(handle, e.event); };
   int err = 0;
   ib_qp* qp = dev_.create_user_qp(ucontext_, pd, attr, b.udata, err);
-  if (!qp) return err;
-  const uint32_t handle = alloc_handle(uobj_type::qp, qp);
+  if (!qp) {
+    uobjects_[handle] = {};
+    return err;
+  }
   uobject& u = uobjects_[handle];
-  u.user_handle = cmd.user_handle;
+  u.object = qp;
   u.pd = cmd.pd_handle;
   uobjects_[cmd.pd_handle].users++;
-  qp->event_handler = [this, handle](const ib_event& e) { async_event(handle, e.event); };
   const ib_uverbs_create_qp_resp resp{handle,
                                       qp->qp_num,
                                       attr.cap.max_send_wr,

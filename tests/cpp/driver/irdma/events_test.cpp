@@ -282,6 +282,15 @@ TEST(Events, ASendTooLongForTheReceiveIsARequestErrorAndTheResponderFatal) {
   EXPECT_EQ(e.dev.event_counters().qp_errors, 2u);
 }
 
+// A buffer the host's memory refuses is no key's fault: the QP's own catastrophe, though
+// its WQE completes with a local protection error.
+TEST(Events, ASendFromMemoryTheHostRefusesIsFatalToItsQp) {
+  Events e;
+  const QpEvents got = failed_send(e, [](ib_sge& s) { s.lkey = 0; s.addr = 1ull << 46; }, kUnchanged);
+  EXPECT_EQ(got.a, std::vector<ib_event_type>{IB_EVENT_QP_FATAL});
+  EXPECT_TRUE(got.b.empty()) << "the peer saw nothing of it";
+}
+
 // A QP moved to error by the driver (FLUSH_WQES) hears nothing: no work of its failed.
 TEST(Events, AFlushTheDriverAskedForRaisesNoQpEvent) {
   Events e;
