@@ -1,7 +1,7 @@
 // Figures that elaborate SystemC, one elaboration per process:
-//   irdma-sim-bench e2e approximate|loose [SENDS_PER_QP] [MAX_BYTES]
+//   irdma-sim-bench e2e approximate|loose [SENDS_PER_QP] [MAX_BYTES] [FIGURE|all]
 //     the smoke scenario's topology with tracing off: completions per wall-clock second,
-//     three named figures side by side, each in a child process of its own:
+//     three named figures side by side (all, the default), each in a process of its own:
 //       checked    device writes, driver polls, every completion matched against its work
 //                  request, payloads generated and every byte compared (a regression run);
 //       engine     the same without payloads (none generated, none compared): what the
@@ -122,27 +122,29 @@ int e2e_on(testbench::Host& host, const testbench::Scenario& sc, const char* mod
 constexpr uint32_t kModeratedItrUs = 50;
 
 enum class Figure { checked, engine, moderated };
+constexpr const char* kFigureNames[] = {"checked", "engine", "moderated"};
 
 int e2e_figure(bool loose, Figure figure, uint32_t sends, uint32_t max_bytes) {
   testbench::Scenario sc = e2e_scenario(sends, max_bytes, figure == Figure::moderated ? kModeratedItrUs : 0);
   sc.traffic.check_payload = figure != Figure::engine;
   sc.config.sync = loose ? testbench::SyncMode::loose : testbench::SyncMode::approximate;
   system::Simulation sim(sc.config);
-  static const char* const kNames[] = {"checked", "engine", "moderated"};
-  return e2e_on(sim, sc, loose ? "loose" : "approximate", kNames[int(figure)]);
+  return e2e_on(sim, sc, loose ? "loose" : "approximate", kFigureNames[int(figure)]);
 }
 
-// One elaboration per process: each figure runs in a child, one after the other.
-int e2e(bool loose, uint32_t sends, uint32_t max_bytes) {
+// Every figure in a process of its own, exec'd afresh (one elaboration per process; and a
+// forked child inherits the allocator's and the page cache's state of the one before).
+int e2e_all(char** argv) {
   int failed = 0;
-  for (Figure figure : {Figure::checked, Figure::engine, Figure::moderated}) {
+  for (const char* figure : kFigureNames) {
     std::fflush(stdout);
     const pid_t child = ::fork();
     if (child < 0) return 1;
     if (child == 0) {
-      const int status = e2e_figure(loose, figure, sends, max_bytes);
-      std::fflush(stdout);
-      ::_exit(status);
+      char* args[] = {argv[0], argv[1], argv[2], argv[3], argv[4], const_cast<char*>(figure), nullptr};
+      ::execv("/proc/self/exe", args);
+      std::perror("exec /proc/self/exe");
+      ::_exit(127);
     }
     int status = 0;
     failed |= ::waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
@@ -330,14 +332,25 @@ int sc_main(int argc, char** argv) {
   const bool sim_mode = mode == "approximate" || mode == "loose";
   const auto arg = [&](int i, uint64_t def) { return argc > i ? std::strtoull(argv[i], nullptr, 0) : def; };
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
-  if (what == "e2e" && sim_mode) return e2e(mode == "loose", uint32_t(arg(3, 200000)), uint32_t(arg(4, 64)));
+  if (what == "e2e" && sim_mode) {
+    const std::string figure = argc > 5 ? argv[5] : "all";
+    const auto named = std::find(std::begin(kFigureNames), std::end(kFigureNames), figure);
+    if (figure == "all") {
+      std::string sends = std::to_string(arg(3, 200000)), bytes = std::to_string(arg(4, 64));
+      char* args[] = {argv[0], argv[1], argv[2], sends.data(), bytes.data()};
+      return e2e_all(args);
+    }
+    if (named != std::end(kFigureNames))
+      return e2e_figure(mode == "loose", Figure(named - std::begin(kFigureNames)), uint32_t(arg(3, 200000)),
+                        uint32_t(arg(4, 64)));
+  }
   if (what == "e2e" && mode == "vfio-user") return e2e_vfio_user(uint32_t(arg(3, 20000)), uint32_t(arg(4, 64)), uint32_t(arg(5, 0)));
   if (what == "model" && sim_mode) return model(mode == "loose", arg(3, 4'000'000));
   if (what == "scale" && sim_mode && argc >= 4)
     return scale(mode == "loose", std::max<uint64_t>(1, arg(3, 8)), arg(4, 819200), arg(5, 256), arg(6, 2));
   if (what == "doorbell-msix") return doorbell_to_msix(uint32_t(arg(2, 2000)));
   std::fprintf(stderr,
-               "usage: irdma-sim-bench e2e approximate|loose [SENDS_PER_QP] [MAX_BYTES]\n"
+               "usage: irdma-sim-bench e2e approximate|loose [SENDS_PER_QP] [MAX_BYTES] [checked|engine|moderated|all]\n"
                "       irdma-sim-bench e2e vfio-user [SENDS_PER_QP] [MAX_BYTES] [CEQ_ITR_US]\n"
                "       irdma-sim-bench scale approximate|loose PAIRS [COMPLETIONS] [CQ_ENTRIES] [CEQS]\n"
                "       irdma-sim-bench model approximate|loose [CQES]\n"
