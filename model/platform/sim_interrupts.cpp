@@ -80,9 +80,12 @@ void SimInterrupts::free_irq_vectors() {
     config_.write(cap + PCI_MSIX_FLAGS, 2, config_.read16(cap + PCI_MSIX_FLAGS) & ~PCI_MSIX_FLAGS_ENABLE);
 }
 
+// The dispatch thread wakes when the message arrives, not once to learn of it and again
+// to meet it (an earlier pending notification stands; a later one never passes it).
 void SimInterrupts::deliver(uint32_t data, sc_core::sc_time at) {
   pending_.emplace(at, deliveries_++, data);
-  arrived_.notify(sc_core::SC_ZERO_TIME);
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  arrived_.notify(at > now ? at - now : sc_core::SC_ZERO_TIME);
 }
 
 void SimInterrupts::dispatch_thread() {

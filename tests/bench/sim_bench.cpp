@@ -56,6 +56,7 @@
 #include "driver/core/cq.h"
 #include "model/testbench/workload.h"
 #include "model/testbench/yaml_reader.h"
+#include "tests/bench/thread_switches.h"
 
 using namespace irdma_sim;
 
@@ -100,7 +101,9 @@ TimedRun run_timed(testbench::Host& host, const testbench::Scenario& sc) {
 
 // The workload on `host`, timed: one line of figures, exit status 0 when every check held.
 int e2e_on(testbench::Host& host, const testbench::Scenario& sc, const char* mode, const char* figure) {
+  const uint64_t switches_before = bench::thread_switches();
   const TimedRun r = run_timed(host, sc);
+  const uint64_t switches = bench::thread_switches() - switches_before;
   const double wall = r.wall_s;
   const bool passed = r.passed;
   const uint64_t n = r.counts.completions;
@@ -109,11 +112,13 @@ int e2e_on(testbench::Host& host, const testbench::Scenario& sc, const char* mod
   const double host_s = host.now_ps() / 1e12;
   std::printf("e2e %-11s %-9s itr_us=%u completions=%llu wall_s=%.3f completions_per_second=%.0f host_us=%.1f "
               "interrupts=%llu interrupts_per_host_second=%.0f interrupts_per_wall_second=%.0f "
-              "completions_per_interrupt=%.2f idle_waits=%llu doorbells=%llu checks=%s\n",
+              "completions_per_interrupt=%.2f idle_waits=%llu doorbells=%llu thread_switches_per_completion=%.2f "
+              "checks=%s\n",
               mode, figure, sc.config.device.ceq_itr_us, (unsigned long long)n, wall, double(n) / wall,
               host.now_ps() / 1e6, (unsigned long long)irqs, double(irqs) / host_s, double(irqs) / wall,
               irqs ? double(n) / double(irqs) : 0.0, (unsigned long long)r.counts.idle_polls,
-              (unsigned long long)r.counts.doorbells, passed ? "passed" : "FAILED");
+              (unsigned long long)r.counts.doorbells, n ? double(switches) / double(n) : 0.0,
+              passed ? "passed" : "FAILED");
   return passed ? 0 : 1;
 }
 
