@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <systemc>
@@ -22,6 +23,20 @@
 #include "model/platform/foreign_memory.h"
 
 namespace irdma_sim::platform {
+
+// Device writes held on their way to host memory until the host looks (PcieLink's posted
+// writes, when the link lands them so): the host CPU lands those that have arrived
+// whenever it resumes, and a CPU spinning on memory wakes when the next one arrives.
+class PostedWrites {
+ public:
+  // Lands every held write that has arrived by the kernel's time.
+  virtual void land_due_writes() = 0;
+  // When the next held write lands (absolute), if any is held.
+  virtual std::optional<sc_core::sc_time> next_landing() const = 0;
+
+ protected:
+  ~PostedWrites() = default;
+};
 
 // Its DMI grants come with terms (device/dmi_terms.h) so that a direct write still wakes a
 // CPU waiting for one.
@@ -60,10 +75,23 @@ class HostMemory : public sc_core::sc_module, private device::DmiTerms {
   uint8_t* cpu_ptr(uint64_t iova, size_t len);
 
   // Sleeps the calling thread until the device next writes host memory (woken in the delta
-  // after the write: what a CPU spinning on memory can notice) or `timeout` passes. Writes
+  // after the write, or as a held write arrives: what a CPU spinning on memory can notice)
+  // or `timeout` passes. Writes
   // notify only while a thread sleeps here: an event nobody waits for still costs the
   // scheduler a delta cycle.
   void wait_for_write(const sc_core::sc_time& timeout);
+
+  // Writes held until the host looks (null: every write lands as it arrives).
+  void hold_posted_writes(PostedWrites* writes) { posted_ = writes; }
+  // Where a host CPU resumes (or code outside the simulation looks): every held write that
+  // has arrived is there to see.
+  void land_posted_writes() {
+    if (posted_) posted_->land_due_writes();
+  }
+  // A held write lands at `at`: a CPU spinning on memory wakes then to see it.
+  void posted_write_due(const sc_core::sc_time& at) {
+    if (watchers_) written_.notify(at - sc_core::sc_time_stamp());
+  }
   uint64_t mapped_bytes() const { return mapped_bytes_; }
   uint64_t foreign_bytes() const { return foreign_bytes_; }
   uint64_t access_errors() const { return access_errors_; }
@@ -90,6 +118,7 @@ class HostMemory : public sc_core::sc_module, private device::DmiTerms {
 
   sc_core::sc_event written_;
   unsigned watchers_ = 0;
+  PostedWrites* posted_ = nullptr;
   uint8_t* arena_ = nullptr;  // the reservation; IOVA kIovaBase + n is arena_[n]
   uint64_t arena_bytes_ = 0;
   uint64_t next_offset_ = 0;  // the bump pointer; past the end, gaps are searched

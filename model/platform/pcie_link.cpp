@@ -49,7 +49,7 @@ PcieLink::PcieLink(sc_core::sc_module_name name, const LinkConfig& cfg, bool def
   dev_dma.register_b_transport(this, &PcieLink::dma_b_transport);
   dev_dma.register_get_direct_mem_ptr(this, &PcieLink::dma_get_dmi);
   host_mem.register_invalidate_direct_mem_ptr(this, &PcieLink::dma_invalidate_dmi);
-  SC_METHOD(apply_due_writes);
+  SC_METHOD(land_on_arrival);
   sensitive << posted_due_;
   dont_initialize();
   if (cfg.faults.writes() && !defer_)
@@ -193,7 +193,24 @@ bool PcieLink::msi_by_vector(unsigned vector, const std::function<bool(unsigned)
   return sent;
 }
 
+void PcieLink::land_when_host_looks(HostMemory& memory) {
+  holder_ = &memory;
+  memory.hold_posted_writes(this);
+}
+
+std::optional<sc_time> PcieLink::next_landing() const {
+  if (posted_.empty()) return std::nullopt;
+  return posted_.front().arrival;
+}
+
+uint64_t PcieLink::unlanded_from_ps() const {
+  uint64_t from = ~0ull;
+  for (const PostedWrite& w : posted_) from = std::min(from, ps(w.arrival));
+  return from;
+}
+
 void PcieLink::queue_write(sc_time arrival, uint64_t addr, const uint8_t* data, uint32_t len) {
+  if (holder_) land_due_writes();  // nobody else may for a while: the queue stays short
   const bool was_empty = posted_.empty();
   const auto push = [&](sc_time at, uint64_t a, const uint8_t* p, uint32_t n) {
     std::vector<uint8_t> bytes;
@@ -221,7 +238,11 @@ void PcieLink::queue_write(sc_time arrival, uint64_t addr, const uint8_t* data, 
       push(arrival + sc_time::from_value(i * gap_ps), addr + off, data + off, std::min(8u, len - off));
     }
   }
-  if (was_empty) posted_due_.notify(posted_.front().arrival - sc_core::sc_time_stamp());
+  if (!was_empty) return;
+  if (holder_)
+    holder_->posted_write_due(posted_.front().arrival);
+  else
+    posted_due_.notify(posted_.front().arrival - sc_core::sc_time_stamp());
 }
 
 // A read the faults refuse never reaches memory: its Completer Abort comes back as a
@@ -325,11 +346,15 @@ void PcieLink::wait_for_posted_credit(sc_time& delay) {
   const sc_time issue = sc_core::sc_time_stamp() + delay;  // the initiator's own time
   const sc_time credit = std::max(issue, posted_.front().arrival);
   sc_core::wait(posted_.front().arrival - sc_core::sc_time_stamp());
-  apply_due_writes();  // lands the oldest now, whichever process the kernel runs first
+  // Lands the oldest now, whichever process the kernel runs first.
+  if (holder_)
+    land_due_writes();
+  else
+    land_on_arrival();
   delay = credit - sc_core::sc_time_stamp();
 }
 
-void PcieLink::apply_due_writes() {
+void PcieLink::land_due_writes() {
   const sc_time now = sc_core::sc_time_stamp();
   while (!posted_.empty() && posted_.front().arrival <= now) {
     PostedWrite& w = posted_.front();
@@ -337,7 +362,11 @@ void PcieLink::apply_due_writes() {
     spare_.push_back(std::move(w.data));
     posted_.pop_front();
   }
-  if (!posted_.empty()) posted_due_.notify(posted_.front().arrival - now);
+}
+
+void PcieLink::land_on_arrival() {
+  land_due_writes();
+  if (!posted_.empty()) posted_due_.notify(posted_.front().arrival - sc_core::sc_time_stamp());
 }
 
 bool PcieLink::dma_get_dmi(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi) {

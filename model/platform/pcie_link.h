@@ -20,6 +20,7 @@
 
 #include "model/device/dmi_terms.h"
 #include "model/platform/link_config.h"
+#include "model/platform/host_memory.h"
 #include "model/platform/link_faults.h"
 #include "model/trace/trace_log.h"
 
@@ -32,7 +33,13 @@ inline constexpr uint64_t kMsiSize = 0x100000ull;
 // DMI into host memory is granted on the link's terms (device/dmi_terms.h): a direct access
 // costs the time and leaves the log entry a transported one does. With posted writes
 // deferred, only reads are direct, and only those no queued write overlaps.
-class PcieLink : public sc_core::sc_module, private device::DmiTerms {
+//
+// Deferred posted writes land each at its arrival, by a method of the link's; or, once the
+// host memory is told to hold them (land_when_host_looks), when anything could see them:
+// the host CPU resuming, a device read of their bytes, a CPU spinning on memory waking at
+// the next arrival. What every observer sees at every time is the same; the kernel is
+// spared an activation per write.
+class PcieLink : public sc_core::sc_module, private device::DmiTerms, private PostedWrites {
  public:
   IRDMA_SC_HAS_PROCESS(PcieLink);
   tlm_utils::simple_target_socket<PcieLink> host_mmio;   // from host CPUs
@@ -59,6 +66,14 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms {
   // vfio-user server): sends MSI-X `vector` through `send` as the link's faults have it,
   // lost (reported sent) or twice; what `send` returns. Late delivery needs the writes.
   bool msi_by_vector(unsigned vector, const std::function<bool(unsigned)>& send);
+
+  // From now on the deferred posted writes land when `memory`'s host looks.
+  void land_when_host_looks(HostMemory& memory);
+  // When the next queued write lands (absolute), if any is queued.
+  std::optional<sc_core::sc_time> next_landing() const override;
+  // The earliest arrival among the queued writes, in ps (~0 when none): no write the link
+  // logs can be older (the trace's horizon).
+  uint64_t unlanded_from_ps() const;
 
   // Link time of moving `bytes` of payload in TLPs of at most `max_tlp` bytes.
   sc_core::sc_time serialisation(uint32_t bytes, uint32_t max_tlp) const;
@@ -94,7 +109,9 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms {
   // Queues a posted write (whole, or in the pieces a split fault makes) to land at `arrival`.
   void queue_write(sc_core::sc_time arrival, uint64_t addr, const uint8_t* data, uint32_t len);
   void apply_write(uint64_t addr, const uint8_t* data, uint32_t len, uint64_t t_ps);
-  void apply_due_writes();
+  void land_due_writes() override;
+  // The method that lands each write at its arrival while no host memory holds them.
+  void land_on_arrival();
   // Out of posted-request credits: the initiator (at `delay` ahead of the kernel) waits
   // until the oldest queued write has landed and frees one.
   void wait_for_posted_credit(sc_core::sc_time& delay);
@@ -128,6 +145,7 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms {
   std::vector<std::vector<uint8_t>> spare_;  // buffers of applied writes, for reuse
   sc_core::sc_event posted_due_;
   device::DmiTerms* memory_terms_ = nullptr;  // host memory's, behind the link's
+  HostMemory* holder_ = nullptr;              // holds the queued writes until the host looks
   uint64_t dma_errors_ = 0;
   uint64_t mmio_errors_ = 0;
   std::optional<LinkFaults> faults_;

@@ -1,7 +1,8 @@
 // hal::Exec on SystemC: the driver's threads are SystemC threads of simulated host CPUs and
 // its time is simulated time. A spinning CPU can only see memory change, so cpu_relax()
 // sleeps until the device next writes host memory (as monitor/mwait would), or until
-// `relax_timeout_ns` passes for loops that wait on time instead.
+// `relax_timeout_ns` passes for loops that wait on time instead. Wherever one of its
+// threads resumes, the device's posted writes that have arrived by then land first.
 #pragma once
 
 #include <cstdint>

@@ -10,8 +10,8 @@ namespace irdma_sim::platform {
 using namespace hal;
 
 SimInterrupts::SimInterrupts(sc_core::sc_module_name name, PciConfig& config, std::array<Bar*, 6> bars,
-                             const LinkFaultConfig& faults)
-    : sc_module(name), config_(config), bars_(bars) {
+                             HostMemory& memory, const LinkFaultConfig& faults)
+    : sc_module(name), config_(config), bars_(bars), memory_(memory) {
   SC_THREAD(dispatch_thread);
   set_stack_size(1 << 20);  // handlers run driver code
   SC_THREAD(error_thread);
@@ -97,6 +97,7 @@ void SimInterrupts::dispatch_thread() {
       continue;
     }
     pending_.pop();
+    memory_.land_posted_writes();  // the CPU the handler runs on sees what arrived before
     if (vector < handlers_.size() && handlers_[vector]) {
       delivered_++;
       if (const uint64_t masked = faults_ ? faults_->msix_mask_ps() : 0) {
@@ -131,6 +132,7 @@ void SimInterrupts::error_thread() {
     }
     errors_.pop();
     pci_errors_++;
+    memory_.land_posted_writes();
     if (error_handler_) error_handler_();
   }
 }

@@ -22,6 +22,7 @@
 #include "driver/hal/bar.h"
 #include "driver/hal/irq.h"
 #include "driver/hal/pci_config.h"
+#include "model/platform/host_memory.h"
 #include "model/platform/link_faults.h"
 
 namespace irdma_sim::platform {
@@ -30,8 +31,9 @@ class SimInterrupts final : public sc_core::sc_module, public hal::Interrupts {
  public:
   IRDMA_SC_HAS_PROCESS(SimInterrupts);
   // `bars`: the function's memory BARs as the host maps them (null where there is none).
+  // `memory`: the host's, whose held device writes a handler sees land as it starts.
   SimInterrupts(sc_core::sc_module_name name, hal::PciConfig& config, std::array<hal::Bar*, 6> bars,
-                const LinkFaultConfig& faults = {});
+                HostMemory& memory, const LinkFaultConfig& faults = {});
 
   int alloc_irq_vectors(unsigned min, unsigned max) override;
   unsigned num_vectors() const override { return unsigned(handlers_.size()); }
@@ -57,6 +59,7 @@ class SimInterrupts final : public sc_core::sc_module, public hal::Interrupts {
 
   hal::PciConfig& config_;
   std::array<hal::Bar*, 6> bars_;
+  HostMemory& memory_;
   hal::Bar* table_bar_ = nullptr;
   uint64_t table_ = 0;
   std::vector<Handler> handlers_;

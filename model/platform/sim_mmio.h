@@ -13,6 +13,7 @@
 
 #include "driver/hal/bar.h"
 #include "driver/hal/pci_config.h"
+#include "model/platform/host_memory.h"
 
 namespace irdma_sim::platform {
 
@@ -20,16 +21,17 @@ class SimMmio final : public sc_core::sc_module {
  public:
   tlm_utils::simple_initiator_socket<SimMmio> socket;
 
-  // `stalls`: the CPU making the accesses is simulated and waits out their round trips;
-  // false for a host whose CPUs run in real time elsewhere (a served device's client).
-  explicit SimMmio(sc_core::sc_module_name name, bool stalls = true);
+  // `host`: the memory of the simulated host whose CPU makes the accesses and waits out
+  // their round trips (resuming, it sees the device's writes that arrived meanwhile); null
+  // for a host whose CPUs run in real time elsewhere (a served device's client).
+  SimMmio(sc_core::sc_module_name name, HostMemory* host);
 
   // One access; false when the device refused it.
   bool access(tlm::tlm_command cmd, unsigned region, uint64_t offset, void* data, unsigned len);
   uint64_t errors() const { return errors_; }
 
  private:
-  bool stalls_;
+  HostMemory* host_;
   tlm::tlm_generic_payload trans_;
   uint64_t errors_ = 0;
 };

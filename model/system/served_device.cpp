@@ -58,7 +58,7 @@ ServedDevice::ServedDevice(const testbench::SimConfig& cfg, const std::string& s
   // The client's memory is real memory: a write lands when issued.
   link_ = std::make_unique<platform::PcieLink>("pcie_link", cfg.link, false, trace_);
   device_ = std::make_unique<device::IrdmaDevice>("irdma", cfg.device, quantum, trace_, make_cq_writer(cfg.device));
-  port_ = std::make_unique<platform::SimMmio>("client_mmio", false);
+  port_ = std::make_unique<platform::SimMmio>("client_mmio", nullptr);
   port_->socket.bind(link_->host_mmio);
   link_->dev_bar.bind(device_->pci);
   device_->dma.bind(link_->dev_dma);

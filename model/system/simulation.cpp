@@ -1,7 +1,9 @@
 #include "model/system/simulation.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 
 #include "model/device/regs.h"
@@ -24,7 +26,9 @@ struct Simulation::HostJob : sc_core::sc_module {
   // device must not run ahead of it (EngineTime::alone_for).
   sc_core::sc_event next_job;
 
-  explicit HostJob(sc_core::sc_module_name name, size_t stack) : sc_module(name) {
+  platform::HostMemory& memory;
+
+  HostJob(sc_core::sc_module_name name, size_t stack, platform::HostMemory& memory) : sc_module(name), memory(memory) {
     SC_THREAD(run);
     set_stack_size(int(stack));
   }
@@ -32,6 +36,7 @@ struct Simulation::HostJob : sc_core::sc_module {
     for (;;) {
       while (!queued) sc_core::wait(start);
       queued = false;
+      memory.land_posted_writes();
       try {
         job();
       } catch (...) {
@@ -48,7 +53,12 @@ struct Simulation::HostJob : sc_core::sc_module {
 Simulation::Simulation(const testbench::SimConfig& cfg, const std::string& trace_path, const std::string& stimulus_path)
     : cfg_(cfg) {
   begin_elaboration("Simulation");
-  if (!trace_path.empty()) trace_.open(trace_path, [] { return sc_core::sc_time_stamp().value(); });
+  // Nothing older than the link's unlanded writes is written yet: they are logged as they land.
+  if (!trace_path.empty())
+    trace_.open(trace_path, [this] {
+      const uint64_t now = sc_core::sc_time_stamp().value();
+      return link_ ? std::min(now, link_->unlanded_from_ps()) : now;
+    });
 
   const bool approximate = cfg.sync == testbench::SyncMode::approximate;
   const sc_core::sc_time quantum =
@@ -57,7 +67,7 @@ Simulation::Simulation(const testbench::SimConfig& cfg, const std::string& trace
   link_ = std::make_unique<platform::PcieLink>("pcie_link", cfg.link, approximate, trace_);
   device_ = std::make_unique<device::IrdmaDevice>("irdma", cfg.device, quantum, trace_,
                                                   make_cq_writer(cfg.device));
-  mmio_ = std::make_unique<platform::SimMmio>("host_mmio");
+  mmio_ = std::make_unique<platform::SimMmio>("host_mmio", memory_.get());
   // The platform enumerated its one device: the BARs are the model's.
   bar0_ = std::make_unique<platform::SimBar>(*mmio_, 0, device::regs::BAR0_SIZE);
   msix_bar_ = std::make_unique<platform::SimBar>(*mmio_, device::regs::MSIX_BAR, device::regs::BAR3_SIZE);
@@ -67,8 +77,8 @@ Simulation::Simulation(const testbench::SimConfig& cfg, const std::string& trace
   std::array<hal::Bar*, 6> bars{};
   bars[0] = bar0_.get();
   bars[device::regs::MSIX_BAR] = msix_bar_.get();
-  irq_ = std::make_unique<platform::SimInterrupts>("host_irq", *pci_config_, bars, cfg.link.faults);
-  job_ = std::make_unique<HostJob>("host_cpu0", cfg.host.thread_stack);
+  irq_ = std::make_unique<platform::SimInterrupts>("host_irq", *pci_config_, bars, *memory_, cfg.link.faults);
+  job_ = std::make_unique<HostJob>("host_cpu0", cfg.host.thread_stack, *memory_);
 
   if (!stimulus_path.empty()) {
     recorder_ = std::make_unique<StimulusRecorder>("stimulus_recorder", stimulus_path);
@@ -87,6 +97,11 @@ Simulation::Simulation(const testbench::SimConfig& cfg, const std::string& trace
     irq_->deliver(data, at);
   };
   link_->on_pci_error = [this](sc_core::sc_time at) { irq_->pci_error(at); };
+  // The host looks at its memory only where its CPUs resume, so the device's posted writes
+  // land there (and where the device reads their bytes). A recorded run lands them as they
+  // arrive, as its replay, which has no host CPUs, does: the recording's order of device
+  // accesses is the replay's.
+  if (approximate && stimulus_path.empty()) link_->land_when_host_looks(*memory_);
   backdoor_ = std::make_unique<SimBackdoor>(*device_, *link_, recorder_.get());
 
   hal_ = std::make_unique<hal::Platform>(hal::Platform{*pci_config_, *bar0_, *dma_, *irq_, *exec_});
@@ -127,6 +142,7 @@ void Simulation::run_on_host(const std::function<void()>& job) {
   job_->queued = true;
   job_->start.notify(sc_core::SC_ZERO_TIME);
   sc_core::sc_start();
+  memory_->land_posted_writes();  // the caller may look
   trace_.flush();
   if (!job_->done)
     throw std::runtime_error("simulation ran out of events while the host job was still waiting");
@@ -135,13 +151,22 @@ void Simulation::run_on_host(const std::function<void()>& job) {
 
 // With nothing due within the slice, time goes straight to the next thing pending: the
 // device's time runs only as its work needs, and idle is idle.
+// Posted writes the link holds land as the slice ends, for the applications to see; with
+// only those left, time runs to the next.
 bool Simulation::run_device(uint64_t max_ps) {
-  if (!sc_core::sc_pending_activity()) return false;
-  const sc_core::sc_time next = sc_core::sc_time_to_pending_activity();
-  const sc_core::sc_time slice = sc_core::sc_time::from_value(max_ps);
-  sc_core::sc_start(next > slice ? next : slice, sc_core::SC_EXIT_ON_STARVATION);
+  const std::optional<sc_core::sc_time> landing = link_->next_landing();
+  if (sc_core::sc_pending_activity()) {
+    const sc_core::sc_time next = sc_core::sc_time_to_pending_activity();
+    const sc_core::sc_time slice = sc_core::sc_time::from_value(max_ps);
+    sc_core::sc_start(next > slice ? next : slice, sc_core::SC_EXIT_ON_STARVATION);
+  } else if (landing) {
+    sc_core::sc_start(*landing - sc_core::sc_time_stamp());
+  } else {
+    return false;
+  }
+  memory_->land_posted_writes();
   trace_.flush();
-  return sc_core::sc_pending_activity();
+  return sc_core::sc_pending_activity() || link_->next_landing();
 }
 
 }  // namespace irdma_sim::system

@@ -3,12 +3,17 @@
 // land; every write still lands, in order, at its own time.
 // Its DMI into host memory: a device's direct accesses cost the simulated time and leave the
 // trace its transported ones would, in both timing modes, and end when the memory is freed.
+// Held until the host looks: a posted write lands where the host resumes, a CPU spinning on
+// memory wakes as it arrives, and the trace still comes out in time order.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -21,6 +26,7 @@
 #include "model/device/pci_config.h"
 #include "model/platform/host_memory.h"
 #include "model/platform/pcie_link.h"
+#include "model/trace/trace_log.h"
 
 namespace {
 
@@ -316,6 +322,140 @@ TEST(PcieLink, AMethodPostingWhileTheEngineWaitsForCreditsTakesNothingOfTheEngin
   for (int i = 0; i < kWrites; ++i)
     for (int b = 0; b < 32; ++b) ASSERT_EQ(ring.cpu[32 * i + b], uint8_t(i % 255 + 1)) << "engine write " << i;
   EXPECT_GT(device.method_writes, 1000);
+}
+
+// A device posting one 64-byte write of `fill` at `at`, to host memory that holds the
+// link's posted writes until the host looks.
+struct HeldWrites {
+  struct Poster : sc_core::sc_module {
+    SC_HAS_PROCESS(Poster);
+    tlm_utils::simple_initiator_socket<Poster> dma{"dma"};
+    Poster(sc_core::sc_module_name name, uint64_t iova, sc_time at) : sc_module(name), iova(iova), at(at) {
+      SC_THREAD(run);
+    }
+    void run() {
+      sc_core::wait(at);
+      uint8_t data[64];
+      std::memset(data, 0x5A, sizeof data);
+      tlm::tlm_generic_payload t;
+      t.set_command(tlm::TLM_WRITE_COMMAND);
+      t.set_address(iova);
+      t.set_data_ptr(data);
+      t.set_data_length(64);
+      t.set_streaming_width(64);
+      sc_time delay = sc_core::SC_ZERO_TIME;
+      dma->b_transport(t, delay);
+    }
+    uint64_t iova;
+    sc_time at;
+  };
+
+  explicit HeldWrites(sc_time post_at)
+      : mem("host_memory", 1 << 20),
+        region(mem.alloc(4096, 64)),
+        link("pcie_link", platform::LinkConfig{}, /*defer_posted_writes=*/true, trace),
+        poster("poster", region.iova, post_at),
+        mmio("mmio") {
+    poster.dma.bind(link.dev_dma);
+    link.host_mem.bind(mem.socket);
+    link.dev_bar.bind(mmio.socket);
+    mmio.cpu.bind(link.host_mmio);
+    link.land_when_host_looks(mem);
+  }
+  bool landed() const { return region.cpu[0] == 0x5A && region.cpu[63] == 0x5A; }
+  // When a write posted at `at` arrives: its serialisation and the link's latency later.
+  sc_time arrival(sc_time at) const {
+    return at + link.serialisation(64, platform::LinkConfig{}.max_payload_bytes) +
+           sc_time(platform::LinkConfig{}.dma_latency_ns, sc_core::SC_NS);
+  }
+
+  trace::TraceLog trace;
+  platform::HostMemory mem;
+  platform::HostMemory::Region region;
+  platform::PcieLink link;
+  Poster poster;
+  NoMmio mmio;
+};
+
+// The write costs the kernel nothing of its own: the simulation ends as the device posts it,
+// before it arrives. The host then finds it only once it has arrived.
+TEST(PcieLink, AHeldWriteLandsWhenTheHostLooksOnceItHasArrived) {
+  const sc_time post_at(100, sc_core::SC_NS);
+  HeldWrites sys(post_at);
+  sc_core::sc_start();
+  EXPECT_EQ(sc_core::sc_time_stamp(), post_at) << "the write's arrival was scheduled as activity";
+  ASSERT_EQ(sys.link.next_landing(), sys.arrival(post_at));
+  sc_core::sc_start(*sys.link.next_landing() - sc_core::sc_time_stamp() - sc_time::from_value(1));
+  sys.mem.land_posted_writes();
+  EXPECT_FALSE(sys.landed()) << "landed before it arrived";
+  sc_core::sc_start(sc_time::from_value(1));
+  EXPECT_FALSE(sys.landed()) << "landed with nobody looking";
+  sys.mem.land_posted_writes();
+  EXPECT_TRUE(sys.landed());
+  EXPECT_FALSE(sys.link.next_landing());
+}
+
+// A host CPU's thread: from `at` on, runs `body`.
+struct HostCpu : sc_core::sc_module {
+  SC_HAS_PROCESS(HostCpu);
+  HostCpu(sc_core::sc_module_name name, sc_time at, std::function<void()> body)
+      : sc_module(name), at(at), body(std::move(body)) {
+    SC_THREAD(run);
+  }
+  void run() {
+    sc_core::wait(at);
+    body();
+  }
+  sc_time at;
+  std::function<void()> body;
+};
+
+// A CPU spinning on memory from `from` on wakes as the write arrives, and sees it: when it
+// arrives.
+sc_time spinning_cpu_sees_it(HeldWrites& sys, sc_time from) {
+  sc_time saw_it_at = sc_core::SC_ZERO_TIME;
+  HostCpu cpu("cpu", from, [&] {
+    while (!sys.landed()) sys.mem.wait_for_write(sc_time(1, sc_core::SC_MS));
+    saw_it_at = sc_core::sc_time_stamp();
+  });
+  sc_core::sc_start();
+  return saw_it_at;
+}
+
+TEST(PcieLink, ACpuSpinningOnMemoryWakesAsAHeldWriteArrives) {
+  const sc_time post_at(100, sc_core::SC_NS);
+  HeldWrites sys(post_at);
+  EXPECT_EQ(spinning_cpu_sees_it(sys, sc_core::SC_ZERO_TIME), sys.arrival(post_at));
+}
+
+TEST(PcieLink, ACpuThatStartsSpinningWhileAWriteIsOnItsWayWakesAsItArrives) {
+  const sc_time post_at(100, sc_core::SC_NS);
+  HeldWrites sys(post_at);
+  EXPECT_EQ(spinning_cpu_sees_it(sys, post_at + sc_time(1, sc_core::SC_NS)), sys.arrival(post_at));
+}
+
+// Logged as it lands, after later events: the trace holds back what is newer than the
+// link's oldest unlanded write, so the log still comes out in time order.
+TEST(PcieLink, AHeldWriteLoggedAsItLandsKeepsTheTraceInTimeOrder) {
+  const sc_time post_at(100, sc_core::SC_NS);
+  HeldWrites sys(post_at);
+  HostCpu host("host", sc_time(10, sc_core::SC_US), [&] {
+    sys.trace.event(sc_core::sc_time_stamp().value(), "host_looks");
+    sys.trace.flush();
+    sys.mem.land_posted_writes();
+  });
+  const std::string path = "/tmp/irdma-sim-held-" + std::to_string(::getpid()) + ".jsonl";
+  sys.trace.open(path, [&] { return std::min<uint64_t>(sc_core::sc_time_stamp().value(), sys.link.unlanded_from_ps()); });
+  sc_core::sc_start();
+  sys.trace.close();
+  std::ifstream in(path);
+  std::string first, second;
+  std::getline(in, first);
+  std::getline(in, second);
+  std::remove(path.c_str());
+  EXPECT_NE(first.find("\"dma_write\""), std::string::npos) << first;
+  EXPECT_NE(second.find("\"host_looks\""), std::string::npos) << second;
+  EXPECT_EQ(sys.trace.late_events(), 0u);
 }
 
 TEST(PcieLink, DirectAccessesLooselyTimedCostAndLogWhatTransportedOnesDo) {
