@@ -1,7 +1,8 @@
 // Debian's SystemC runs thread processes as QuickThreads coroutines, and every switch goes
 // through sc_cor_pkg_qt::yield, an exported function the library calls through its PLT.
-// This executable defines the same symbol, so the library's calls land here: counted, then
-// passed on to the library's own definition.
+// This executable defines the same symbol, so the library's calls land here: counted when
+// they switch into a thread process (not back to the kernel's main coroutine), then passed
+// on to the library's own definition.
 #include "tests/bench/thread_switches.h"
 
 #include <dlfcn.h>
@@ -11,24 +12,27 @@
 
 namespace {
 
-constexpr const char* kYield = "_ZN7sc_core13sc_cor_pkg_qt5yieldEPNS_6sc_corE";
 uint64_t switches = 0;
+
+void* library_symbol(const char* name) {
+  void* f = ::dlsym(RTLD_NEXT, name);
+  if (!f) {
+    std::fprintf(stderr, "thread switches: the SystemC library has no %s (not QuickThreads?)\n", name);
+    std::abort();
+  }
+  return f;
+}
 
 }  // namespace
 
-// sc_core::sc_cor_pkg_qt::yield(sc_core::sc_cor* next): `self` is the member function's this.
+// sc_core::sc_cor_pkg_qt::yield(sc_core::sc_cor* next); `self` is the member function's this.
 extern "C" void counted_yield(void* self, void* next) __asm__("_ZN7sc_core13sc_cor_pkg_qt5yieldEPNS_6sc_corE");
 extern "C" void counted_yield(void* self, void* next) {
   using Yield = void (*)(void*, void*);
-  static const Yield library_yield = [] {
-    auto* f = reinterpret_cast<Yield>(::dlsym(RTLD_NEXT, kYield));
-    if (!f) {
-      std::fprintf(stderr, "thread switches: the SystemC library has no %s (not QuickThreads?)\n", kYield);
-      std::abort();
-    }
-    return f;
-  }();
-  switches++;
+  using GetMain = void* (*)(void*);
+  static const auto library_yield = reinterpret_cast<Yield>(library_symbol("_ZN7sc_core13sc_cor_pkg_qt5yieldEPNS_6sc_corE"));
+  static const auto get_main = reinterpret_cast<GetMain>(library_symbol("_ZN7sc_core13sc_cor_pkg_qt8get_mainEv"));
+  if (next != get_main(self)) switches++;
   library_yield(self, next);
 }
 

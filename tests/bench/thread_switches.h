@@ -1,6 +1,6 @@
-// How many times the SystemC kernel switched coroutines (a thread process resumed or gave
-// the CPU back): the kernel's own cost per simulated event, which the bench reports per
-// completion.
+// How many times the SystemC kernel switched into a thread process (resumed it, from the
+// scheduler or straight from another thread; the switch back is the same activation's):
+// the kernel's own cost per simulated event, which the bench reports per completion.
 #pragma once
 
 #include <cstdint>
