@@ -166,19 +166,25 @@ const std::array<CoverGroup, kCoverGroups>& cover_groups() {
 const CoverGroup& cover_group(Cover g) { return cover_groups()[size_t(g)]; }
 
 Coverage::Coverage() {
-  for (size_t g = 0; g < kCoverGroups; g++) hits_[g].assign(cover_groups()[g].bins(), 0);
+  for (size_t g = 0; g < kCoverGroups; g++) {
+    const CoverGroup& group = cover_groups()[g];
+    if (group.axes.size() > kMaxAxes) throw std::logic_error(std::string("coverage ") + group.name + ": too many axes");
+    shapes_[g] = {group.name, group.axes.size(), {}};
+    for (size_t a = 0; a < group.axes.size(); a++) shapes_[g].sizes[a] = uint32_t(group.axes[a].values.size());
+    hits_[g].assign(group.bins(), 0);
+  }
 }
 
 void Coverage::hit(Cover g, std::initializer_list<unsigned> at, uint64_t times) {
-  const CoverGroup& group = cover_group(g);
-  if (at.size() != group.axes.size())
-    throw std::logic_error(std::string("coverage ") + group.name + ": a hit needs a value per axis");
+  const Shape& shape = shapes_[size_t(g)];
+  if (at.size() != shape.axes)
+    throw std::logic_error(std::string("coverage ") + shape.name + ": a hit needs a value per axis");
   size_t index = 0, axis = 0;
   for (unsigned v : at) {
-    const size_t n = group.axes[axis].values.size();
+    const uint32_t n = shape.sizes[axis];
     if (v >= n)
-      throw std::logic_error(std::string("coverage ") + group.name + ": value " + std::to_string(v) + " past axis " +
-                             group.axes[axis].name);
+      throw std::logic_error(std::string("coverage ") + shape.name + ": value " + std::to_string(v) + " past axis " +
+                             cover_group(g).axes[axis].name);
     index = index * n + v;
     axis++;
   }

@@ -66,6 +66,15 @@ class Coverage {
   void add(const Coverage& other);
 
  private:
+  static constexpr size_t kMaxAxes = 4;
+  // Each group's number of axes and their sizes, copied from the catalogue: a hit is counted
+  // on every event the device sees, and the catalogue's vectors cost a walk each time.
+  struct Shape {
+    const char* name;
+    size_t axes;
+    std::array<uint32_t, kMaxAxes> sizes;
+  };
+  std::array<Shape, kCoverGroups> shapes_;
   std::array<std::vector<uint64_t>, kCoverGroups> hits_;
 };
 
