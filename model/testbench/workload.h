@@ -78,8 +78,10 @@ class Workload {
   const WorkloadCounters& counters() const { return counters_; }
   // The host side's coverage: completions as the driver delivered them, pool gets.
   const trace::Coverage& coverage() const { return coverage_; }
-  // When the traffic began (wall clock): setup before it, traffic and teardown after.
+  // When the traffic began and when the teardown did (wall clock): setup before the one,
+  // traffic between them, teardown after the other.
   std::chrono::steady_clock::time_point traffic_started() const { return started_; }
+  std::chrono::steady_clock::time_point teardown_started() const { return teardown_started_; }
   // Setup ran into a limit of the configured device or host the scenario could not be
   // checked against beforehand: what, naming the key (empty when none). Not a check
   // failure: the scenario asks for more than the system it configures holds.
@@ -212,7 +214,7 @@ class Workload {
   bool interrupted_ = false;               // by Control::stop
   uint64_t interrupted_at_ps_ = 0;
   Control control_;
-  std::chrono::steady_clock::time_point started_, last_progress_;
+  std::chrono::steady_clock::time_point started_, last_progress_, teardown_started_;
   WorkloadCounters counters_;
   trace::Coverage coverage_;
   std::vector<bool> delivered_on_;  // by CQ number

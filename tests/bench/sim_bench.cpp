@@ -18,8 +18,8 @@
 //   irdma-sim-bench scale approximate|loose PAIRS [COMPLETIONS] [CQ_ENTRIES] [CEQS]
 //     the same number of completions (default 819200) spread over PAIRS loopback RC pairs,
 //     each QP with a CQ of its own (CQ_ENTRIES, default 256) on CEQS vectors (default 2),
-//     64-byte messages: wall time per completion (and without setup: traffic and teardown),
-//     and the process's peak RSS beside it.
+//     64-byte messages: wall time per completion, and of the traffic alone (setup and
+//     teardown, which cost per queue, apart), and the process's peak RSS beside it.
 //   irdma-sim-bench model approximate|loose [CQES]
 //     the device's CQ engine alone writing CQEs (a quarter extended) into host memory
 //     through the PCIe link: CQEs per wall-clock second.
@@ -77,7 +77,7 @@ testbench::Scenario e2e_scenario(uint32_t sends, uint32_t max_bytes, uint32_t it
 
 // A workload run on a host, timed (wall clock, setup apart), its checks' verdict.
 struct TimedRun {
-  double wall_s = 0, setup_s = 0;
+  double wall_s = 0, setup_s = 0, teardown_s = 0;
   bool passed = true;
   testbench::WorkloadCounters counts;
 };
@@ -91,6 +91,7 @@ TimedRun run_timed(testbench::Host& host, const testbench::Scenario& sc) {
   TimedRun r;
   r.wall_s = seconds_since(start);
   r.setup_s = std::chrono::duration<double>(wl.traffic_started() - start).count();
+  r.teardown_s = std::chrono::duration<double>(start - wl.teardown_started()).count() + r.wall_s;
   for (const testbench::Check& c : sb.checks()) {
     if (!c.passed) std::fprintf(stderr, "check %s failed: %s\n", c.name.c_str(), c.detail.c_str());
     r.passed = r.passed && c.passed;
@@ -188,15 +189,16 @@ int scale(bool loose, uint64_t pairs, uint64_t completions, uint64_t cq_entries,
   sc.config.sync = loose ? testbench::SyncMode::loose : testbench::SyncMode::approximate;
   system::Simulation sim(sc.config);
   const TimedRun r = run_timed(sim, sc);
-  const double wall = r.wall_s, setup = r.setup_s;
+  const double wall = r.wall_s, setup = r.setup_s, teardown = r.teardown_s;
   const uint64_t n = r.counts.completions;
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
   std::printf("scale %-11s pairs=%llu cq_entries=%llu ceqs=%llu completions=%llu wall_s=%.3f ns_per_completion=%.0f "
-              "setup_s=%.3f traffic_ns_per_completion=%.0f peak_rss_mb=%.0f checks=%s\n",
+              "setup_s=%.3f teardown_s=%.3f traffic_ns_per_completion=%.0f peak_rss_mb=%.0f checks=%s\n",
               loose ? "loose" : "approximate", (unsigned long long)pairs, (unsigned long long)cq_entries,
-              (unsigned long long)ceqs, (unsigned long long)n, wall, wall * 1e9 / double(n), setup,
-              (wall - setup) * 1e9 / double(n), double(usage.ru_maxrss) / 1024.0, r.passed ? "passed" : "FAILED");
+              (unsigned long long)ceqs, (unsigned long long)n, wall, wall * 1e9 / double(n), setup, teardown,
+              (wall - setup - teardown) * 1e9 / double(n), double(usage.ru_maxrss) / 1024.0,
+              r.passed ? "passed" : "FAILED");
   return r.passed ? 0 : 1;
 }
 

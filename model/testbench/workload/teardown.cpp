@@ -21,6 +21,7 @@ void Workload::count_cq_stats(ib_cq* cq) {
 }
 
 void Workload::teardown() {
+  teardown_started_ = std::chrono::steady_clock::now();
   // The CQs' poll contexts stop first, each waiting out a handler under way (it may need
   // the lock): after a stall, one still running would post to a QP destroyed under it, or
   // check its batch after the drain below took later completions. The drain takes the rest.
