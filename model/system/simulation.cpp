@@ -160,7 +160,7 @@ bool Simulation::run_device(uint64_t max_ps) {
     const sc_core::sc_time slice = sc_core::sc_time::from_value(max_ps);
     sc_core::sc_start(next > slice ? next : slice, sc_core::SC_EXIT_ON_STARVATION);
   } else if (landing) {
-    sc_core::sc_start(*landing - sc_core::sc_time_stamp());
+    if (*landing > sc_core::sc_time_stamp()) sc_core::sc_start(*landing - sc_core::sc_time_stamp());
   } else {
     return false;
   }
