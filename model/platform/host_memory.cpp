@@ -137,7 +137,7 @@ const HostMemory::Region* HostMemory::find(uint64_t iova, size_t len) const {
 void HostMemory::wait_for_write(const sc_core::sc_time& timeout) {
   land_posted_writes();
   if (posted_)
-    if (const std::optional<sc_core::sc_time> at = posted_->next_landing())
+    if (const std::optional<sc_core::sc_time> at = posted_->next_arrival())
       written_.notify(*at - sc_core::sc_time_stamp());
   watchers_++;
   sc_core::wait(timeout, written_);

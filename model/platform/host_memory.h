@@ -31,8 +31,8 @@ class PostedWrites {
  public:
   // Lands every held write that has arrived by the kernel's time.
   virtual void land_due_writes() = 0;
-  // When the next held write lands (absolute), if any is held.
-  virtual std::optional<sc_core::sc_time> next_landing() const = 0;
+  // When the next held write to land arrives (absolute), if any is held.
+  virtual std::optional<sc_core::sc_time> next_arrival() const = 0;
 
  protected:
   ~PostedWrites() = default;
@@ -76,9 +76,8 @@ class HostMemory : public sc_core::sc_module, private device::DmiTerms {
 
   // Sleeps the calling thread until the device next writes host memory (woken in the delta
   // after the write, or as a held write arrives: what a CPU spinning on memory can notice)
-  // or `timeout` passes. Writes
-  // notify only while a thread sleeps here: an event nobody waits for still costs the
-  // scheduler a delta cycle.
+  // or `timeout` passes. Writes notify only while a thread sleeps here: an event nobody
+  // waits for still costs the scheduler a delta cycle.
   void wait_for_write(const sc_core::sc_time& timeout);
 
   // Writes held until the host looks (null: every write lands as it arrives).
@@ -88,8 +87,8 @@ class HostMemory : public sc_core::sc_module, private device::DmiTerms {
   void land_posted_writes() {
     if (posted_) posted_->land_due_writes();
   }
-  // A held write lands at `at`: a CPU spinning on memory wakes then to see it.
-  void posted_write_due(const sc_core::sc_time& at) {
+  // A held write arrives at `at`: a CPU spinning on memory wakes then to see it.
+  void posted_write_arrives(const sc_core::sc_time& at) {
     if (watchers_) written_.notify(at - sc_core::sc_time_stamp());
   }
   uint64_t mapped_bytes() const { return mapped_bytes_; }

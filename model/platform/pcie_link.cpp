@@ -104,8 +104,10 @@ void PcieLink::mmio_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay)
 // device set after writing memory finds the memory written, and one whose configuration
 // write stopped the device mastering the bus finds all it wrote before landed.
 void PcieLink::behind_posted_writes(sc_time& delay) const {
-  if (!posted_.empty())
-    delay = std::max(delay, posted_.back().arrival + sc_time::from_value(1) - sc_core::sc_time_stamp());
+  if (posted_.empty()) return;
+  // A write behind one that arrives later may have arrived already (held by the queue's order).
+  const sc_time after_last = posted_.back().arrival + sc_time::from_value(1);
+  if (after_last > sc_core::sc_time_stamp()) delay = std::max(delay, after_last - sc_core::sc_time_stamp());
 }
 
 void PcieLink::trace_event(uint64_t t_ps, const char* kind, uint64_t region, uint64_t off, uint32_t len,
@@ -134,6 +136,7 @@ void PcieLink::dma_b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) 
     // Posted: the device is told OK; an unmapped target shows up as a dma_error event.
     if (faults_ && dropped_write(trans, arrival)) return;
     if (defer_) {
+      if (holder_) land_due_writes();  // nobody may look for a while: the credits free up
       if (posted_.size() >= kPostedCredits && initiator_can_wait()) {
         wait_for_posted_credit(delay);
         arrival = sc_core::sc_time_stamp() + delay + dma_latency_;
@@ -198,7 +201,7 @@ void PcieLink::land_when_host_looks(HostMemory& memory) {
   memory.hold_posted_writes(this);
 }
 
-std::optional<sc_time> PcieLink::next_landing() const {
+std::optional<sc_time> PcieLink::next_arrival() const {
   if (posted_.empty()) return std::nullopt;
   return posted_.front().arrival;
 }
@@ -210,7 +213,6 @@ uint64_t PcieLink::unlanded_from_ps() const {
 }
 
 void PcieLink::queue_write(sc_time arrival, uint64_t addr, const uint8_t* data, uint32_t len) {
-  if (holder_) land_due_writes();  // nobody else may for a while: the queue stays short
   const bool was_empty = posted_.empty();
   const auto push = [&](sc_time at, uint64_t a, const uint8_t* p, uint32_t n) {
     std::vector<uint8_t> bytes;
@@ -240,7 +242,7 @@ void PcieLink::queue_write(sc_time arrival, uint64_t addr, const uint8_t* data, 
   }
   if (!was_empty) return;
   if (holder_)
-    holder_->posted_write_due(posted_.front().arrival);
+    holder_->posted_write_arrives(posted_.front().arrival);
   else
     posted_due_.notify(posted_.front().arrival - sc_core::sc_time_stamp());
 }

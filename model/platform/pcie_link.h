@@ -69,8 +69,8 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms, private Po
 
   // From now on the deferred posted writes land when `memory`'s host looks.
   void land_when_host_looks(HostMemory& memory);
-  // When the next queued write lands (absolute), if any is queued.
-  std::optional<sc_core::sc_time> next_landing() const override;
+  // When the next queued write to land arrives (absolute), if any is queued.
+  std::optional<sc_core::sc_time> next_arrival() const override;
   // The earliest arrival among the queued writes, in ps (~0 when none): no write the link
   // logs can be older (the trace's horizon).
   uint64_t unlanded_from_ps() const;
@@ -145,7 +145,7 @@ class PcieLink : public sc_core::sc_module, private device::DmiTerms, private Po
   std::vector<std::vector<uint8_t>> spare_;  // buffers of applied writes, for reuse
   sc_core::sc_event posted_due_;
   device::DmiTerms* memory_terms_ = nullptr;  // host memory's, behind the link's
-  HostMemory* holder_ = nullptr;              // holds the queued writes until the host looks
+  HostMemory* holder_ = nullptr;  // whose host lands the queued writes when it looks (null: the link, at arrival)
   uint64_t dma_errors_ = 0;
   uint64_t mmio_errors_ = 0;
   std::optional<LinkFaults> faults_;

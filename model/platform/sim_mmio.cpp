@@ -4,7 +4,8 @@
 
 namespace irdma_sim::platform {
 
-SimMmio::SimMmio(sc_core::sc_module_name name, HostMemory* host) : sc_module(name), socket("socket"), host_(host) {}
+SimMmio::SimMmio(sc_core::sc_module_name name, HostMemory* host_memory)
+    : sc_module(name), socket("socket"), host_memory_(host_memory) {}
 
 bool SimMmio::access(tlm::tlm_command cmd, unsigned region, uint64_t offset, void* data, unsigned len) {
   trans_.set_command(cmd);
@@ -20,9 +21,9 @@ bool SimMmio::access(tlm::tlm_command cmd, unsigned region, uint64_t offset, voi
   if (!ok) errors_++;
   // A read stalls the CPU for its round trip, and so does a configuration write (the link
   // returns its completion time); a posted write retires at once.
-  if (host_ && (cmd == tlm::TLM_READ_COMMAND || region == device::kConfigRegion)) {
+  if (host_memory_ && (cmd == tlm::TLM_READ_COMMAND || region == device::kConfigRegion)) {
     sc_core::wait(delay);
-    host_->land_posted_writes();
+    host_memory_->land_posted_writes();
   }
   return ok;
 }

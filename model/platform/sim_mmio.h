@@ -21,17 +21,17 @@ class SimMmio final : public sc_core::sc_module {
  public:
   tlm_utils::simple_initiator_socket<SimMmio> socket;
 
-  // `host`: the memory of the simulated host whose CPU makes the accesses and waits out
-  // their round trips (resuming, it sees the device's writes that arrived meanwhile); null
-  // for a host whose CPUs run in real time elsewhere (a served device's client).
-  SimMmio(sc_core::sc_module_name name, HostMemory* host);
+  // `host_memory`: the memory of the simulated host whose CPU makes the accesses and waits
+  // out their round trips (resuming, it sees the device's writes that arrived meanwhile);
+  // null for a host whose CPUs run in real time elsewhere (a served device's client).
+  SimMmio(sc_core::sc_module_name name, HostMemory* host_memory);
 
   // One access; false when the device refused it.
   bool access(tlm::tlm_command cmd, unsigned region, uint64_t offset, void* data, unsigned len);
   uint64_t errors() const { return errors_; }
 
  private:
-  HostMemory* host_;
+  HostMemory* host_memory_;
   tlm::tlm_generic_payload trans_;
   uint64_t errors_ = 0;
 };

@@ -151,22 +151,25 @@ void Simulation::run_on_host(const std::function<void()>& job) {
 
 // With nothing due within the slice, time goes straight to the next thing pending: the
 // device's time runs only as its work needs, and idle is idle.
-// Posted writes the link holds land as the slice ends, for the applications to see; with
-// only those left, time runs to the next.
+// Posted writes the link holds land as the slice ends, for the applications to see; time
+// runs past none that arrives before the next thing pending, and with only those left, to
+// the next.
 bool Simulation::run_device(uint64_t max_ps) {
-  const std::optional<sc_core::sc_time> landing = link_->next_landing();
+  const std::optional<sc_core::sc_time> arrival = link_->next_arrival();
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
   if (sc_core::sc_pending_activity()) {
-    const sc_core::sc_time next = sc_core::sc_time_to_pending_activity();
+    sc_core::sc_time next = sc_core::sc_time_to_pending_activity();
+    if (arrival) next = std::min(next, *arrival > now ? *arrival - now : sc_core::SC_ZERO_TIME);
     const sc_core::sc_time slice = sc_core::sc_time::from_value(max_ps);
     sc_core::sc_start(next > slice ? next : slice, sc_core::SC_EXIT_ON_STARVATION);
-  } else if (landing) {
-    if (*landing > sc_core::sc_time_stamp()) sc_core::sc_start(*landing - sc_core::sc_time_stamp());
+  } else if (arrival) {
+    if (*arrival > now) sc_core::sc_start(*arrival - now);
   } else {
     return false;
   }
   memory_->land_posted_writes();
   trace_.flush();
-  return sc_core::sc_pending_activity() || link_->next_landing();
+  return sc_core::sc_pending_activity() || link_->next_arrival();
 }
 
 }  // namespace irdma_sim::system

@@ -327,34 +327,41 @@ TEST(PcieLink, AMethodPostingWhileTheEngineWaitsForCreditsTakesNothingOfTheEngin
 // A device posting one 64-byte write of `fill` at `at`, to host memory that holds the
 // link's posted writes until the host looks.
 struct HeldWrites {
+  // The device: a thread that runs `body` against its DMA socket.
   struct Poster : sc_core::sc_module {
     SC_HAS_PROCESS(Poster);
     tlm_utils::simple_initiator_socket<Poster> dma{"dma"};
-    Poster(sc_core::sc_module_name name, uint64_t iova, sc_time at) : sc_module(name), iova(iova), at(at) {
+    Poster(sc_core::sc_module_name name, std::function<void(Poster&)> body) : sc_module(name), body(std::move(body)) {
       SC_THREAD(run);
     }
-    void run() {
-      sc_core::wait(at);
+    void run() { body(*this); }
+    // A 64-byte posted write of `fill`, issued `delay` ahead of the kernel.
+    void post(uint64_t iova, uint8_t fill, sc_time& delay) {
       uint8_t data[64];
-      std::memset(data, 0x5A, sizeof data);
+      std::memset(data, fill, sizeof data);
       tlm::tlm_generic_payload t;
       t.set_command(tlm::TLM_WRITE_COMMAND);
       t.set_address(iova);
       t.set_data_ptr(data);
       t.set_data_length(64);
       t.set_streaming_width(64);
-      sc_time delay = sc_core::SC_ZERO_TIME;
       dma->b_transport(t, delay);
     }
-    uint64_t iova;
-    sc_time at;
+    std::function<void(Poster&)> body;
   };
 
+  // One write of 0x5A into `region` at `post_at`.
   explicit HeldWrites(sc_time post_at)
+      : HeldWrites([this, post_at](Poster& p) {
+          sc_core::wait(post_at);
+          sc_time delay = sc_core::SC_ZERO_TIME;
+          p.post(region.iova, 0x5A, delay);
+        }) {}
+  explicit HeldWrites(std::function<void(Poster&)> device)
       : mem("host_memory", 1 << 20),
         region(mem.alloc(4096, 64)),
         link("pcie_link", platform::LinkConfig{}, /*defer_posted_writes=*/true, trace),
-        poster("poster", region.iova, post_at),
+        poster("poster", std::move(device)),
         mmio("mmio") {
     poster.dma.bind(link.dev_dma);
     link.host_mem.bind(mem.socket);
@@ -384,15 +391,15 @@ TEST(PcieLink, AHeldWriteLandsWhenTheHostLooksOnceItHasArrived) {
   HeldWrites sys(post_at);
   sc_core::sc_start();
   EXPECT_EQ(sc_core::sc_time_stamp(), post_at) << "the write's arrival was scheduled as activity";
-  ASSERT_EQ(sys.link.next_landing(), sys.arrival(post_at));
-  sc_core::sc_start(*sys.link.next_landing() - sc_core::sc_time_stamp() - sc_time::from_value(1));
+  ASSERT_EQ(sys.link.next_arrival(), sys.arrival(post_at));
+  sc_core::sc_start(*sys.link.next_arrival() - sc_core::sc_time_stamp() - sc_time::from_value(1));
   sys.mem.land_posted_writes();
   EXPECT_FALSE(sys.landed()) << "landed before it arrived";
   sc_core::sc_start(sc_time::from_value(1));
   EXPECT_FALSE(sys.landed()) << "landed with nobody looking";
   sys.mem.land_posted_writes();
   EXPECT_TRUE(sys.landed());
-  EXPECT_FALSE(sys.link.next_landing());
+  EXPECT_FALSE(sys.link.next_arrival());
 }
 
 // A host CPU's thread: from `at` on, runs `body`.
@@ -456,6 +463,48 @@ TEST(PcieLink, AHeldWriteLoggedAsItLandsKeepsTheTraceInTimeOrder) {
   EXPECT_NE(first.find("\"dma_write\""), std::string::npos) << first;
   EXPECT_NE(second.find("\"host_looks\""), std::string::npos) << second;
   EXPECT_EQ(sys.trace.late_events(), 0u);
+}
+
+// Runs once poked: whether it did shows whether a process gave the kernel a turn.
+struct Bystander : sc_core::sc_module {
+  SC_HAS_PROCESS(Bystander);
+  explicit Bystander(sc_core::sc_module_name name) : sc_module(name) {
+    SC_METHOD(run);
+    sensitive << poke;
+    dont_initialize();
+  }
+  void run() { ran = true; }
+  sc_core::sc_event poke;
+  bool ran = false;
+};
+
+// A device back from a pause with more writes queued than it has credits, every one of them
+// arrived and none landed (nobody looked): they land as it posts again, and it goes on at
+// once, without giving the kernel a turn.
+TEST(PcieLink, ADeviceBackFromAPauseFindsItsArrivedWritesGaveTheirCreditsBack) {
+  constexpr int kMany = 300;  // past the 256 credits
+  uint64_t ring = 0;
+  Bystander bystander("bystander");
+  bool waited = true;
+  HeldWrites sys([&](HeldWrites::Poster& p) {
+    sc_time delay = sc_core::SC_ZERO_TIME;
+    for (int i = 0; i < kMany; ++i) p.post(ring + 64 * uint64_t(i), uint8_t(i % 255 + 1), delay);
+    sc_core::wait(delay + sc_time(1, sc_core::SC_MS));
+    delay = sc_core::SC_ZERO_TIME;
+    bystander.poke.notify(sc_core::SC_ZERO_TIME);
+    p.post(ring + 64 * kMany, 0xEE, delay);
+    waited = bystander.ran;
+  });
+  const platform::HostMemory::Region r = sys.mem.alloc(64 * (kMany + 1), 64);
+  ring = r.iova;
+  sc_core::sc_start();
+  EXPECT_FALSE(waited) << "the device waited for credits its arrived writes held";
+  EXPECT_EQ(r.cpu[64 * (kMany - 1)], uint8_t((kMany - 1) % 255 + 1)) << "the arrived writes did not land";
+  sc_core::sc_start(sc_time(1, sc_core::SC_US));
+  sys.mem.land_posted_writes();
+  for (int i = 0; i < kMany; ++i) ASSERT_EQ(r.cpu[64 * i + 63], uint8_t(i % 255 + 1)) << "write " << i;
+  EXPECT_EQ(r.cpu[64 * kMany], 0xEE);
+  EXPECT_EQ(sys.link.dma_errors(), 0u);
 }
 
 TEST(PcieLink, DirectAccessesLooselyTimedCostAndLogWhatTransportedOnesDo) {
