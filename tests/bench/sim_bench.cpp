@@ -101,24 +101,32 @@ TimedRun run_timed(testbench::Host& host, const testbench::Scenario& sc) {
 }
 
 // The workload on `host`, timed: one line of figures, exit status 0 when every check held.
-int e2e_on(testbench::Host& host, const testbench::Scenario& sc, const char* mode, const char* figure) {
+// `in_process`: the SystemC kernel runs here, so its thread switches are this process's to
+// count (a served model's are its server's: the figure reads n/a).
+int e2e_on(testbench::Host& host, const testbench::Scenario& sc, const char* mode, const char* figure,
+           bool in_process) {
   const uint64_t switches_before = bench::thread_switches();
   const TimedRun r = run_timed(host, sc);
   const uint64_t switches = bench::thread_switches() - switches_before;
   const double wall = r.wall_s;
   const bool passed = r.passed;
   const uint64_t n = r.counts.completions;
+  char switches_per_completion[32] = "n/a";
+  if (in_process)
+    std::snprintf(switches_per_completion, sizeof switches_per_completion, "%.2f",
+                  n ? double(switches) / double(n) : 0.0);
   // Completions arrive by interrupt: how many, and how many completions each brought.
   const uint64_t irqs = host.driver().event_counters().interrupts;
   const double host_s = host.now_ps() / 1e12;
   std::printf("e2e %-11s %-9s itr_us=%u completions=%llu wall_s=%.3f completions_per_second=%.0f host_us=%.1f "
               "interrupts=%llu interrupts_per_host_second=%.0f interrupts_per_wall_second=%.0f "
-              "completions_per_interrupt=%.2f idle_waits=%llu doorbells=%llu thread_switches_per_completion=%.2f "
+              "completions_per_interrupt=%.2f idle_waits=%llu doorbells=%llu thread_switches_per_completion=%s "
               "checks=%s\n",
               mode, figure, sc.config.device.ceq_itr_us, (unsigned long long)n, wall, double(n) / wall,
               host.now_ps() / 1e6, (unsigned long long)irqs, double(irqs) / host_s, double(irqs) / wall,
               irqs ? double(n) / double(irqs) : 0.0, (unsigned long long)r.counts.idle_polls,
-              (unsigned long long)r.counts.doorbells, n ? double(switches) / double(n) : 0.0,
+              (unsigned long long)r.counts.doorbells,
+              switches_per_completion,
               passed ? "passed" : "FAILED");
   return passed ? 0 : 1;
 }
@@ -135,7 +143,7 @@ int e2e_figure(bool loose, Figure figure, uint32_t sends, uint32_t max_bytes) {
   sc.traffic.check_payload = figure != Figure::engine;
   sc.config.sync = loose ? testbench::SyncMode::loose : testbench::SyncMode::approximate;
   system::Simulation sim(sc.config);
-  return e2e_on(sim, sc, loose ? "loose" : "approximate", kFigureNames[int(figure)]);
+  return e2e_on(sim, sc, loose ? "loose" : "approximate", kFigureNames[int(figure)], true);
 }
 
 // Every figure in a process of its own, exec'd afresh (one elaboration per process; and a
@@ -213,7 +221,7 @@ std::unique_ptr<testbench::PcieSystem> served(system::ServerChild& server, const
 int e2e_vfio_user(uint32_t sends, uint32_t max_bytes, uint32_t itr_us) {
   const testbench::Scenario sc = e2e_scenario(sends, max_bytes, itr_us);
   system::ServerChild server(sc.config, {});
-  return e2e_on(*served(server, sc.config), sc, "vfio-user", "checked");
+  return e2e_on(*served(server, sc.config), sc, "vfio-user", "checked", false);
 }
 
 // Doorbell to MSI-X through vfio-user: a signaled NOP posted on a QP whose CQ is armed
