@@ -433,11 +433,12 @@ TEST(IrdmaOnOsThreads, PollNotifyPostAndFlushOnOneCq) {
   }
   EXPECT_EQ(flushed, size_t(kUnfinished + 20 * kBursts));
   EXPECT_EQ(cq->sc_cq.corrupt_cqes, 0u);
-  EXPECT_GT(h.dev->event_counters().comp_events, 0u) << "the device raised events";
-  EXPECT_GE(uint64_t(events.load()), h.dev->event_counters().comp_events);
   EXPECT_EQ(h.dev->destroy_qp(a), 0);
   EXPECT_EQ(h.dev->destroy_qp(b), 0);
   EXPECT_EQ(ib_free_cq(cq), 0);
+  // Freeing the CQ waits for the event handler using it: every counted call has run.
+  EXPECT_GT(h.dev->event_counters().comp_events, 0u) << "the device raised events";
+  EXPECT_GE(uint64_t(events.load()), h.dev->event_counters().comp_events);
 }
 
 // Software completions notify as irdma_comp_handler does: an armed CQ's handler runs once
@@ -461,6 +462,10 @@ TEST(IrdmaOnOsThreads, FlushCompletionsNotifyAnArmedCqOnceAndDisarmIt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ASSERT_EQ(got, 3);
+  // The flush work calls the handler after it unlocks the CQ, so a poller can see the
+  // completions first.
+  for (int wait = 0; events.load() == 0 && wait < 5000; wait++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(events.load(), 1);
   EXPECT_FALSE(cq->armed) << "the notification consumed the arm";
   ASSERT_EQ(h.dev->flush_qp(b), 0);
@@ -469,10 +474,11 @@ TEST(IrdmaOnOsThreads, FlushCompletionsNotifyAnArmedCqOnceAndDisarmIt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ASSERT_EQ(got, 5);
-  EXPECT_EQ(events.load(), 1) << "not armed: no second notification";
   for (int i = 0; i < got; i++) EXPECT_EQ(wc[i].status, IB_WC_WR_FLUSH_ERR);
+  // Destroying the QPs waits for their flush work, handler calls included.
   EXPECT_EQ(h.dev->destroy_qp(a), 0);
   EXPECT_EQ(h.dev->destroy_qp(b), 0);
+  EXPECT_EQ(events.load(), 1) << "not armed: no second notification";
   EXPECT_EQ(ib_free_cq(cq), 0);
 }
 
