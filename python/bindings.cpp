@@ -14,6 +14,7 @@
 #include "model/system/simulation.h"
 #include "model/testbench/scenario.h"
 #include "model/testbench/yaml_reader.h"
+#include "model/trace/trace_reader.h"
 
 namespace py = pybind11;
 using namespace irdma_sim::system;
@@ -120,8 +121,11 @@ PYBIND11_MODULE(_irdma_sim, m) {
   m.def("run_scenario",
         [](const std::string& path, const std::string& out, std::optional<uint64_t> seed, bool trace,
            std::optional<py::function> progress, const std::string& backend, bool record,
-           const std::string& cq_writer) {
+           const std::string& cq_writer, const std::string& trace_format) {
           RunOptions options;
+          if (trace_format != "bin" && trace_format != "jsonl")
+            throw py::value_error("trace_format must be 'bin' or 'jsonl', not '" + trace_format + "'");
+          if (trace_format == "jsonl") options.trace_format = irdma_sim::trace::TraceLog::Format::jsonl;
           if (!cq_writer.empty()) choose_cq_writer(cq_writer, options.cq_writer, options.cq_writer_timing);
           options.seed = seed;
           options.trace = trace;
@@ -141,7 +145,7 @@ PYBIND11_MODULE(_irdma_sim, m) {
         },
         py::arg("path"), py::arg("out"), py::arg("seed") = py::none(), py::arg("trace") = true,
         py::arg("progress") = py::none(), py::arg("backend") = "sim", py::arg("record") = false,
-        py::arg("cq_writer") = "",
+        py::arg("cq_writer") = "", py::arg("trace_format") = "bin",
         "Runs a scenario from this process (once per process: SystemC elaborates once); returns "
         "(passed, the signal that interrupted it or 0, the report's path). `progress` is called "
         "with a line of text about twice a second while the traffic runs. `backend`: 'sim' (the "
@@ -149,7 +153,27 @@ PYBIND11_MODULE(_irdma_sim, m) {
         "process's threads), 'vfio-user:SOCKET' (served there already) or 'vfio:DDDD:BB:DD.F' (a "
         "function bound to vfio-pci: silicon). `record`: also write what a replay needs "
         "(stimulus.jsonl, scenario.yaml). `cq_writer`: 'tlm', 'rtl' or 'rtl:model' in place of the "
-        "scenario's device.cq_writer (and its timing).");
+        "scenario's device.cq_writer (and its timing). `trace_format`: 'bin' (trace.bin) or 'jsonl' "
+        "(trace.jsonl).");
+
+  py::register_exception<irdma_sim::trace::TraceRefused>(m, "TraceRefused", PyExc_ValueError);
+  // A binary trace's lines, streamed: what trace.jsonl would hold, one str per event.
+  py::class_<irdma_sim::trace::TraceReader>(m, "TraceLines")
+      .def(py::init<const std::string&>(), py::arg("path"))
+      .def("__iter__", [](irdma_sim::trace::TraceReader& r) -> irdma_sim::trace::TraceReader& { return r; })
+      .def("__next__", [](irdma_sim::trace::TraceReader& r) {
+        std::string line;
+        if (!r.next(line)) throw py::stop_iteration();
+        return line;
+      });
+  m.def("convert_trace",
+        [](const std::string& bin_path, const std::string& jsonl_path) {
+          return irdma_sim::trace::convert_to_jsonl(bin_path, jsonl_path);
+        },
+        py::arg("bin_path"), py::arg("jsonl_path"),
+        "Writes the trace.jsonl a binary trace stands for; returns its events. Raises TraceRefused "
+        "(a ValueError: no binary trace, or one of another format version) before writing, and "
+        "RuntimeError (malformed or cut short) having written every event before the fault.");
 
   m.def("replay",
         [](const std::string& run_dir, const std::string& formatter, int flip_cqe_bit, const std::string& cq_writer) {

@@ -57,7 +57,7 @@ int sc_main(int argc, char** argv) {
     if (!cfg.device.ud_grh) cfg.device.ud_grh = true;
     if (!out.empty()) std::filesystem::create_directories(out);
     const auto wall_start = std::chrono::steady_clock::now();
-    system::Simulation sim(cfg, out.empty() ? "" : out + "/trace.jsonl");
+    system::Simulation sim(cfg, out.empty() ? "" : out + "/trace.bin");
     sim.run_on_host([&] { system::write_uverbs_sysfs(sysfs, sim.driver(), "irdma0"); });
     const testbench::StopSignals signals;
     system::DeviceHost host(sim, socket);

@@ -1,4 +1,4 @@
-// irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--record] [--backend sim|vfio-user|vfio-user:SOCKET|vfio:BDF]
+// irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--trace-format bin|jsonl] [--record] [--backend sim|vfio-user|vfio-user:SOCKET|vfio:BDF]
 //               [--cq-writer tlm|rtl|rtl:model]
 // irdma-sim-run --replay RUN_DIR [--formatter tlm|rtl] [--cq-writer tlm|rtl|rtl:model] [--flip-cqe-bit N]
 // Runs one scenario from this process and writes its outputs. Exit status: 0 every check
@@ -20,7 +20,7 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--record] [--backend sim|vfio-user|vfio-user:SOCKET|vfio:DDDD:BB:DD.F] [--cq-writer tlm|rtl|rtl:model] [--progress] [--version]\n"
+    "usage: irdma-sim-run SCENARIO --out DIR [--seed N] [--no-trace] [--trace-format bin|jsonl] [--record] [--backend sim|vfio-user|vfio-user:SOCKET|vfio:DDDD:BB:DD.F] [--cq-writer tlm|rtl|rtl:model] [--progress] [--version]\n"
     "       irdma-sim-run --replay RUN_DIR [--formatter tlm|rtl] [--cq-writer tlm|rtl|rtl:model] [--flip-cqe-bit N]";
 
 int replay(const std::string& run_dir, const irdma_sim::system::ReplayOptions& options) {

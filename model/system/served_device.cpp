@@ -49,7 +49,8 @@ ServedDevice::ServedDevice(const testbench::SimConfig& cfg, const std::string& s
   server_options.listen_fd = options.listen_fd;
   server_ = std::make_unique<platform::VfioUserServer>(*this, socket_path, server_options);
   if (!options.trace_path.empty())
-    trace_.open(options.trace_path, [] { return sc_core::sc_time_stamp().value(); });
+    trace_.open(options.trace_path, [] { return sc_core::sc_time_stamp().value(); },
+                options.trace_format.value_or(trace::TraceLog::format_for(options.trace_path)));
 
   const bool approximate = cfg.sync == testbench::SyncMode::approximate;
   const sc_core::sc_time quantum =
@@ -231,7 +232,10 @@ int serve_device(const testbench::SimConfig& config, const std::string& socket_p
     return signals.caught();
   }
   for (unsigned client = 1; !signals.caught(); client++) {
-    if (!options.trace_path.empty() && client > 1) one.trace_path = options.trace_path + "." + std::to_string(client);
+    if (!options.trace_path.empty() && client > 1) {
+      one.trace_format = options.trace_format.value_or(trace::TraceLog::format_for(options.trace_path));
+      one.trace_path = options.trace_path + "." + std::to_string(client);
+    }
     ServerChild child(config, one, socket_path);
     std::optional<std::string> how;
     while (!signals.caught() && !(how = child.poll())) std::this_thread::sleep_for(std::chrono::milliseconds(10));

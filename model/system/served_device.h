@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <stdexcept>
+#include <optional>
 #include <string>
 
 #include "model/device/irdma_device.h"
@@ -27,6 +28,9 @@ namespace irdma_sim::system {
 
 struct ServeOptions {
   std::string trace_path;          // the device's transaction log ("": none)
+  // Unset: TraceLog::format_for(trace_path). The logs of the clients after the first take
+  // the first's format, at the first's path with ".N" after it.
+  std::optional<trace::TraceLog::Format> trace_format;
   bool backdoor = true;            // offer the backdoor region; false: as silicon, none
   // Client after client, each with a device fresh from power-on; false: done when the first
   // client leaves.

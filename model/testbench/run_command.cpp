@@ -33,6 +33,11 @@ bool take_run_argument(int argc, char** argv, int& i, RunCommand& cmd, std::stri
     else cmd.options.backend = argv[++i];
   } else if (a == "--no-trace") {
     cmd.options.trace = false;
+  } else if (a == "--trace-format") {
+    const std::string f = has_value ? argv[++i] : "";
+    if (f == "bin") cmd.options.trace_format = trace::TraceLog::Format::binary;
+    else if (f == "jsonl") cmd.options.trace_format = trace::TraceLog::Format::jsonl;
+    else error = "--trace-format must be bin (trace.bin) or jsonl (trace.jsonl), got '" + f + "'";
   } else if (a == "--record") {
     cmd.options.record = true;
   } else if (a == "--progress") {

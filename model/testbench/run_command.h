@@ -1,6 +1,6 @@
 // The command line of one scenario run, shared by irdma-sim-run (every backend, and replay)
 // and irdma-sim-run-pcie (the backends that need no simulator):
-//   SCENARIO --out DIR [--seed N] [--no-trace] [--record] [--backend NAME] [--cq-writer tlm|rtl|rtl:model]
+//   SCENARIO --out DIR [--seed N] [--no-trace] [--trace-format bin|jsonl] [--record] [--backend NAME] [--cq-writer tlm|rtl|rtl:model]
 //            [--progress]
 // Exit status: 0 every check passed, 1 a check failed, 2 bad usage or a malformed scenario,
 // 3 the run failed, 128 + the signal when SIGINT or SIGTERM cut the run short (its outputs

@@ -57,9 +57,11 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
   // Only a device this run simulates or serves has a log for it: an attached device's server
   // keeps its own, if any, and silicon none.
   const bool trace = options.trace && (options.backend == "sim" || options.backend == "vfio-user");
-  if (!trace) std::filesystem::remove(out / "trace.jsonl");
-
-  const std::string trace_path = trace ? (out / "trace.jsonl").string() : "";
+  // A log an earlier run left in the other format would pass for this run's.
+  std::filesystem::remove(out / "trace.bin");
+  std::filesystem::remove(out / "trace.jsonl");
+  const char* trace_name = options.trace_format == trace::TraceLog::Format::jsonl ? "trace.jsonl" : "trace.bin";
+  const std::string trace_path = trace ? (out / trace_name).string() : "";
   // Replay's files are this run's or none (unless the scenario run is that very file).
   std::error_code same_ec;
   const bool scenario_is_the_copy = std::filesystem::equivalent(scenario_path, out / "scenario.yaml", same_ec);
@@ -134,7 +136,7 @@ RunResult run_scenario(const std::string& scenario_path, const std::string& out_
     warnings.push_back("config.link.faults: the device served at " + options.backend.substr(10) +
                        " draws its faults from its own configuration and seed, not this run's");
   if (options.trace && !trace)
-    warnings.push_back("no trace.jsonl: backend " + options.backend +
+    warnings.push_back(std::string("no ") + trace_name + ": backend " + options.backend +
                        " has no transaction log here (a served device's server keeps its own; silicon none)");
   completions.close();
   host.close_trace();

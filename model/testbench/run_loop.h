@@ -14,12 +14,14 @@
 #include "model/testbench/backend.h"
 #include "model/testbench/run_progress.h"
 #include "model/testbench/scoreboard.h"
+#include "model/trace/trace_log.h"
 
 namespace irdma_sim::testbench {
 
 struct RunOptions {
   std::optional<uint64_t> seed;  // overrides the scenario's
-  bool trace = true;             // write trace.jsonl
+  bool trace = true;             // write the device's transaction log
+  trace::TraceLog::Format trace_format = trace::TraceLog::Format::binary;  // trace.bin, or trace.jsonl
   // Write what a replay needs: stimulus.jsonl and the scenario as scenario.yaml (sim only).
   bool record = false;
   // Where the device is: "sim" (simulated in this process), "vfio-user" (the model served

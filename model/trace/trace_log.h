@@ -1,24 +1,29 @@
-// The transaction log behind trace.jsonl: one JSON object per event, in simulated-time
-// order. Temporally decoupled initiators log at their local time, so events arrive
-// slightly out of order: they wait in a reorder window until the simulation's global time
-// has passed them (no initiator logs before the global time, so nothing can precede them
-// any more), and are written out then. The window holds events of the last instants of
-// simulated time, never the run.
+// The transaction log: trace.bin (model/trace/trace_format.h) or trace.jsonl, one event per
+// record or line, in simulated-time order. Temporally decoupled initiators log at their
+// local time, so events arrive slightly out of order: they wait, encoded, in a reorder
+// window until the simulation's global time has passed them (no initiator logs before the
+// global time, so nothing can precede them any more), and are written out then. The window
+// holds events of the last instants of simulated time, never the run.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
-#include <functional>
 #include <deque>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "model/trace/coverage.h"
-#include <vector>
+#include "model/trace/trace_format.h"
 
 namespace irdma_sim::trace {
 
 class TraceLog {
  public:
+  enum class Format { binary, jsonl };
+  // trace.jsonl's format for a path ending in ".jsonl", the binary one for any other.
+  static Format format_for(const std::string& path);
+
   // A disabled log accepts events and drops them at no cost beyond the enabled() test.
   TraceLog() = default;
   ~TraceLog();
@@ -27,15 +32,19 @@ class TraceLog {
 
   // Starts writing to `path`; throws std::runtime_error when it cannot be opened.
   // `horizon` gives the simulation's global time: no event is logged before it.
-  void open(const std::string& path, std::function<uint64_t()> horizon);
+  void open(const std::string& path, std::function<uint64_t()> horizon, Format format);
+  void open(const std::string& path, std::function<uint64_t()> horizon) {
+    open(path, std::move(horizon), format_for(path));
+  }
   bool enabled() const { return out_ != nullptr; }
 
   // Builds one event's fields; the event is stored when the builder goes out of scope.
+  // Event names and keys are string literals: an event's shape is known by their addresses.
   class Event {
    public:
     // Inline, so a disabled log costs one test per event and nothing per field.
-    Event(TraceLog* log, uint64_t t_ps, const char* ev) : log_(log->enabled() ? log : nullptr), t_ps_(t_ps) {
-      if (log_) begin(ev);
+    Event(TraceLog* log, uint64_t t_ps, const char* ev) : log_(log->enabled() ? log : nullptr) {
+      if (log_) begin(t_ps, ev);
     }
     ~Event() {
       if (log_) commit();
@@ -43,33 +52,43 @@ class TraceLog {
     Event(const Event&) = delete;
     Event& operator=(const Event&) = delete;
     Event& num(const char* key, uint64_t value) {
-      if (log_) put_num(key, value);
+      if (log_) put_number(key, format::Kind::num, value);
       return *this;
     }
     Event& addr(const char* key, uint64_t value) {  // as a "0x..." string
-      if (log_) put_addr(key, value);
+      if (log_) put_number(key, format::Kind::addr, value);
       return *this;
     }
-    Event& str(const char* key, const char* value) {
-      if (log_) put_str(key, value);
-      return *this;
-    }
+    // Identifiers and hex: text needing no JSON escapes.
+    Event& str(const char* key, const char* value);
     Event& hex(const char* key, const void* bytes, size_t len) {
-      if (log_) put_hex(key, bytes, len);
+      if (log_) put_bytes(key, format::Kind::hex, bytes, len);
       return *this;
     }
 
    private:
-    void begin(const char* ev);
+    friend class TraceLog;
+    static constexpr size_t kMaxFields = 16;
+    static constexpr size_t kInlineBytes = 192;
+
+    void begin(uint64_t t_ps, const char* ev);
     void commit();
-    void put_num(const char* key, uint64_t value);
-    void put_addr(const char* key, uint64_t value);
-    void put_str(const char* key, const char* value);
-    void put_hex(const char* key, const void* bytes, size_t len);
+    void put_number(const char* key, format::Kind kind, uint64_t value);
+    void put_bytes(const char* key, format::Kind kind, const void* bytes, size_t len);
+    void add_field(const char* key, format::Kind kind);
+    uint8_t* reserve(size_t n);
 
     TraceLog* log_;  // null when the log is disabled
     uint64_t t_ps_;
-    std::string json_;
+    const char* ev_;
+    uint64_t shape_;  // a hash of the name's and the keys' addresses, and the kinds
+    size_t fields_;
+    const char* keys_[kMaxFields];
+    format::Kind kinds_[kMaxFields];
+    // The values as the record holds them: here, or in spill_ once they outgrow it.
+    uint8_t inline_[kInlineBytes];
+    size_t size_;
+    std::string spill_;
   };
   Event event(uint64_t t_ps, const char* ev) { return Event(this, t_ps, ev); }
 
@@ -86,18 +105,42 @@ class TraceLog {
   Coverage& coverage() { return coverage_; }
 
  private:
+  struct Shape {
+    uint64_t hash;
+    const char* ev;
+    std::vector<const char*> keys;
+    std::vector<format::Kind> kinds;
+    format::Schema schema;
+    uint32_t number = 0;  // its schema's in the file, once its record is there (from 1)
+  };
+  // A held event: its values are held_[offset, offset + size).
   struct Entry {
     uint64_t t_ps;
-    std::string json;
+    uint32_t shape;
+    uint32_t size;
+    size_t offset;
   };
-  void write_before(uint64_t t_ps);
-  void write(std::string& json);  // appends the newline
+
+  uint32_t shape_of(const Event& e);
+  void hold(uint64_t t_ps, uint32_t shape, const uint8_t* values, size_t size);
+  void write(uint64_t t_ps, uint32_t shape, const uint8_t* values, size_t size);
+  void write_before(uint64_t t_ps);  // UINT64_MAX: every held event
+  void compact_held();
+  void drain_out();
 
   std::FILE* out_ = nullptr;
+  Format format_ = Format::binary;
   std::function<uint64_t()> horizon_;
+  std::vector<Shape> shapes_;
+  uint32_t schemas_written_ = 0;
+  std::vector<uint32_t> shape_slots_;  // open addressing by hash: index into shapes_ + 1, 0 empty
   // Held events in time order, equal times in logging order. Events come almost in order,
   // so each goes in at or near the back.
   std::deque<Entry> pending_;
+  std::string held_;
+  size_t held_live_ = 0;  // the bytes of held_ that pending_ still refers to
+  std::string out_buf_;  // written a MiB at a time
+  uint64_t last_written_ps_ = 0;
   uint64_t written_ = 0;
   uint64_t written_before_ = 0;  // every event older than this is written
   uint64_t late_ = 0;

@@ -1,6 +1,6 @@
 """Child process of irdma_sim.run: one scenario, one SystemC elaboration.
 
-  _worker SCENARIO OUT SEED|'' trace|no-trace progress|quiet BACKEND record|no-record CQ_WRITER|'' PARENT_PID
+  _worker SCENARIO OUT SEED|'' bin|jsonl|no-trace progress|quiet BACKEND record|no-record CQ_WRITER|'' PARENT_PID
   _worker --replay RUN_DIR FORMATTER|'' FLIP_BIT CQ_WRITER|'' PARENT_PID   (prints the result as JSON)
 
 Runs on a device on PCIe (vfio:BDF, vfio-user:SOCKET) exec irdma-sim-run-pcie, which links no
@@ -46,7 +46,7 @@ def run_on_pcie(scenario, out, seed, trace, progress, backend, record, cq_writer
     from irdma_sim._build_paths import RUN_PCIE
     argv = [RUN_PCIE, scenario, "--out", out, "--backend", backend]
     argv += ["--seed", seed] if seed else []
-    argv += [] if trace == "trace" else ["--no-trace"]
+    argv += ["--no-trace"] if trace == "no-trace" else ["--trace-format", trace]
     argv += ["--progress"] if progress == "progress" else []
     argv += ["--record"] if record == "record" else []
     argv += ["--cq-writer", cq_writer] if cq_writer else []
@@ -67,9 +67,10 @@ def main(argv):
         print("progress", line, flush=True)
 
     try:
-        passed, interrupted_by, _ = run_scenario(scenario, out, int(seed, 0) if seed else None, trace == "trace",
+        passed, interrupted_by, _ = run_scenario(scenario, out, int(seed, 0) if seed else None, trace != "no-trace",
                                                  report if progress == "progress" else None, backend,
-                                                 record == "record", cq_writer)
+                                                 record == "record", cq_writer,
+                                                 "bin" if trace == "no-trace" else trace)
     except (ScenarioError, ValueError) as e:
         print(e, file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@
   irdma-sim gather DIR [--junit FILE] [--html]
   irdma-sim report DIR
   irdma-sim diff OUT_A OUT_B
+  irdma-sim trace convert RUN_DIR [--out FILE]
   irdma-sim --version
 
 Exit statuses: 0 success, 1 a check failed (or, for diff, the runs differ), 2 bad
@@ -83,7 +84,8 @@ def cmd_run(args):
     interruption = None
     try:
         report = run(args.scenario, out, seed=args.seed, trace=not args.no_trace, progress=progress,
-                     backend=args.backend, record=args.record, cq_writer=args.cq_writer)
+                     backend=args.backend, record=args.record, cq_writer=args.cq_writer,
+                     trace_format=args.trace_format)
     except RunFailed as e:
         print(f"irdma-sim: {e}", file=sys.stderr)
         return 2
@@ -104,13 +106,27 @@ def cmd_run(args):
         print("\n".join(coverage.summary_lines(coverage.load(Path(out) / "coverage.json"), holes=0)))
     if args.html and html_page(out):
         return 2
-    files = [f for f in ("report.json", "trace.jsonl", "completions.jsonl", "coverage.json", "stimulus.jsonl",
+    files = [f for f in ("report.json", "trace.bin", "trace.jsonl", "completions.jsonl", "coverage.json", "stimulus.jsonl",
                          "rtl_coverage.dat", "report.html")
              if (Path(out) / f).exists()]
     print(f"outputs    {out}/{', '.join(files)}")
     if report.get("interrupted"):
         return 128 + getattr(signal, report["interrupted"]["signal"])
     return 0 if report["passed"] else 1
+
+
+def cmd_trace_convert(args):
+    from irdma_sim import trace
+    try:
+        path, events = trace.convert(args.run_dir, args.out)
+    except FileNotFoundError as e:
+        print(f"irdma-sim trace convert: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:  # TraceRefused among them: nothing was written
+        print(f"irdma-sim trace convert: {e}", file=sys.stderr)
+        return 2 if isinstance(e, trace.TraceRefused) else 1
+    print(f"{path}: {events} events")
+    return 0
 
 
 def run_report(out):
@@ -423,6 +439,10 @@ EPILOGS = {
                "0 every run passed; 1 a run failed a check; 2 a run could not run, or DIR holds no job list from "
                "sweep --slurm"),
     "report": ("irdma-sim report out/smoke", "0 the page was written; 2 DIR is neither a run's nor a sweep's"),
+    "trace convert": ("irdma-sim run scenarios/smoke.yaml --out out/smoke\n"
+                      "irdma-sim trace convert out/smoke     # out/smoke/trace.jsonl",
+                      "0 converted; 1 the trace is malformed or cut short (every event before the fault is written, "
+                      "and the message says where); 2 RUN_DIR has no trace.bin, or it is of another format version"),
     "diff": ("irdma-sim run scenarios/smoke.yaml --out out/a && irdma-sim run scenarios/smoke.yaml --out out/b\n"
              "irdma-sim diff out/a out/b",
              "0 identical (wall time aside); 1 they differ (where first, per file); 2 a directory cannot be read"),
@@ -444,7 +464,10 @@ def build_parser():
     p.add_argument("scenario")
     p.add_argument("--out", help="output directory (default: out/<scenario file's stem>)")
     p.add_argument("--seed", type=seed_value, help="override the scenario's seed (0 to 2^64 - 1)")
-    p.add_argument("--no-trace", action="store_true", help="skip trace.jsonl")
+    p.add_argument("--no-trace", action="store_true", help="skip the transaction log")
+    p.add_argument("--trace-format", choices=("bin", "jsonl"), default="bin",
+                   help="the transaction log's format: trace.bin (the default; `irdma-sim trace convert` writes "
+                        "the trace.jsonl it stands for) or trace.jsonl")
     p.add_argument("--backend", type=backend_value, default="sim", help=BACKEND_HELP)
     p.add_argument("--html", action="store_true", help="also write report.html (summary, checks, plots, coverage)")
     p.add_argument("--record", action="store_true",
@@ -469,7 +492,7 @@ def build_parser():
     s.add_argument("--seeds", required=True, help="e.g. 1-20 or 1,5,9-12")
     s.add_argument("--out", default="out/sweep", help="output root (default: out/sweep)")
     s.add_argument("--jobs", type=jobs_value, help="parallel runs (default: one per CPU)")
-    s.add_argument("--trace", action="store_true", help="also write trace.jsonl")
+    s.add_argument("--trace", action="store_true", help="also write each run's trace.bin")
     s.add_argument("--backend", type=backend_value, default="sim", help=BACKEND_HELP)
     s.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report (a testcase per scenario and seed)")
     s.add_argument("--dask", metavar="ADDRESS",
@@ -485,7 +508,8 @@ def build_parser():
                    formatter_class=argparse.RawDescriptionHelpFormatter)
     v.add_argument("--socket", required=True, help="the listening socket's path")
     v.add_argument("--config", help="a scenario (its config: section) or such a section alone")
-    v.add_argument("--trace", help="write the device's transaction log here")
+    v.add_argument("--trace", help="write the device's transaction log here (as trace.jsonl if the path ends in "
+                                   ".jsonl, else binary as trace.bin)")
     v.add_argument("--once", action="store_true", help="stop when the first client leaves")
     v.add_argument("--no-backdoor", action="store_true",
                    help="offer no test hooks (counters, faults, forced MSI-X), as silicon does")
@@ -494,13 +518,13 @@ def build_parser():
                        epilog=epilog("host"), formatter_class=argparse.RawDescriptionHelpFormatter)
     h.add_argument("--dir", help="where its socket and sysfs go (default: the one exec looks at first)")
     h.add_argument("--config", help="a scenario (its config: section) or such a section alone")
-    h.add_argument("--out", metavar="DIR", help="write the device's trace.jsonl as it goes, and report.json at the end")
+    h.add_argument("--out", metavar="DIR", help="write the device's trace.bin as it goes, and report.json at the end")
     h.set_defaults(func=cmd_host)
     x = sub.add_parser("exec", help="run an unmodified rdma-core program on the simulated device",
                        epilog=epilog("exec"), formatter_class=argparse.RawDescriptionHelpFormatter)
     x.add_argument("--config", help="the device of a private host: a scenario's config: section")
     x.add_argument("--host", metavar="DIR", help="the host running at DIR (irdma-sim host --dir DIR)")
-    x.add_argument("--out", metavar="DIR", help="a private host's outputs: trace.jsonl and report.json")
+    x.add_argument("--out", metavar="DIR", help="a private host's outputs: trace.bin and report.json")
     x.add_argument("argv", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
     x.set_defaults(func=cmd_exec)
     g = sub.add_parser("gather", help="after a Slurm array from sweep --slurm: write what a sweep writes", epilog=epilog("gather"),
@@ -518,6 +542,13 @@ def build_parser():
     d.add_argument("a")
     d.add_argument("b")
     d.set_defaults(func=cmd_diff)
+    t = sub.add_parser("trace", help="work with a run's transaction log")
+    tsub = t.add_subparsers(dest="trace_command", required=True, parser_class=Parser)
+    tc = tsub.add_parser("convert", help="write the trace.jsonl a run's trace.bin stands for, byte for byte",
+                         epilog=epilog("trace convert"), formatter_class=argparse.RawDescriptionHelpFormatter)
+    tc.add_argument("run_dir", help="a run's output directory")
+    tc.add_argument("--out", metavar="FILE", help="where to write it (default: RUN_DIR/trace.jsonl)")
+    tc.set_defaults(func=cmd_trace_convert)
     return parser
 
 

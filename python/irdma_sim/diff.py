@@ -7,21 +7,23 @@ from collections import deque
 from itertools import zip_longest
 from pathlib import Path
 
+from irdma_sim import trace
+
 # report.json entries that differ between identical runs.
 VOLATILE = {"wall_time_s", "file"}
 
 
 def first_difference(path_a, path_b, context=3):
-    """The first differing line of two JSON-lines files: (index, a, b, previous lines) with
-    a or b None past the end of one file; None when the files are equal. Raises ValueError
-    naming the file and line of a line that is not JSON (a run cut short)."""
+    """The first differing line of two JSON-lines files (or binary traces, read as the
+    lines they stand for): (index, a, b, previous lines) with a or b None past the end of
+    one file; None when the files are equal. Raises ValueError naming the file and line of
+    a line that is not JSON (a run cut short)."""
     previous = deque(maxlen=context)  # raw lines: only the ones shown are parsed
-    with open(path_a, encoding="utf-8") as fa, open(path_b, encoding="utf-8") as fb:
-        for index, (a, b) in enumerate(zip_longest(fa, fb)):
-            if a != b:
-                return (index, parsed(a, path_a, index), parsed(b, path_b, index),
-                        [parsed(p, path_a, index - len(previous) + i) for i, p in enumerate(previous)])
-            previous.append(a)
+    for index, (a, b) in enumerate(zip_longest(trace.lines(path_a), trace.lines(path_b))):
+        if a != b:
+            return (index, parsed(a, path_a, index), parsed(b, path_b, index),
+                    [parsed(p, path_a, index - len(previous) + i) for i, p in enumerate(previous)])
+        previous.append(a)
     return None
 
 
@@ -74,21 +76,26 @@ def describe(name, found):
     return lines
 
 
+def _output(run_dir, name):
+    path = trace.trace_file(run_dir) if name == "trace" else run_dir / name
+    return path if path and path.exists() else None
+
+
 def diff_runs(dir_a, dir_b):
     """Returns the lines of a report on where two output directories differ (empty when
     they do not); raises FileNotFoundError when either lacks report.json, ValueError (naming
-    the file and line) when an output is not valid JSON."""
+    the file and line) when an output is not valid JSON or a binary trace is malformed."""
     dir_a, dir_b = Path(dir_a), Path(dir_b)
     report_a, report_b = read_report(dir_a), read_report(dir_b)
     lines = [f"  {d}" for d in count_differences(report_a, report_b)]
     if lines:
         lines.insert(0, "report.json:")
-    for name in ("completions.jsonl", "trace.jsonl"):
-        a, b = dir_a / name, dir_b / name
-        if a.exists() and b.exists():
+    for name in ("completions.jsonl", "trace"):
+        a, b = _output(dir_a, name), _output(dir_b, name)
+        if a and b:  # one run's trace.bin and another's trace.jsonl compare event by event
             found = first_difference(a, b)
             if found:
-                lines += describe(name, found)
-        elif a.exists() != b.exists():
-            lines.append(f"{name}: only in {'A' if a.exists() else 'B'}")
+                lines += describe(a.name if a.name == b.name else f"{a.name} (A), {b.name} (B)", found)
+        elif a or b:
+            lines.append(f"{(a or b).name}: only in {'A' if a else 'B'}")
     return lines

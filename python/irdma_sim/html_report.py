@@ -93,7 +93,7 @@ def run_page(run_dir):
     plots, traced = run_plots(run_dir)
     parts.append("<h2>Pictures</h2>")
     if not traced:
-        parts.append("<p>This run wrote no trace.jsonl: the pictures of CQEs, CEQEs and interrupts need one "
+        parts.append("<p>This run wrote no trace (trace.bin or trace.jsonl): the pictures of CQEs, CEQEs and interrupts need one "
                      "(run without --no-trace).</p>")
     for p in plots:
         data = base64.b64encode(p.png).decode("ascii")

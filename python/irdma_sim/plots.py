@@ -13,6 +13,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display
 import matplotlib.pyplot as plt  # noqa: E402
 
+from irdma_sim import trace  # noqa: E402
 from irdma_sim.report import WC_OPCODES  # noqa: E402
 
 BUCKETS = 100  # intervals of simulated time in the over-time plots
@@ -44,7 +45,7 @@ def _opcode(c):
 
 
 class RunData:
-    """What the plots need of a run's completions.jsonl and trace.jsonl."""
+    """What the plots need of a run's completions.jsonl and trace (either format)."""
 
     def __init__(self, run_dir):
         run_dir = Path(run_dir)
@@ -58,12 +59,13 @@ class RunData:
                 self.posted[c["cq"]].append(c["posted_ps"])
             self.delivered[c["cq"]].append(c["t_ps"])
             self.delivered_opcode[c["cq"]].append(_opcode(c))
-        self.traced = (run_dir / "trace.jsonl").exists()
+        trace_path = trace.trace_file(run_dir)
+        self.traced = trace_path is not None
         self.cqe_written = defaultdict(list)  # cq -> CQE write times (ps)
         self.ceqe = defaultdict(list)         # ceq -> CEQE write times
         self.msix = []
         if self.traced:
-            for ev in _lines(run_dir / "trace.jsonl"):
+            for ev in trace.events(trace_path):
                 kind = ev["ev"]
                 if kind == "cqe" and ev["cq"] != 0:  # the CCQ's are the control path's
                     self.cqe_written[ev["cq"]].append(ev["t_ps"])
@@ -177,7 +179,7 @@ def interrupt_plot(data):
     else:
         ax.bar(x, completions, width=width, color="#9ab")
         ax.set_ylabel(f"completions per {width:.1f} µs")
-        caption = "Completions delivered per interval (interrupts are in trace.jsonl, which this run did not write)."
+        caption = "Completions delivered per interval (interrupts are in the trace, which this run did not write)."
     ax.set_xlabel("simulated µs")
     return Plot("interrupts", "Interrupts and completions over simulated time", caption, _png(fig))
 

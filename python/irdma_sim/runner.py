@@ -109,7 +109,7 @@ def stop_runs(exc, wait):
 
 
 def run(scenario, out, seed=None, trace=True, timeout=None, progress=None, backend="sim", record=False,
-        cq_writer=None):
+        cq_writer=None, trace_format="bin"):
     """Runs `scenario` into directory `out` in a child process; returns report.json as a dict.
 
     `backend` says where the device is: "sim" (simulated in the child), "vfio-user" (served by
@@ -123,10 +123,13 @@ def run(scenario, out, seed=None, trace=True, timeout=None, progress=None, backe
     KeyboardInterrupt or Terminated here stop the run cleanly before they go on; past
     `timeout` seconds the run is stopped the same way and subprocess.TimeoutExpired raised.
     `record` also writes what `replay` needs (stimulus.jsonl and scenario.yaml). `cq_writer`
-    ("tlm", "rtl" or "rtl:model") replaces the scenario's device.cq_writer.
+    ("tlm", "rtl" or "rtl:model") replaces the scenario's device.cq_writer. `trace_format`:
+    "bin" (trace.bin, which `irdma_sim.trace` reads and converts) or "jsonl" (trace.jsonl).
     """
+    if trace_format not in ("bin", "jsonl"):
+        raise ValueError(f"trace_format must be 'bin' or 'jsonl', not {trace_format!r}")
     cmd = [sys.executable, "-m", "irdma_sim._worker", str(scenario), str(out),
-           "" if seed is None else str(seed), "trace" if trace else "no-trace",
+           "" if seed is None else str(seed), trace_format if trace else "no-trace",
            "progress" if progress else "quiet", backend, "record" if record else "no-record", cq_writer or "",
            str(os.getpid())]
     env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")

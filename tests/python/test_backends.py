@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from irdma_sim.trace import lines as trace_lines
 
 
 def cli(*args, **kwargs):
@@ -71,7 +72,7 @@ def test_a_run_with_its_own_server_child_passes_every_check(tmp_path, scenario):
     assert {"every_ceqe_consumed_and_acknowledged", "cqes_written_equal_completions_delivered"} <= names
     assert report["counts"]["cqes_written"] > 0 and report["counts"]["msix_delivered"] > 0
     # The served device wrote the run's transaction log, the configuration space included.
-    first = json.loads((tmp_path / "trace.jsonl").open().readline())
+    first = json.loads(next(trace_lines(tmp_path / "trace.bin")))
     assert first["ev"] == "cfg_read"
 
 
@@ -83,9 +84,9 @@ def test_attached_to_a_served_device_runs_and_the_server_serves_the_next_client(
             out = tmp_path / f"run{n}"
             proc = cli("run", scenario("rdma_ops.yaml"), "--out", str(out), "--backend", f"vfio-user:{socket}")
             assert proc.returncode == 0, proc.stdout + proc.stderr
-            assert not (out / "trace.jsonl").exists(), "the server keeps the log"
+            assert not (out / "trace.bin").exists(), "the server keeps the log"
             warnings = json.loads((out / "report.json").read_text())["warnings"]
-            assert any(w.startswith(f"no trace.jsonl: backend vfio-user:{socket} has no transaction log here")
+            assert any(w.startswith(f"no trace.bin: backend vfio-user:{socket} has no transaction log here")
                        for w in warnings), warnings
     finally:
         server.send_signal(signal.SIGINT)
@@ -340,7 +341,7 @@ def test_the_pcie_runner_drives_a_served_device(scenario, tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["passed"] and report["seed"] == 3 and report["counts"]["completions_delivered"] > 0
-    assert not (tmp_path / "out" / "trace.jsonl").exists()  # the server keeps the device's log
+    assert not (tmp_path / "out" / "trace.bin").exists()  # the server keeps the device's log
 
 
 @pytest.mark.parametrize("args,error", [

@@ -11,6 +11,7 @@ import pytest
 import irdma_sim
 from conftest import SOURCE
 from irdma_sim.report import summary
+from irdma_sim.trace import lines as trace_lines
 
 
 def cli(*args):
@@ -41,14 +42,13 @@ def test_outputs_follow_the_contract(scenario, tmp_path):
     for key in ("corrupt_cqes", "ud_dropped", "ceqes_dropped"):
         assert report["counts"][key] == 0
     times = []
-    with open(tmp_path / "trace.jsonl") as f:
-        for line in f:
-            ev = json.loads(line)
-            times.append(ev["t_ps"])
-            if ev["ev"] == "cqe":
-                assert {"cq", "slot", "addr", "bytes"} <= set(ev)
-                assert len(ev["bytes"]) in (64, 128)  # 32 or 64 bytes, hex
-    assert times == sorted(times), "trace.jsonl is in simulated-time order"
+    for line in trace_lines(tmp_path / "trace.bin"):
+        ev = json.loads(line)
+        times.append(ev["t_ps"])
+        if ev["ev"] == "cqe":
+            assert {"cq", "slot", "addr", "bytes"} <= set(ev)
+            assert len(ev["bytes"]) in (64, 128)  # 32 or 64 bytes, hex
+    assert times == sorted(times), "the trace is in simulated-time order"
     fields = {"cq", "wr_id", "status", "opcode", "vendor_err", "byte_len", "qp_num", "src_qp",
               "wc_flags", "imm_data", "invalidate_rkey", "slid", "sl", "pkey_index", "smac",
               "vlan_id", "network_hdr_type"}
@@ -63,7 +63,7 @@ def test_same_seed_gives_identical_outputs_and_another_seed_does_not(scenario, t
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     for out, seed in ((a, 5), (b, 5), (c, 6)):
         assert irdma_sim.run(scenario("smoke.yaml"), out, seed=seed)["passed"]
-    for name in ("trace.jsonl", "completions.jsonl", "coverage.json"):
+    for name in ("trace.bin", "completions.jsonl", "coverage.json"):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
     assert (a / "completions.jsonl").read_bytes() != (c / "completions.jsonl").read_bytes()
 
@@ -75,7 +75,7 @@ def test_error_scenarios_report_their_faults_and_repeat_exactly(scenario, tmp_pa
     for r in reports:
         assert r["passed"], [c for c in r["checks"] if not c["passed"]]
     assert (a / "completions.jsonl").read_bytes() == (b / "completions.jsonl").read_bytes()
-    assert (a / "trace.jsonl").read_bytes() == (b / "trace.jsonl").read_bytes()
+    assert (a / "trace.bin").read_bytes() == (b / "trace.bin").read_bytes()
     r = reports[0]
     assert [(f["request"], f["code"]) for f in r["faults"]][:2] == [(41, "prot_err"), (100, "rem_access_err")]
     counts = r["counts"]
@@ -123,7 +123,7 @@ def test_overflow_scenario_reports_the_cq_error_and_recovers(scenario, tmp_path)
     counts = r["counts"]
     assert counts["cqes_overflowed"] > 0 and counts["cq_errors"] == counts["aeqes"] > 0
     assert counts["pairs_torn_down"] == 1
-    trace = [json.loads(line) for line in open(tmp_path / "trace.jsonl")]
+    trace = [json.loads(line) for line in trace_lines(tmp_path / "trace.bin")]
     dropped = [e for e in trace if e["ev"] == "cqe_overflow"]
     assert len(dropped) == counts["cqes_overflowed"] and all(e["dropped"] == 1 for e in dropped)
     assert sum(e["ev"] == "aeqe" and e["code"] == 0x203 for e in trace) == counts["aeqes"]
@@ -181,7 +181,7 @@ def test_run_many_runs_scenarios_in_parallel_processes(scenario, tmp_path):
 def test_no_trace_skips_only_the_trace(scenario, tmp_path):
     report = irdma_sim.run(scenario("smoke.yaml"), tmp_path, trace=False)
     assert report["passed"]
-    assert not (tmp_path / "trace.jsonl").exists()
+    assert not (tmp_path / "trace.bin").exists()
     assert (tmp_path / "completions.jsonl").stat().st_size > 0
     proc = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path / "cli"), "--no-trace")
     assert proc.returncode == 0 and "report.json, completions.jsonl" in proc.stdout, proc.stdout
@@ -216,7 +216,7 @@ def test_sweep_runs_every_seed_and_says_which_could_not_run(scenario, tmp_path):
     assert sum(l.startswith("ERROR bad seed") and "sq_dept" in l for l in lines) == 2
     assert "2 of 4 runs passed, 0 failed, 2 could not run" in lines[-1]
     assert json.loads((tmp_path / "sw" / "smoke" / "seed5" / "report.json").read_text())["seed"] == 5
-    assert not (tmp_path / "sw" / "smoke" / "seed5" / "trace.jsonl").exists(), "sweeps skip the trace"
+    assert not (tmp_path / "sw" / "smoke" / "seed5" / "trace.bin").exists(), "sweeps skip the trace"
     assert cli("sweep", scenario("smoke.yaml"), "--seeds", "3-1").returncode == 2
 
 
@@ -283,7 +283,7 @@ def test_diff_names_where_two_runs_part(scenario, tmp_path):
     assert other.returncode == 1
     assert "seed: 1 -> 2" in other.stdout
     assert "completions.jsonl: first difference at line 1" in other.stdout
-    assert "fields: byte_len" in other.stdout and "trace.jsonl: first difference" in other.stdout
+    assert "fields: byte_len" in other.stdout and "trace.bin: first difference" in other.stdout
     assert cli("diff", str(tmp_path / "a"), str(tmp_path / "nothing")).returncode == 2
 
 
@@ -292,7 +292,7 @@ def test_a_cqe_half_lands_in_one_write_and_the_extended_half_first(scenario, tmp
     32-byte half lands in one DMA write (its valid qword never before its other qwords),
     and an extended CQE's second half lands before its first, across the ring wrap too."""
     irdma_sim.run(scenario("smoke.yaml"), tmp_path)
-    events = [json.loads(line) for line in open(tmp_path / "trace.jsonl")]
+    events = [json.loads(line) for line in trace_lines(tmp_path / "trace.bin")]
     writes = {}  # address -> [(arrival, length)], in time order
     for ev in events:
         if ev["ev"] == "dma_write":
@@ -399,9 +399,9 @@ def test_version():
 
 def test_a_rerun_without_trace_leaves_no_old_trace_behind(scenario, tmp_path):
     assert irdma_sim.run(scenario("smoke.yaml"), tmp_path, seed=1)["passed"]
-    assert (tmp_path / "trace.jsonl").exists()
+    assert (tmp_path / "trace.bin").exists()
     assert irdma_sim.run(scenario("smoke.yaml"), tmp_path, seed=2, trace=False)["passed"]
-    assert not (tmp_path / "trace.jsonl").exists()
+    assert not (tmp_path / "trace.bin").exists()
 
 
 def test_diff_names_a_file_cut_short(scenario, tmp_path):

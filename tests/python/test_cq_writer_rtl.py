@@ -37,7 +37,7 @@ def test_the_flag_puts_the_rtl_in_the_loop_and_the_outputs_are_the_tlm_runs(scen
         out = tmp_path / writer.replace(":", "_")
         proc = cli("run", str(path), "--out", str(out), "--cq-writer", writer)
         assert proc.returncode == 0, proc.stderr
-        for name in ("completions.jsonl", "trace.jsonl", "coverage.json"):
+        for name in ("completions.jsonl", "trace.bin", "coverage.json"):
             assert (tmp_path / "tlm" / name).read_bytes() == (out / name).read_bytes(), (writer, name)
     assert "rtl_coverage.dat" in proc.stdout and "RTL        cq_writer in lock-step" in proc.stdout
     report = json.loads((tmp_path / "rtl_model" / "report.json").read_text())

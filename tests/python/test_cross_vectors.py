@@ -11,6 +11,7 @@ import sys
 import pytest
 
 import irdma_sim
+from irdma_sim.trace import lines as trace_lines
 
 
 @pytest.mark.parametrize("name", ["cross_vectors", "cross_vectors_gen3"])
@@ -23,11 +24,10 @@ def test_each_pair_spans_two_vectors(name, scenario, tmp_path):
         assert cq_of.setdefault(wc["qp_num"], wc["cq"]) == wc["cq"], "a QP's completions on two CQs"
     # The vector each CQ's events came on: a CEQE names its CQ in its context's low bits.
     ceq_of = {}
-    with open(tmp_path / "trace.jsonl") as trace:
-        for line in trace:
-            if '"ev":"ceqe"' in line:
-                ev = json.loads(line)
-                ceq_of.setdefault(int(ev["ctx"], 16) & 0xFFFFFFFF, set()).add(ev["ceq"])
+    for line in trace_lines(tmp_path / "trace.bin"):
+        if '"ev":"ceqe"' in line:
+            ev = json.loads(line)
+            ceq_of.setdefault(int(ev["ctx"], 16) & 0xFFFFFFFF, set()).add(ev["ceq"])
     qps = sorted(cq_of)
     assert len(qps) == 10 and len({cq_of[q] for q in qps[:8]}) == 2 and len(set(cq_of.values())) == 4
     # A pair is two consecutive QP numbers: the pool's four pairs, then the one whose CQs

@@ -10,6 +10,7 @@ import pytest
 import irdma_sim
 
 from conftest import failed_checks
+from irdma_sim.trace import lines as trace_lines
 
 
 def test_every_refused_read_is_reported_and_nothing_else_is_lost_over_seeds_1_to_20(scenario, tmp_path):
@@ -34,9 +35,9 @@ def test_the_same_seed_strikes_the_same_reads(scenario, tmp_path):
     a = irdma_sim.run(scenario("dma_faults.yaml"), tmp_path / "a", seed=6)
     b = irdma_sim.run(scenario("dma_faults.yaml"), tmp_path / "b", seed=6)
     assert a["counts"] == b["counts"]
-    for name in ("trace.jsonl", "completions.jsonl"):
+    for name in ("trace.bin", "completions.jsonl"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
-    events = [json.loads(line) for line in open(tmp_path / "a" / "trace.jsonl")]
+    events = [json.loads(line) for line in trace_lines(tmp_path / "a" / "trace.bin")]
     refused = [e for e in events if e["ev"] == "dma_read_fault"]
     assert {e["purpose"] for e in refused} == {"wqe_fetch", "cq_arm"}
     # Each refused fetch puts its QP in error at once (FLUSH_FATAL_ERR is minor 7); each

@@ -12,6 +12,7 @@ import pytest
 import irdma_sim
 
 from conftest import failed_checks
+from irdma_sim.trace import lines as trace_lines
 
 
 def test_the_reset_is_found_and_nothing_is_lost_over_seeds_1_to_20(scenario, tmp_path):
@@ -30,7 +31,7 @@ def test_the_reset_is_found_and_nothing_is_lost_over_seeds_1_to_20(scenario, tmp
 
 def test_the_trace_says_when_the_function_reset_and_when_its_engines_were_done(scenario, tmp_path):
     irdma_sim.run(scenario("function_reset.yaml"), tmp_path / "out", seed=4)
-    events = [line for line in (tmp_path / "out" / "trace.jsonl").read_text().splitlines()
+    events = [line for line in trace_lines(tmp_path / "out" / "trace.bin")
               if '"ev":"function_reset' in line]
     assert events[0] == '{"t_ps":5000000000,"ev":"function_reset","cause":"fault"}', events
     assert '"ev":"function_reset_done"' in events[1] and len(events) == 2, events

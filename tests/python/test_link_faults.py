@@ -11,6 +11,7 @@ import pytest
 import irdma_sim
 
 from conftest import failed_checks
+from irdma_sim.trace import lines as trace_lines
 
 
 def test_every_fault_kind_strikes_and_nothing_is_lost_over_seeds_1_to_20(scenario, tmp_path):
@@ -33,9 +34,9 @@ def test_the_same_seed_draws_the_same_faults(scenario, tmp_path):
     a = irdma_sim.run(scenario("link_faults.yaml"), tmp_path / "a", seed=4)
     b = irdma_sim.run(scenario("link_faults.yaml"), tmp_path / "b", seed=4)
     assert a["counts"] == b["counts"]
-    for name in ("trace.jsonl", "completions.jsonl"):
+    for name in ("trace.bin", "completions.jsonl"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
-    trace = (tmp_path / "a" / "trace.jsonl").read_text()
+    trace = "\n".join(trace_lines(tmp_path / "a" / "trace.bin"))
     for kind in ("msix_lost", "msix_duplicated", "msix_delayed"):
         assert f'"ev":"{kind}"' in trace, kind
 

@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 import irdma_sim
+from irdma_sim.trace import lines as trace_lines
 
 
 def variant(scenario, tmp_path, name, traffic=None, **device_or_sync):
@@ -33,7 +34,7 @@ def test_rtl_formatter_writes_the_same_bytes_as_the_tlm_one(scenario, tmp_path):
     rtl_path = variant(scenario, tmp_path, "rtl", device={"formatter": "rtl", "rtl_vcd": "formatter.vcd"})
     rtl = irdma_sim.run(rtl_path, tmp_path / "rtl")
     assert tlm["passed"] and rtl["passed"]
-    for name in ("trace.jsonl", "completions.jsonl"):
+    for name in ("trace.bin", "completions.jsonl"):
         assert (tmp_path / "tlm" / name).read_bytes() == (tmp_path / "rtl" / name).read_bytes(), name
 
     # The waveform is in simulated time: every CQE the trace shows was formatted, its
@@ -42,7 +43,7 @@ def test_rtl_formatter_writes_the_same_bytes_as_the_tlm_one(scenario, tmp_path):
     vcd = (tmp_path / "rtl" / "formatter.vcd").read_text()
     assert "1ps" in vcd.split("$enddefinitions")[0]
     stamps = sorted(int(line[1:]) for line in vcd.splitlines() if line.startswith("#"))
-    cqes = [json.loads(line)["t_ps"] for line in open(tmp_path / "rtl" / "trace.jsonl") if '"ev":"cqe"' in line]
+    cqes = [json.loads(line)["t_ps"] for line in trace_lines(tmp_path / "rtl" / "trace.bin") if '"ev":"cqe"' in line]
     assert len(cqes) > 10000 and stamps == sorted(set(stamps))
     for t in cqes:
         i = bisect.bisect_right(stamps, t)
@@ -58,7 +59,7 @@ def test_a_waveform_needs_the_rtl_formatter(scenario, tmp_path):
 def test_64_byte_cqes_hold_the_extended_half_in_the_same_slot(scenario, tmp_path):
     report = irdma_sim.run(variant(scenario, tmp_path, "wide", device={"cqe_64byte": True}), tmp_path / "out")
     assert report["passed"], [c for c in report["checks"] if not c["passed"]]
-    data_cqes = [json.loads(line) for line in open(tmp_path / "out" / "trace.jsonl") if '"ev":"cqe"' in line]
+    data_cqes = [json.loads(line) for line in trace_lines(tmp_path / "out" / "trace.bin") if '"ev":"cqe"' in line]
     data_cqes = [c for c in data_cqes if c["cq"] != 0]
     extended = [c for c in data_cqes if len(c["bytes"]) == 128]
     assert len(extended) == report["counts"]["extended_cqes"] > 0
@@ -118,7 +119,7 @@ def test_gen3_device_reports_sq_opcodes_in_receives(scenario, tmp_path):
     report = irdma_sim.run(path, tmp_path / "out")
     assert report["passed"], [c for c in report["checks"] if not c["passed"]]
     rq_ops = set()
-    for ev in map(json.loads, open(tmp_path / "out" / "trace.jsonl")):
+    for ev in map(json.loads, trace_lines(tmp_path / "out" / "trace.bin")):
         if ev["ev"] == "cqe" and ev["cq"] != 0:
             qword3 = int.from_bytes(bytes.fromhex(ev["bytes"][48:64]), "little")
             assert len(ev["bytes"]) in (64, 128) and int(ev["addr"], 16) % 64 == 0  # 64-byte slots
@@ -137,17 +138,16 @@ def test_a_moderated_vector_fires_when_its_interval_ends(scenario, tmp_path, itr
     assert report["counts"]["interrupts_moderated"] > 0
     dyn_ctl = 0x160000
     enabled_at, waiting_since, waits = {}, {}, []
-    with open(tmp_path / "out" / "trace.jsonl") as f:
-        for line in f:
-            ev = json.loads(line)
-            if ev["ev"] == "mmio_write" and dyn_ctl <= int(ev["off"], 16) < dyn_ctl + 0x100:
-                if int(ev["value"], 16) & 1:
-                    enabled_at[(int(ev["off"], 16) - dyn_ctl) // 4] = ev["t_ps"]
-            elif ev["ev"] == "ceqe":
-                waiting_since.setdefault(ev["ceq"], ev["t_ps"])  # CEQ k raises vector k
-            elif ev["ev"] == "msix" and ev["data"] in waiting_since:
-                since = max(waiting_since.pop(ev["data"]), enabled_at.get(ev["data"], 0))
-                waits.append(ev["t_ps"] - since)
+    for line in trace_lines(tmp_path / "out" / "trace.bin"):
+        ev = json.loads(line)
+        if ev["ev"] == "mmio_write" and dyn_ctl <= int(ev["off"], 16) < dyn_ctl + 0x100:
+            if int(ev["value"], 16) & 1:
+                enabled_at[(int(ev["off"], 16) - dyn_ctl) // 4] = ev["t_ps"]
+        elif ev["ev"] == "ceqe":
+            waiting_since.setdefault(ev["ceq"], ev["t_ps"])  # CEQ k raises vector k
+        elif ev["ev"] == "msix" and ev["data"] in waiting_since:
+            since = max(waiting_since.pop(ev["data"]), enabled_at.get(ev["data"], 0))
+            waits.append(ev["t_ps"] - since)
     assert not waiting_since, "a CEQE never got its MSI-X"
     assert len(waits) == report["counts"]["interrupts_raised"]
     link_ps = 1_000_000  # the MSI write's serialisation and latency, with room to spare

@@ -10,6 +10,7 @@ import pytest
 import irdma_sim
 
 from conftest import failed_checks, passing_runs
+from irdma_sim.trace import lines as trace_lines
 
 
 def test_every_poisoned_write_gives_the_device_up_once_over_seeds_1_to_20(scenario, tmp_path):
@@ -30,7 +31,7 @@ def test_every_poisoned_write_gives_the_device_up_once_over_seeds_1_to_20(scenar
 def test_a_poisoned_write_is_traced_and_never_lands(scenario, tmp_path):
     report = irdma_sim.run(scenario("poisoned_writes.yaml"), tmp_path / "out", seed=1)
     assert report["passed"], failed_checks(report)
-    events = [json.loads(line) for line in open(tmp_path / "out" / "trace.jsonl")]
+    events = [json.loads(line) for line in trace_lines(tmp_path / "out" / "trace.bin")]
     poisoned = [e for e in events if e["ev"] == "dma_write_poisoned"]
     assert len(poisoned) == 1, poisoned
     assert poisoned[0]["purpose"] == "payload_write" and "qp" in poisoned[0], poisoned[0]

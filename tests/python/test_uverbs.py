@@ -15,6 +15,7 @@ import sys
 import time
 
 import pytest
+from irdma_sim.trace import lines as trace_lines
 
 BIN = os.path.join(os.environ["IRDMA_SIM_BIN"], "irdma-sim")
 
@@ -229,7 +230,7 @@ def test_a_private_hosts_outputs(tmp_path):
     coverage = {g["name"]: g for g in json.loads((out / "coverage.json").read_text())["groups"]}
     hit = {tuple(b["bin"]) for b in coverage["cqp_command"]["bins"] if b.get("hits")}
     assert {("create_ceq", "ok"), ("create_aeq", "ok"), ("query_fpm_val", "ok")} <= hit, "the probe's commands"
-    trace = (out / "trace.jsonl").read_text().splitlines()
+    trace = list(trace_lines(out / "trace.bin"))
     assert trace and all(json.loads(line) for line in trace[:50]), "the device's transaction log, as a run's"
     r = irdma_sim("exec", "--host", str(tmp_path), "--out", str(out), "--", "true")
     assert r.returncode == 2 and "--out" in r.stderr

@@ -11,6 +11,7 @@ import pytest
 import irdma_sim
 
 from conftest import failed_checks, passing_runs
+from irdma_sim.trace import lines as trace_lines
 
 
 def test_every_refused_write_gives_the_device_up_once_over_seeds_1_to_20(scenario, tmp_path):
@@ -38,7 +39,7 @@ def test_a_refused_cqe_is_traced_where_it_struck_and_its_work_flushed(variant, t
     assert report["counts"]["cqe_writes_failed"] == 1, report["counts"]
     by_status = {s["name"]: s["count"] for s in report["counts"]["by_status"]}
     assert by_status["IB_WC_WR_FLUSH_ERR"] > 0
-    trace = (tmp_path / "out" / "trace.jsonl").read_text()
+    trace = "\n".join(trace_lines(tmp_path / "out" / "trace.bin"))
     assert '"ev":"dma_write_fault","purpose":"cqe_write","cq":' in trace
 
 

@@ -10,9 +10,12 @@
 # `sync: {mode: loose}` under its `config:`, is kept in OUT/scenarios). SEEDS (default
 # "1 2 3") chooses the seeds, RUN_ARGS adds arguments to every run (e.g. --cq-writer rtl);
 # the report's RTL section (cq_writer) is left out of its checksum, as its wall time is;
-# EXCLUDE (names, e.g. "cqe_halves") leaves scenarios out.
+# EXCLUDE (names, e.g. "cqe_halves") leaves scenarios out. Traces are written and summed as
+# trace.jsonl, so a build from before trace.bin compares with one after.
 set -eu
 run=$1 out=$2
+trace_format=
+if "$run" --help 2>&1 | grep -q -- --trace-format; then trace_format="--trace-format jsonl"; fi
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out"
 : >"$out/SHA256SUMS"
@@ -30,7 +33,7 @@ for scenario in "$scenarios"/*.yaml; do
   for seed in ${SEEDS:-1 2 3}; do
     dir="$out/$(basename "$scenario" .yaml)-seed$seed"
     # shellcheck disable=SC2086 # RUN_ARGS is a list of words
-    "$run" "$scenario" --out "$dir" --seed "$seed" ${RUN_ARGS:-} >"$dir.log" 2>&1 || true  # failing runs are compared too
+    "$run" "$scenario" --out "$dir" --seed "$seed" $trace_format ${RUN_ARGS:-} >"$dir.log" 2>&1 || true  # failing runs are compared too
     [ -f "$dir/report.json" ] || { echo "$dir: the run left no report.json (see $dir.log)" >&2; exit 2; }
     sed -e 's/"wall_time_s":[^,]*,//' -e 's/,"cq_writer":{.*}}$/}/' -e "s|$scenarios/|scenarios/|g" \
       "$dir/report.json" >"$dir/report.nowall.json"

@@ -16,6 +16,7 @@
 #include "model/testbench/host_session.h"
 #include "model/system/run_scenario.h"
 #include "model/system/simulation.h"
+#include "model/trace/trace_reader.h"
 
 namespace {
 
@@ -80,7 +81,9 @@ TEST(System, SmokeScenarioPassesEveryCheck) {
   EXPECT_TRUE(r.passed) << report;
   EXPECT_NE(report.find("\"completions_delivered\":12000"), std::string::npos) << report;
   EXPECT_EQ(report.find("\"passed\":false"), std::string::npos) << report;
-  const std::string trace = slurp(out + "/trace.jsonl");
+  std::string trace, line;
+  irdma_sim::trace::TraceReader events(out + "/trace.bin");
+  while (events.next(line)) trace += line + "\n";
   EXPECT_NE(trace.find("\"ev\":\"cqe\""), std::string::npos);
   EXPECT_NE(trace.find("\"ev\":\"dma_write\""), std::string::npos);
   EXPECT_NE(trace.find("\"ev\":\"mmio_write\""), std::string::npos);

@@ -1,27 +1,66 @@
-// The transaction log streams: events wait only until the global time passes them.
+// The transaction log streams: events wait only until the global time passes them. Its two
+// formats say the same: trace.bin read back is trace.jsonl byte for byte.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include "model/trace/trace_log.h"
+#include "model/trace/trace_reader.h"
 
 namespace {
 
 using irdma_sim::trace::TraceLog;
+using irdma_sim::trace::TraceReader;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The lines either format's file stands for.
+std::vector<std::string> lines_of(const std::string& path) {
+  std::vector<std::string> lines;
+  std::string line;
+  if (TraceLog::format_for(path) == TraceLog::Format::jsonl) {
+    std::ifstream in(path);
+    while (std::getline(in, line)) lines.push_back(line);
+  } else {
+    TraceReader in(path);
+    while (in.next(line)) lines.push_back(line);
+  }
+  return lines;
+}
+
+std::string converted(const std::string& bin_path) {
+  const std::string out = bin_path + ".converted.jsonl";
+  irdma_sim::trace::convert_to_jsonl(bin_path, out);
+  std::string text = slurp(out);
+  std::remove(out.c_str());
+  return text;
+}
+
+class TraceLogFormats : public ::testing::TestWithParam<const char*> {
+ protected:
+  std::string path(const std::string& name) const { return ::testing::TempDir() + name + GetParam(); }
+};
 
 // 10^6 events, each logged up to 5 us ahead of a global time that moves 10 ns per event
 // (as decoupled initiators log them): the file comes out sorted, and the log never holds
 // more than the events of its reorder window.
-TEST(TraceLog, StreamsInTimeOrderHoldingOnlyTheReorderWindow) {
-  const std::string path = ::testing::TempDir() + "trace_log_test.jsonl";
+TEST_P(TraceLogFormats, StreamsInTimeOrderHoldingOnlyTheReorderWindow) {
+  const std::string file = path("trace_log_test");
   uint64_t now = 0;
   size_t most_held = 0;
   {
     TraceLog log;
-    log.open(path, [&] { return now; });
+    log.open(file, [&] { return now; });
     std::mt19937_64 rng(1);
     for (int i = 0; i < 1'000'000; i++) {
       now += 10'000;
@@ -33,42 +72,39 @@ TEST(TraceLog, StreamsInTimeOrderHoldingOnlyTheReorderWindow) {
     EXPECT_EQ(log.late_events(), 0u);
   }
   EXPECT_LT(most_held, 5'000u) << "a window of 5 us at 100 events per us, and one look's worth";
-  std::ifstream in(path);
-  std::string line;
   uint64_t last = 0, lines = 0;
-  while (std::getline(in, line)) {
+  for (const std::string& line : lines_of(file)) {
     const uint64_t t = std::stoull(line.substr(line.find(':') + 1));
     ASSERT_LE(last, t) << "line " << lines;
     last = t;
     lines++;
   }
   EXPECT_EQ(lines, 1'000'000u);
-  std::remove(path.c_str());
+  std::remove(file.c_str());
 }
 
-TEST(TraceLog, EventsOfOneTimeKeepTheOrderTheyWereLoggedIn) {
-  const std::string path = ::testing::TempDir() + "trace_log_order_test.jsonl";
+TEST_P(TraceLogFormats, EventsOfOneTimeKeepTheOrderTheyWereLoggedIn) {
+  const std::string file = path("trace_log_order_test");
   {
     TraceLog log;
-    log.open(path, [] { return uint64_t(0); });
+    log.open(file, [] { return uint64_t(0); });
     const std::pair<uint64_t, const char*> events[] = {{5, "a"}, {3, "b"}, {5, "c"}, {3, "d"}, {5, "e"}, {4, "f"}};
     for (const auto& [t, name] : events) log.event(t, name);
     log.close();
   }
-  std::ifstream in(path);
-  std::string line, order;
-  while (std::getline(in, line)) order += line.substr(line.find("\"ev\":\"") + 6, 1);
+  std::string order;
+  for (const std::string& line : lines_of(file)) order += line.substr(line.find("\"ev\":\"") + 6, 1);
   EXPECT_EQ(order, "bdface");
-  std::remove(path.c_str());
+  std::remove(file.c_str());
 }
 
 // An event logged before one already written is a model bug: it is kept (written at
 // once) and counted, never dropped.
-TEST(TraceLog, AnEventFromThePastIsWrittenAndCounted) {
-  const std::string path = ::testing::TempDir() + "trace_log_late.jsonl";
+TEST_P(TraceLogFormats, AnEventFromThePastIsWrittenAndCounted) {
+  const std::string file = path("trace_log_late");
   uint64_t now = 0;
   TraceLog log;
-  log.open(path, [&] { return now; });
+  log.open(file, [&] { return now; });
   log.event(100, "a");
   now = 200;
   log.flush();
@@ -77,7 +113,152 @@ TEST(TraceLog, AnEventFromThePastIsWrittenAndCounted) {
   log.close();
   EXPECT_EQ(log.late_events(), 1u);
   EXPECT_EQ(log.events_written(), 3u);
-  std::remove(path.c_str());
+  const std::vector<std::string> lines = lines_of(file);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1], R"({"t_ps":50,"ev":"late"})");
+  std::remove(file.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(BinaryAndJsonl, TraceLogFormats, ::testing::Values(".bin", ".jsonl"),
+                         [](const auto& info) { return std::string(info.param + 1); });
+
+// Every kind of field, shapes of one name that differ, a late event, times that go back:
+// what trace.jsonl says is written out here, and trace.bin converts to it byte for byte.
+const char kContract[] =
+    R"({"t_ps":0,"ev":"cqp_start","sq_size":64})" "\n"
+    R"({"t_ps":7,"ev":"mmio_write","bar":0,"off":"0x50a100","len":4,"value":"0x0"})" "\n"
+    R"({"t_ps":7,"ev":"mmio_write","off":"0xffffffffffffffff","len":4,"value":"0x2000"})" "\n"
+    R"({"t_ps":9,"ev":"cqe","cq":3,"slot":601,"addr":"0x100004000","bytes":"00ff10a5"})" "\n"
+    R"({"t_ps":18446744073709551615,"ev":"dma_error","op":"write","addr":"0x1","len":18446744073709551615})" "\n"
+    R"({"t_ps":12,"ev":"function_reset","cause":""})" "\n"
+    R"({"t_ps":13,"ev":"cqe","cq":3,"slot":602,"addr":"0x100004020","bytes":""})" "\n";
+
+void log_the_contract(TraceLog& log, uint64_t& now) {
+  const uint8_t bytes[] = {0x00, 0xff, 0x10, 0xa5};
+  log.event(9, "cqe").num("cq", 3).num("slot", 601).addr("addr", 0x100004000).hex("bytes", bytes, 4);
+  log.event(7, "mmio_write").num("bar", 0).addr("off", 0x50a100).num("len", 4).addr("value", 0);
+  log.event(7, "mmio_write").addr("off", UINT64_MAX).num("len", 4).addr("value", 0x2000);
+  log.event(0, "cqp_start").num("sq_size", 64);
+  log.event(UINT64_MAX, "dma_error").str("op", "write").addr("addr", 1).num("len", UINT64_MAX);
+  now = UINT64_MAX;
+  log.flush();
+  log.event(12, "function_reset").str("cause", "");
+  log.event(13, "cqe").num("cq", 3).num("slot", 602).addr("addr", 0x100004020).hex("bytes", bytes, 0);
+}
+
+TEST(TraceLog, TheJsonlContract) {
+  for (const char* ext : {".jsonl", ".bin"}) {
+    const std::string file = ::testing::TempDir() + "trace_log_contract" + ext;
+    uint64_t now = 0;
+    TraceLog log;
+    log.open(file, [&] { return now; });
+    log_the_contract(log, now);
+    log.close();
+    EXPECT_EQ(log.late_events(), 2u);
+    EXPECT_EQ(std::string(ext) == ".jsonl" ? slurp(file) : converted(file), kContract) << ext;
+    std::remove(file.c_str());
+  }
+}
+
+TEST(TraceLog, TheBinaryTraceIsAQuarterOfTheJsonl) {
+  size_t bytes[2];
+  const char* exts[] = {".jsonl", ".bin"};
+  for (int f = 0; f < 2; f++) {
+    const std::string file = ::testing::TempDir() + "trace_log_size" + exts[f];
+    TraceLog log;
+    log.open(file, [] { return uint64_t(0); });
+    uint8_t cqe[32] = {1, 2, 3};
+    for (uint64_t i = 0; i < 10'000; i++) {
+      const uint64_t t = 1'000'000 + i * 150'000;
+      log.event(t, "mmio_write").addr("off", 0x50a100).num("len", 4).addr("value", i);
+      log.event(t + 5'000, "dma_read").addr("addr", 0x100008000 + 64 * i).num("len", 64);
+      log.event(t + 9'000, "dma_write").addr("addr", 0x200000000 + 2048 * i).num("len", 176);
+      log.event(t + 9'500, "cqe").num("cq", 2).num("slot", i % 602).addr("addr", 0x100004000 + 32 * (i % 602)).hex("bytes", cqe, 32);
+      log.event(t + 9'900, "msix").addr("addr", 0xfee00000).num("data", 1);
+    }
+    log.close();
+    bytes[f] = std::filesystem::file_size(file);
+    std::remove(file.c_str());
+  }
+  EXPECT_LT(bytes[1] * 4, bytes[0]) << bytes[1] << " binary bytes, " << bytes[0] << " of JSONL";
+}
+
+// A trace.bin written and then harmed: the reader says what it found and where, having
+// given every event before the harm.
+class HarmedTrace : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TraceLog log;
+    log.open(bin_, [] { return uint64_t(0); });
+    for (uint64_t i = 0; i < 100; i++) log.event(i, "e").num("i", i).str("s", "x");
+    log.close();
+    bytes_ = slurp(bin_);
+  }
+  void TearDown() override { std::remove(bin_.c_str()); }
+  void rewrite(const std::string& bytes) { std::ofstream(bin_, std::ios::binary | std::ios::trunc) << bytes; }
+  // The message the reader's error gives; the events before it, in `read`.
+  std::string error_reading(uint64_t& read) {
+    read = 0;
+    try {
+      TraceReader in(bin_);
+      std::string line;
+      while (in.next(line)) read++;
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "";
+  }
+  // CTest runs these side by side, each in its own process.
+  const std::string bin_ = ::testing::TempDir() + "harmed_trace_" +
+                           ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".bin";
+  std::string bytes_;
+};
+
+TEST_F(HarmedTrace, CutAnywhereGivesEveryWholeEventBeforeTheCutAndSaysWhere) {
+  // [header 12][schema 10][event 5] x 100
+  ASSERT_EQ(bytes_.size(), 12u + 10 + 5 * 100);
+  for (size_t cut = 12; cut < bytes_.size(); cut++) {
+    rewrite(bytes_.substr(0, cut));
+    uint64_t read;
+    const std::string error = error_reading(read);
+    const size_t whole = cut < 22 ? 0 : (cut - 22) / 5;
+    EXPECT_EQ(read, whole) << "cut at " << cut;
+    const bool on_a_boundary = cut == 22 + 5 * whole || cut == 12;
+    if (on_a_boundary) {
+      EXPECT_EQ(error, "") << "cut at " << cut;
+    } else {
+      EXPECT_NE(error.find("ends in the middle of a record"), std::string::npos) << error;
+      EXPECT_NE(error.find("after " + std::to_string(whole) + " events"), std::string::npos) << error;
+    }
+  }
+}
+
+TEST_F(HarmedTrace, AnotherVersionIsRefusedNamingIt) {
+  std::string other = bytes_;
+  other[8] = 2;
+  rewrite(other);
+  uint64_t read;
+  EXPECT_EQ(error_reading(read), bin_ + " is a binary trace of format version 2; this irdma-sim reads version 1");
+}
+
+TEST_F(HarmedTrace, WhatIsNoBinaryTraceIsRefused) {
+  rewrite(R"({"t_ps":0,"ev":"cqp_start","sq_size":64})" "\n");
+  uint64_t read;
+  EXPECT_NE(error_reading(read).find("is not a binary irdma-sim trace"), std::string::npos);
+  rewrite("");
+  EXPECT_NE(error_reading(read).find("is not a binary irdma-sim trace"), std::string::npos);
+}
+
+TEST_F(HarmedTrace, AnEventOfNoSchemaOrABadKindIsMalformed) {
+  std::string bad = bytes_;
+  bad[22] = 9;  // the first event's schema number
+  rewrite(bad);
+  uint64_t read;
+  EXPECT_EQ(error_reading(read), bin_ + ": an event of schema 9, which no record before it defines at byte 22, after 0 events");
+  bad = bytes_;
+  bad[16] = 7;  // the first field's kind
+  rewrite(bad);
+  EXPECT_NE(error_reading(read).find("a malformed schema record at byte 12"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,86 @@
+"""The transaction log's two formats: a run writes trace.bin; `irdma-sim trace convert`
+gives the trace.jsonl a run made with --trace-format jsonl writes, byte for byte; every
+reader takes either; a harmed trace.bin is refused saying where."""
+
+import subprocess
+import sys
+
+import pytest
+
+import irdma_sim
+from irdma_sim import trace
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "irdma_sim", *args], capture_output=True, text=True, timeout=600)
+
+
+# Every field kind and fault event among them: purposes and causes (str), CQE bytes (hex),
+# MSI-X faults and writes held back (events logged late into the reorder window).
+@pytest.mark.parametrize("name,seed", [("smoke.yaml", 3), ("link_faults.yaml", 4), ("dma_faults.yaml", 6),
+                                       ("function_reset.yaml", 4)])
+def test_convert_writes_what_a_jsonl_run_writes_byte_for_byte(scenario, tmp_path, name, seed):
+    binary, jsonl = tmp_path / "bin", tmp_path / "jsonl"
+    a = irdma_sim.run(scenario(name), binary, seed=seed)
+    b = irdma_sim.run(scenario(name), jsonl, seed=seed, trace_format="jsonl")
+    assert a["counts"] == b["counts"]
+    assert not (binary / "trace.jsonl").exists() and not (jsonl / "trace.bin").exists()
+    proc = cli("trace", "convert", str(binary))
+    assert proc.returncode == 0, proc.stderr
+    expected = (jsonl / "trace.jsonl").read_bytes()
+    assert (binary / "trace.jsonl").read_bytes() == expected
+    events = expected.count(b"\n")
+    assert proc.stdout.strip() == f"{binary / 'trace.jsonl'}: {events} events"
+    assert (binary / "trace.bin").stat().st_size * 4 < len(expected), "the binary trace is the compact one"
+
+
+def test_a_trace_cut_short_converts_every_whole_event_and_says_where(scenario, tmp_path):
+    run = tmp_path / "run"
+    assert irdma_sim.run(scenario("smoke.yaml"), run, seed=1)["passed"]
+    cli("trace", "convert", str(run), "--out", str(tmp_path / "whole.jsonl"))
+    whole = (tmp_path / "whole.jsonl").read_text().splitlines(keepends=True)
+    data = (run / "trace.bin").read_bytes()
+    (run / "trace.bin").write_bytes(data[:len(data) // 2 + 1])  # as a run killed mid-write leaves it
+    proc = cli("trace", "convert", str(run))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "ends in the middle of a record" in proc.stderr and "at byte " in proc.stderr, proc.stderr
+    got = (run / "trace.jsonl").read_text().splitlines(keepends=True)
+    assert 0 < len(got) < len(whole) and got == whole[:len(got)]
+    assert f"after {len(got)} events" in proc.stderr
+    # Readers raise the same, having given what came before.
+    with pytest.raises(ValueError, match="ends in the middle of a record"):
+        list(trace.lines(run / "trace.bin"))
+
+
+def test_another_version_or_no_binary_trace_is_refused_before_writing(scenario, tmp_path):
+    run = tmp_path / "run"
+    assert irdma_sim.run(scenario("smoke.yaml"), run, seed=1)["passed"]
+    data = bytearray((run / "trace.bin").read_bytes())
+    data[8] = 7  # the format version, after the magic
+    (run / "trace.bin").write_bytes(bytes(data))
+    proc = cli("trace", "convert", str(run))
+    assert proc.returncode == 2, proc.stderr
+    assert "is a binary trace of format version 7; this irdma-sim reads version 1" in proc.stderr
+    assert not (run / "trace.jsonl").exists()
+    with pytest.raises(trace.TraceRefused):
+        next(trace.lines(run / "trace.bin"))
+    assert irdma_sim.run(scenario("smoke.yaml"), run, seed=1, trace=False)["passed"]
+    proc = cli("trace", "convert", str(run))
+    assert proc.returncode == 2 and "no trace.bin to convert" in proc.stderr, proc.stderr
+    bad = cli("run", scenario("smoke.yaml"), "--out", str(tmp_path / "x"), "--trace-format", "xml")
+    assert bad.returncode == 2 and "invalid choice: 'xml'" in bad.stderr
+    with pytest.raises(ValueError, match="trace_format"):
+        irdma_sim.run(scenario("smoke.yaml"), tmp_path / "y", trace_format="xml")
+
+
+def test_diff_and_the_report_read_either_format(scenario, tmp_path):
+    for name, seed, fmt in (("a", 1, "bin"), ("b", 1, "jsonl"), ("c", 2, "jsonl")):
+        assert irdma_sim.run(scenario("smoke.yaml"), tmp_path / name, seed=seed, trace_format=fmt)["passed"]
+    same = cli("diff", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert same.returncode == 0 and "identical" in same.stdout, same.stdout + same.stderr
+    other = cli("diff", str(tmp_path / "a"), str(tmp_path / "c"))
+    assert other.returncode == 1 and "trace.bin (A), trace.jsonl (B): first difference" in other.stdout
+    from irdma_sim.plots import RunData
+    binary, text = RunData(tmp_path / "a"), RunData(tmp_path / "b")
+    assert binary.traced and binary.cqe_written == text.cqe_written and binary.msix == text.msix
+    assert sum(map(len, binary.cqe_written.values())) > 0
