@@ -37,21 +37,17 @@ void TraceLog::open(const std::string& path, std::function<uint64_t()> horizon, 
   format_ = format;
   horizon_ = std::move(horizon);
   shapes_.clear();
+  std::fill(std::begin(last_shape_), std::end(last_shape_), 0);
   schemas_written_ = 0;
   shape_slots_.assign(256, 0);
-  out_buf_.clear();
-  out_buf_.reserve(kWriteBuffer + 4096);
-  if (format_ == Format::binary) out_buf_ = format::header();
+  out_buf_.size = 0;
+  if (format_ == Format::binary) out_buf_.append(format::header());
+  pending_.clear();
+  sorted_ = 0;
+  held_.size = 0;
+  held_live_ = 0;
   last_written_ps_ = 0;
   written_before_ = 0;
-}
-
-void TraceLog::Event::begin(uint64_t t_ps, const char* ev) {
-  t_ps_ = t_ps;
-  ev_ = ev;
-  shape_ = mix(0, reinterpret_cast<uintptr_t>(ev));
-  fields_ = 0;
-  size_ = 0;
 }
 
 void TraceLog::Event::add_field(const char* key, format::Kind kind) {
@@ -61,7 +57,6 @@ void TraceLog::Event::add_field(const char* key, format::Kind kind) {
   }
   keys_[fields_] = key;
   kinds_[fields_++] = kind;
-  shape_ = mix(shape_, reinterpret_cast<uintptr_t>(key) ^ uint64_t(kind));
 }
 
 uint8_t* TraceLog::Event::reserve(size_t n) {
@@ -77,7 +72,7 @@ uint8_t* TraceLog::Event::reserve(size_t n) {
   return at;
 }
 
-void TraceLog::Event::put_number(const char* key, format::Kind kind, uint64_t value) {
+void TraceLog::Event::put_number_spilling(const char* key, format::Kind kind, uint64_t value) {
   add_field(key, kind);
   uint8_t* p = reserve(10);  // the longest varint of 64 bits
   size_t n = 0;
@@ -94,7 +89,7 @@ void TraceLog::Event::put_bytes(const char* key, format::Kind kind, const void* 
     log_ = nullptr;
     throw std::logic_error(std::string("trace event ") + ev_ + ": a value of " + std::to_string(len) + " bytes");
   }
-  put_number(key, kind, len);
+  put_number_spilling(key, kind, len);
   std::memcpy(reserve(len), bytes, len);
 }
 
@@ -115,21 +110,34 @@ void TraceLog::Event::commit() {
   log.hold(t_ps_, shape, values, size_);
 }
 
+// The event's shape: its name's and keys' addresses and its kinds. The shape last seen
+// with its name is tried first: an event site logs one shape, or nearly.
 uint32_t TraceLog::shape_of(const Event& e) {
+  const auto same = [&](const Shape& s) {
+    if (s.ev != e.ev_ || s.keys.size() != e.fields_) return false;
+    for (size_t i = 0; i < e.fields_; i++)
+      if (s.keys[i] != e.keys_[i] || s.kinds[i] != e.kinds_[i]) return false;
+    return true;
+  };
+  uint32_t& last = last_shape_[(reinterpret_cast<uintptr_t>(e.ev_) >> 3) % std::size(last_shape_)];
+  if (last && same(shapes_[last - 1])) return last - 1;
+  uint64_t hash = mix(0, reinterpret_cast<uintptr_t>(e.ev_));
+  for (size_t i = 0; i < e.fields_; i++) hash = mix(hash, reinterpret_cast<uintptr_t>(e.keys_[i]) ^ uint64_t(e.kinds_[i]));
   const size_t mask = shape_slots_.size() - 1;
-  size_t slot = e.shape_ & mask;
+  size_t slot = hash & mask;
   for (;; slot = (slot + 1) & mask) {
     const uint32_t at = shape_slots_[slot];
     if (at == 0) break;
-    const Shape& s = shapes_[at - 1];
-    if (s.hash == e.shape_ && s.ev == e.ev_ && s.keys.size() == e.fields_ &&
-        std::equal(s.keys.begin(), s.keys.end(), e.keys_) && std::equal(s.kinds.begin(), s.kinds.end(), e.kinds_))
+    if (shapes_[at - 1].hash == hash && same(shapes_[at - 1])) {
+      last = at;
       return at - 1;
+    }
   }
-  Shape s{e.shape_, e.ev_, {e.keys_, e.keys_ + e.fields_}, {e.kinds_, e.kinds_ + e.fields_}, {e.ev_, {}}};
+  Shape s{hash, e.ev_, {e.keys_, e.keys_ + e.fields_}, {e.kinds_, e.kinds_ + e.fields_}, {e.ev_, {}}};
   for (size_t i = 0; i < e.fields_; i++) s.schema.fields.emplace_back(e.keys_[i], e.kinds_[i]);
   shapes_.push_back(std::move(s));
   shape_slots_[slot] = uint32_t(shapes_.size());
+  last = uint32_t(shapes_.size());
   if (shapes_.size() * 2 > shape_slots_.size()) {  // keep probes short: rehash at half full
     shape_slots_.assign(shape_slots_.size() * 2, 0);
     for (size_t i = 0; i < shapes_.size(); i++) {
@@ -142,76 +150,93 @@ uint32_t TraceLog::shape_of(const Event& e) {
 }
 
 void TraceLog::hold(uint64_t t_ps, uint32_t shape, const uint8_t* values, size_t size) {
-  const Entry e{t_ps, shape, uint32_t(size), held_.size()};
-  held_.append(reinterpret_cast<const char*>(values), size);
+  pending_.push_back({t_ps, shape, uint32_t(size), held_.size});
+  held_.append(values, size);
   held_live_ += size;
-  if (pending_.empty() || pending_.back().t_ps <= t_ps) {
-    pending_.push_back(e);
-  } else {  // after every event of its time or earlier
-    const auto at = std::upper_bound(pending_.begin(), pending_.end(), t_ps,
-                                     [](uint64_t t, const Entry& x) { return t < x.t_ps; });
-    pending_.insert(at, e);
-  }
-  if (pending_.size() % kLookEvery == 0) flush();
+  if (pending_.size() - sorted_ == kLookEvery) flush();
 }
 
 void TraceLog::write(uint64_t t_ps, uint32_t shape, const uint8_t* values, size_t size) {
   Shape& s = shapes_[shape];
   if (format_ == Format::jsonl) {
     const uint8_t* p = values;
-    format::render_json(out_buf_, t_ps, s.schema, p, values + size);
-    out_buf_ += '\n';
+    scratch_.clear();
+    format::render_json(scratch_, t_ps, s.schema, p, values + size);
+    scratch_ += '\n';
+    out_buf_.append(scratch_);
   } else {
     if (!s.number) {
-      format::put_varint(out_buf_, format::kSchemaRecord);
-      format::put_varint(out_buf_, s.schema.ev.size());
-      out_buf_ += s.schema.ev;
-      format::put_varint(out_buf_, s.schema.fields.size());
+      scratch_.clear();
+      format::put_varint(scratch_, format::kSchemaRecord);
+      format::put_varint(scratch_, s.schema.ev.size());
+      scratch_ += s.schema.ev;
+      format::put_varint(scratch_, s.schema.fields.size());
       for (const auto& [key, kind] : s.schema.fields) {
-        out_buf_ += char(kind);
-        format::put_varint(out_buf_, key.size());
-        out_buf_ += key;
+        scratch_ += char(kind);
+        format::put_varint(scratch_, key.size());
+        scratch_ += key;
       }
+      out_buf_.append(scratch_);
       s.number = ++schemas_written_;
     }
-    format::put_varint(out_buf_, s.number);
-    format::put_varint(out_buf_, format::zigzag(int64_t(t_ps - last_written_ps_)));
-    out_buf_.append(reinterpret_cast<const char*>(values), size);
+    char head[20];  // the schema's number and the time's difference: two varints
+    size_t n = 0;
+    for (uint64_t v : {uint64_t(s.number), format::zigzag(int64_t(t_ps - last_written_ps_))}) {
+      for (; v >= 0x80; v >>= 7) head[n++] = char(uint8_t(v) | 0x80);
+      head[n++] = char(v);
+    }
+    out_buf_.append(head, n);
+    out_buf_.append(values, size);
   }
   last_written_ps_ = t_ps;
   written_++;
-  if (out_buf_.size() >= kWriteBuffer) drain_out();
+  if (out_buf_.size >= kWriteBuffer) drain_out();
 }
 
 void TraceLog::drain_out() {
-  std::fwrite(out_buf_.data(), 1, out_buf_.size(), out_);
-  out_buf_.clear();
+  std::fwrite(out_buf_.data.get(), 1, out_buf_.size, out_);
+  out_buf_.size = 0;
 }
 
 void TraceLog::write_before(uint64_t t_ps) {
-  while (!pending_.empty() && (pending_.front().t_ps < t_ps || t_ps == UINT64_MAX)) {
-    const Entry& e = pending_.front();
-    write(e.t_ps, e.shape, reinterpret_cast<const uint8_t*>(held_.data()) + e.offset, e.size);
+  // The events logged since the last look, sorted and merged into those held from before
+  // it; both sorts are stable, so events of one time keep the order they were logged in.
+  const auto by_time = [](const Entry& a, const Entry& b) { return a.t_ps < b.t_ps; };
+  std::stable_sort(pending_.begin() + sorted_, pending_.end(), by_time);
+  std::inplace_merge(pending_.begin(), pending_.begin() + sorted_, pending_.end(), by_time);
+  size_t n = 0;
+  for (; n < pending_.size() && (pending_[n].t_ps < t_ps || t_ps == UINT64_MAX); n++) {
+    const Entry& e = pending_[n];
+    write(e.t_ps, e.shape, reinterpret_cast<const uint8_t*>(held_.data.get()) + e.offset, e.size);
     held_live_ -= e.size;
-    pending_.pop_front();
   }
+  pending_.erase(pending_.begin(), pending_.begin() + n);
+  sorted_ = pending_.size();
   written_before_ = std::max(written_before_, t_ps);
   if (pending_.empty())
-    held_.clear();
-  else if (held_.size() > kCompactHeld && held_.size() > 2 * held_live_)
+    held_.size = 0;
+  else if (held_.size > kCompactHeld && held_.size > 2 * held_live_)
     compact_held();
 }
 
 // The held events' values, moved to the front: what written events left behind goes.
 void TraceLog::compact_held() {
-  std::string kept;
-  kept.reserve(std::max(held_.capacity(), size_t(kCompactHeld)));
+  Bytes kept;
+  kept.grow(held_.capacity);
   for (Entry& e : pending_) {
-    const size_t at = kept.size();
-    kept.append(held_, e.offset, e.size);
+    const size_t at = kept.size;
+    kept.append(held_.data.get() + e.offset, e.size);
     e.offset = at;
   }
-  held_.swap(kept);
+  held_ = std::move(kept);
+}
+
+void TraceLog::Bytes::grow(size_t at_least) {
+  const size_t to = std::max({at_least, 2 * capacity, size_t(4096)});
+  std::unique_ptr<char[]> more(new char[to]);
+  if (size) std::memcpy(more.get(), data.get(), size);
+  data = std::move(more);
+  capacity = to;
 }
 
 void TraceLog::flush() {

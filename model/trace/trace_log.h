@@ -8,8 +8,9 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <deque>
+#include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,9 +72,25 @@ class TraceLog {
     static constexpr size_t kMaxFields = 16;
     static constexpr size_t kInlineBytes = 192;
 
-    void begin(uint64_t t_ps, const char* ev);
+    void begin(uint64_t t_ps, const char* ev) {
+      t_ps_ = t_ps;
+      ev_ = ev;
+      fields_ = 0;
+      size_ = 0;
+    }
     void commit();
-    void put_number(const char* key, format::Kind kind, uint64_t value);
+    // Inline for the common case, a field that fits the inline buffer.
+    void put_number(const char* key, format::Kind kind, uint64_t value) {
+      if (fields_ == kMaxFields || size_ + 10 > kInlineBytes || !spill_.empty())
+        return put_number_spilling(key, kind, value);
+      keys_[fields_] = key;
+      kinds_[fields_++] = kind;
+      uint8_t* p = inline_ + size_;
+      for (; value >= 0x80; value >>= 7) *p++ = uint8_t(value) | 0x80;
+      *p++ = uint8_t(value);
+      size_ = size_t(p - inline_);
+    }
+    void put_number_spilling(const char* key, format::Kind kind, uint64_t value);
     void put_bytes(const char* key, format::Kind kind, const void* bytes, size_t len);
     void add_field(const char* key, format::Kind kind);
     uint8_t* reserve(size_t n);
@@ -81,7 +98,6 @@ class TraceLog {
     TraceLog* log_;  // null when the log is disabled
     uint64_t t_ps_;
     const char* ev_;
-    uint64_t shape_;  // a hash of the name's and the keys' addresses, and the kinds
     size_t fields_;
     const char* keys_[kMaxFields];
     format::Kind kinds_[kMaxFields];
@@ -134,12 +150,27 @@ class TraceLog {
   std::vector<Shape> shapes_;
   uint32_t schemas_written_ = 0;
   std::vector<uint32_t> shape_slots_;  // open addressing by hash: index into shapes_ + 1, 0 empty
-  // Held events in time order, equal times in logging order. Events come almost in order,
-  // so each goes in at or near the back.
-  std::deque<Entry> pending_;
-  std::string held_;
+  uint32_t last_shape_[64] = {};       // by the name's address: the last shape seen, as above
+  // Held events: the first sorted_ in time order (equal times in logging order), then those
+  // logged since the last look, in logging order.
+  std::vector<Entry> pending_;
+  size_t sorted_ = 0;
+  // Bytes appended without std::string's out-of-line append: a few per event.
+  struct Bytes {
+    std::unique_ptr<char[]> data;
+    size_t size = 0, capacity = 0;
+    void append(const void* p, size_t n) {
+      if (size + n > capacity) grow(size + n);
+      std::memcpy(data.get() + size, p, n);
+      size += n;
+    }
+    void append(const std::string& s) { append(s.data(), s.size()); }
+    void grow(size_t at_least);
+  };
+  Bytes held_;
   size_t held_live_ = 0;  // the bytes of held_ that pending_ still refers to
-  std::string out_buf_;  // written a MiB at a time
+  Bytes out_buf_;         // written a MiB at a time
+  std::string scratch_;   // a record built whole: a schema, or an event's JSON
   uint64_t last_written_ps_ = 0;
   uint64_t written_ = 0;
   uint64_t written_before_ = 0;  // every event older than this is written

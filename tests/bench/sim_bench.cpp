@@ -1,13 +1,15 @@
 // Figures that elaborate SystemC, one elaboration per process:
 //   irdma-sim-bench e2e approximate|loose [SENDS_PER_QP] [MAX_BYTES] [FIGURE|all]
-//     the smoke scenario's topology with tracing off: completions per wall-clock second,
-//     three named figures side by side (all, the default), each in a process of its own:
+//     the smoke scenario's topology: completions per wall-clock second, four named figures
+//     side by side (all, the default), each in a process of its own:
 //       checked    device writes, driver polls, every completion matched against its work
 //                  request, payloads generated and every byte compared (a regression run);
 //       engine     the same without payloads (none generated, none compared): what the
 //                  simulator costs;
 //       moderated  checked, with the CEQ's interrupt moderated as a driver tuned for
-//                  throughput sets it (kModeratedItrUs).
+//                  throughput sets it (kModeratedItrUs);
+//       traced     checked, writing the transaction log (trace.bin) as a run does; the
+//                  log is read back after, every event it says it wrote.
 //     Messages are 1..MAX_BYTES (default 64): the figures are about completions, not bytes.
 //   irdma-sim-bench e2e vfio-user [SENDS_PER_QP] [MAX_BYTES] [CEQ_ITR_US]
 //     checked, the model served by a child process, the driver and workload here on OS
@@ -30,7 +32,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include <sys/resource.h>
@@ -56,6 +60,7 @@
 #include "driver/core/cq.h"
 #include "model/testbench/workload.h"
 #include "model/testbench/yaml_reader.h"
+#include "model/trace/trace_reader.h"
 #include "tests/bench/thread_switches.h"
 
 using namespace irdma_sim;
@@ -102,15 +107,17 @@ TimedRun run_timed(testbench::Host& host, const testbench::Scenario& sc) {
 
 // The workload on `host`, timed: one line of figures, exit status 0 when every check held.
 // `in_process`: the SystemC kernel runs here, so its thread switches are this process's to
-// count (a served model's are its server's: the figure reads n/a).
+// count (a served model's are its server's: the figure reads n/a). `completions`, if given,
+// is told how many there were.
 int e2e_on(testbench::Host& host, const testbench::Scenario& sc, const char* mode, const char* figure,
-           bool in_process) {
+           bool in_process, uint64_t* completions = nullptr) {
   const uint64_t switches_before = bench::thread_switches();
   const TimedRun r = run_timed(host, sc);
   const uint64_t switches = bench::thread_switches() - switches_before;
   const double wall = r.wall_s;
   const bool passed = r.passed;
   const uint64_t n = r.counts.completions;
+  if (completions) *completions = n;
   char switches_per_completion[32] = "n/a";
   if (in_process)
     std::snprintf(switches_per_completion, sizeof switches_per_completion, "%.2f",
@@ -135,15 +142,44 @@ int e2e_on(testbench::Host& host, const testbench::Scenario& sc, const char* mod
 // tuned for throughput rather than latency.
 constexpr uint32_t kModeratedItrUs = 50;
 
-enum class Figure { checked, engine, moderated };
-constexpr const char* kFigureNames[] = {"checked", "engine", "moderated"};
+enum class Figure { checked, engine, moderated, traced };
+constexpr const char* kFigureNames[] = {"checked", "engine", "moderated", "traced"};
+
+// The traced figure's log, read back whole: as many events as the log wrote, none late.
+int check_trace(system::Simulation& sim, const std::string& path, uint64_t completions) {
+  sim.close_trace();
+  const uint64_t written = sim.trace()->events_written();
+  uint64_t read = 0;
+  std::string line;
+  try {
+    trace::TraceReader in(path);
+    while (in.next(line)) read++;
+  } catch (const std::runtime_error& e) {
+    std::fprintf(stderr, "reading the trace back failed: %s\n", e.what());
+  }
+  std::error_code ec;
+  const uint64_t bytes = std::filesystem::file_size(path, ec);
+  std::filesystem::remove(path, ec);
+  const bool ok = read == written && written > completions && sim.trace()->late_events() == 0;
+  std::printf("trace       events=%llu bytes=%llu bytes_per_completion=%.1f read_back=%llu checks=%s\n",
+              (unsigned long long)written, (unsigned long long)bytes, completions ? double(bytes) / completions : 0.0,
+              (unsigned long long)read, ok ? "passed" : "FAILED");
+  return ok ? 0 : 1;
+}
 
 int e2e_figure(bool loose, Figure figure, uint32_t sends, uint32_t max_bytes) {
   testbench::Scenario sc = e2e_scenario(sends, max_bytes, figure == Figure::moderated ? kModeratedItrUs : 0);
   sc.traffic.check_payload = figure != Figure::engine;
   sc.config.sync = loose ? testbench::SyncMode::loose : testbench::SyncMode::approximate;
-  system::Simulation sim(sc.config);
-  return e2e_on(sim, sc, loose ? "loose" : "approximate", kFigureNames[int(figure)], true);
+  const std::string trace_path =
+      figure == Figure::traced ? (std::filesystem::temp_directory_path() /
+                                  ("irdma-sim-bench-" + std::to_string(::getpid()) + ".trace.bin")).string()
+                               : "";
+  system::Simulation sim(sc.config, trace_path);
+  uint64_t completions = 0;
+  const int status = e2e_on(sim, sc, loose ? "loose" : "approximate", kFigureNames[int(figure)], true, &completions);
+  if (figure != Figure::traced) return status;
+  return status | check_trace(sim, trace_path, completions);
 }
 
 // Every figure in a process of its own, exec'd afresh (one elaboration per process; and a
@@ -365,7 +401,7 @@ int sc_main(int argc, char** argv) {
     return scale(mode == "loose", std::max<uint64_t>(1, arg(3, 8)), arg(4, 819200), arg(5, 256), arg(6, 2));
   if (what == "doorbell-msix") return doorbell_to_msix(uint32_t(arg(2, 2000)));
   std::fprintf(stderr,
-               "usage: irdma-sim-bench e2e approximate|loose [SENDS_PER_QP] [MAX_BYTES] [checked|engine|moderated|all]\n"
+               "usage: irdma-sim-bench e2e approximate|loose [SENDS_PER_QP] [MAX_BYTES] [checked|engine|moderated|traced|all]\n"
                "       irdma-sim-bench e2e vfio-user [SENDS_PER_QP] [MAX_BYTES] [CEQ_ITR_US]\n"
                "       irdma-sim-bench scale approximate|loose PAIRS [COMPLETIONS] [CQ_ENTRIES] [CEQS]\n"
                "       irdma-sim-bench model approximate|loose [CQES]\n"
