@@ -157,6 +157,7 @@ PYBIND11_MODULE(_irdma_sim, m) {
         "(trace.jsonl).");
 
   py::register_exception<irdma_sim::trace::TraceRefused>(m, "TraceRefused", PyExc_ValueError);
+  py::register_exception<irdma_sim::trace::TraceWriteFailed>(m, "TraceWriteFailed", PyExc_OSError);
   // A binary trace's lines, streamed: what trace.jsonl would hold, one str per event.
   py::class_<irdma_sim::trace::TraceReader>(m, "TraceLines")
       .def(py::init<const std::string&>(), py::arg("path"))
@@ -172,8 +173,9 @@ PYBIND11_MODULE(_irdma_sim, m) {
         },
         py::arg("bin_path"), py::arg("jsonl_path"),
         "Writes the trace.jsonl a binary trace stands for; returns its events. Raises TraceRefused "
-        "(a ValueError: no binary trace, or one of another format version) before writing, and "
-        "RuntimeError (malformed or cut short) having written every event before the fault.");
+        "(a ValueError: no binary trace, or one of another format version) before writing, "
+        "TraceWriteFailed (an OSError) when the output cannot be written, and RuntimeError "
+        "(malformed or cut short) having written every event before the fault.");
 
   m.def("replay",
         [](const std::string& run_dir, const std::string& formatter, int flip_cqe_bit, const std::string& cq_writer) {

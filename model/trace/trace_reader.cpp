@@ -141,7 +141,7 @@ bool TraceReader::next(std::string& line) {
 uint64_t convert_to_jsonl(const std::string& bin_path, const std::string& jsonl_path) {
   TraceReader in(bin_path);
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(jsonl_path.c_str(), "w"), std::fclose);
-  const auto cannot_write = [&] { return std::runtime_error("cannot write " + jsonl_path + ": " + std::strerror(errno)); };
+  const auto cannot_write = [&] { return TraceWriteFailed("cannot write " + jsonl_path + ": " + std::strerror(errno)); };
   if (!out) throw cannot_write();
   std::string line, chunk;
   const auto drain = [&] {

@@ -18,6 +18,11 @@ struct TraceRefused : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The converted trace could not be written where asked.
+struct TraceWriteFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 class TraceReader {
  public:
   // Throws TraceRefused.
@@ -54,7 +59,7 @@ class TraceReader {
 // Writes the trace.jsonl that the binary trace at `bin_path` stands for at `jsonl_path`;
 // returns the events written. Throws as TraceReader does: TraceRefused before creating
 // `jsonl_path`, a fault in the records having written every event before it. Throws
-// std::runtime_error when `jsonl_path` cannot be written.
+// TraceWriteFailed when `jsonl_path` cannot be written.
 uint64_t convert_to_jsonl(const std::string& bin_path, const std::string& jsonl_path);
 
 }  // namespace irdma_sim::trace

@@ -119,7 +119,7 @@ def cmd_trace_convert(args):
     from irdma_sim import trace
     try:
         path, events = trace.convert(args.run_dir, args.out)
-    except FileNotFoundError as e:
+    except OSError as e:  # no trace.bin, or the output cannot be written
         print(f"irdma-sim trace convert: {e}", file=sys.stderr)
         return 2
     except ValueError as e:  # TraceRefused among them: nothing was written
@@ -442,7 +442,8 @@ EPILOGS = {
     "trace convert": ("irdma-sim run scenarios/smoke.yaml --out out/smoke\n"
                       "irdma-sim trace convert out/smoke     # out/smoke/trace.jsonl",
                       "0 converted; 1 the trace is malformed or cut short (every event before the fault is written, "
-                      "and the message says where); 2 RUN_DIR has no trace.bin, or it is of another format version"),
+                      "and the message says where); 2 RUN_DIR has no trace.bin, it is of another format version, "
+                      "or FILE cannot be written"),
     "diff": ("irdma-sim run scenarios/smoke.yaml --out out/a && irdma-sim run scenarios/smoke.yaml --out out/b\n"
              "irdma-sim diff out/a out/b",
              "0 identical (wall time aside); 1 they differ (where first, per file); 2 a directory cannot be read"),

@@ -59,7 +59,8 @@ def convert(run_dir, out=None):
     """Writes the trace.jsonl that RUN_DIR's trace.bin stands for (to `out` if given);
     returns (the path written, the events in it). FileNotFoundError when the run has no
     trace.bin; TraceRefused before writing, or ValueError after every event before the
-    fault, as `lines` raises them."""
+    fault, as `lines` raises them; an OSError (TraceWriteFailed) when `out` cannot be
+    written."""
     source = Path(run_dir) / "trace.bin"
     if not source.exists():
         other = " (it has a trace.jsonl already)" if (Path(run_dir) / "trace.jsonl").exists() else ""

@@ -52,7 +52,7 @@ def test_a_trace_cut_short_converts_every_whole_event_and_says_where(scenario, t
         list(trace.lines(run / "trace.bin"))
 
 
-def test_another_version_or_no_binary_trace_is_refused_before_writing(scenario, tmp_path):
+def test_another_version_no_binary_trace_or_nowhere_to_write_is_refused(scenario, tmp_path):
     run = tmp_path / "run"
     assert irdma_sim.run(scenario("smoke.yaml"), run, seed=1)["passed"]
     data = bytearray((run / "trace.bin").read_bytes())
@@ -64,6 +64,9 @@ def test_another_version_or_no_binary_trace_is_refused_before_writing(scenario, 
     assert not (run / "trace.jsonl").exists()
     with pytest.raises(trace.TraceRefused):
         next(trace.lines(run / "trace.bin"))
+    assert irdma_sim.run(scenario("smoke.yaml"), run, seed=1)["passed"]
+    proc = cli("trace", "convert", str(run), "--out", str(tmp_path / "no" / "such" / "dir.jsonl"))
+    assert proc.returncode == 2 and "cannot write" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert irdma_sim.run(scenario("smoke.yaml"), run, seed=1, trace=False)["passed"]
     proc = cli("trace", "convert", str(run))
     assert proc.returncode == 2 and "no trace.bin to convert" in proc.stderr, proc.stderr
