@@ -171,7 +171,7 @@ PYBIND11_MODULE(_irdma_sim, m) {
         [](const std::string& bin_path, const std::string& jsonl_path) {
           return irdma_sim::trace::convert_to_jsonl(bin_path, jsonl_path);
         },
-        py::arg("bin_path"), py::arg("jsonl_path"),
+        py::arg("bin_path"), py::arg("jsonl_path"), py::call_guard<py::gil_scoped_release>(),
         "Writes the trace.jsonl a binary trace stands for; returns its events. Raises TraceRefused "
         "(a ValueError: no binary trace, or one of another format version) before writing, "
         "TraceWriteFailed (an OSError) when the output cannot be written, and RuntimeError "

@@ -3,7 +3,7 @@
 // every application that opens it through the shim, until SIGINT or SIGTERM. DIR receives
 // the sysfs tree applications are pointed at (SYSFS_PATH). FILE is a scenario, whose
 // config: section describes the device, or such a section alone. OUT receives the device's
-// transaction log as it goes (trace.jsonl, as a scenario run's) and, when it stops,
+// transaction log as it goes (trace.bin, as a scenario run's) and, when it stops,
 // report.json (what it served and what the device counted) and coverage.json (the device's
 // functional coverage, as a scenario run's). Prints "ready" once it
 // listens. Exit status: 0 done, 2 bad usage or a configuration it cannot use, 3 it failed.

@@ -1,5 +1,5 @@
 // One scenario run, start to finish, on any backend: load, drive the device, check, and
-// write the run's outputs (report.json, trace.jsonl, completions.jsonl) to a directory, as
+// write the run's outputs (report.json, trace.bin, completions.jsonl) to a directory, as
 // the run goes. Plain C++ over the driver: with make_pcie_backend, a run on silicon links
 // no simulator.
 #pragma once
@@ -26,8 +26,8 @@ struct RunOptions {
   bool record = false;
   // Where the device is: "sim" (simulated in this process), "vfio-user" (the model served
   // by a child process, the driver on this process's threads), "vfio-user:PATH" (a device
-  // served at PATH already; no trace.jsonl: the server keeps its own) or "vfio:DDDD:BB:DD.F"
-  // (a function bound to vfio-pci: silicon, no trace.jsonl and no backdoor).
+  // served at PATH already; no trace: the server keeps its own) or "vfio:DDDD:BB:DD.F"
+  // (a function bound to vfio-pci: silicon, no trace and no backdoor).
   std::string backend = "sim";
   // In place of the scenario's device.cq_writer and device.cq_writer_timing.
   std::optional<device::CqWriterKind> cq_writer;

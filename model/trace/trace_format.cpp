@@ -37,6 +37,7 @@ Decoded render_json(std::string& out, uint64_t t_ps, const Schema& schema, const
       case Kind::hex:
         if (v > kMaxValueBytes) return Decoded::malformed;
         if (v > uint64_t(end - p)) return Decoded::short_input;
+        if (kind == Kind::str && !plain_text(p, size_t(v))) return Decoded::malformed;
         out += '"';
         if (kind == Kind::str)
           out.append(reinterpret_cast<const char*>(p), size_t(v));

@@ -1,17 +1,20 @@
 // The binary transaction log, trace.bin: what trace.jsonl says, event for event, in about a
-// sixth of the bytes and without formatting a number. `irdma-sim trace convert` renders it
+// fifth of the bytes and without formatting a number. `irdma-sim trace convert` renders it
 // back to trace.jsonl byte for byte (render_json below is the only place that writes a
 // trace's JSON).
 //
 // A file is the header, "IRDMATRC" and the format version as a little-endian u32, then
 // records. Every integer in a record is an unsigned LEB128 varint. A record starts with a
-// schema number:
-//   0       a schema: the event's name, its field count, and per field a kind byte and the
+// tag:
+//   0       the end of the trace, written as the log closes: a file without it was cut
+//           short, whatever record it ends on.
+//   1       a schema: the event's name, its field count, and per field a kind byte and the
 //           field's key (each string a varint length and its bytes). Schemas number 1, 2, …
 //           in the order they appear, each before the first event of its shape.
-//   n >= 1  an event of schema n: its time as the difference from the previous event's,
+//   n >= 2  an event of schema n - 1: its time as the difference from the previous event's,
 //           zigzag-encoded (an event logged late is earlier), then each field's value: num
 //           and addr a varint, str and hex a varint length and the bytes.
+// Names, keys and str values are printable ASCII without '"' or '\\' (no JSON escapes).
 #pragma once
 
 #include <cstddef>
@@ -24,7 +27,16 @@ namespace irdma_sim::trace::format {
 inline constexpr char kMagic[8] = {'I', 'R', 'D', 'M', 'A', 'T', 'R', 'C'};
 inline constexpr uint32_t kVersion = 1;
 inline constexpr size_t kHeaderBytes = sizeof kMagic + sizeof(uint32_t);
-inline constexpr uint64_t kSchemaRecord = 0;
+inline constexpr uint64_t kEndRecord = 0;
+inline constexpr uint64_t kSchemaRecord = 1;
+inline constexpr uint64_t kFirstEventTag = 2;  // the tag of schema 1's events
+
+// Text a record may hold as it is in a JSON string.
+inline bool plain_text(const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] < 0x20 || p[i] > 0x7e || p[i] == '"' || p[i] == '\\') return false;
+  return true;
+}
 
 // How a field's value is written in JSON: a decimal number, a "0x…" string, a string as it
 // is, a string of two hex digits per byte.
@@ -34,6 +46,7 @@ inline constexpr uint8_t kKinds = 4;
 inline constexpr uint64_t kMaxValueBytes = 1 << 16;  // a str or hex value
 inline constexpr uint64_t kMaxNameBytes = 256;       // an event's name, a key
 inline constexpr uint64_t kMaxSchemaFields = 64;
+inline constexpr uint64_t kMaxSchemas = 1 << 16;
 
 struct Schema {
   std::string ev;

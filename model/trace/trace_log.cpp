@@ -1,6 +1,7 @@
 #include "model/trace/trace_log.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 
@@ -20,9 +21,21 @@ uint64_t mix(uint64_t h, uint64_t v) {
   return h * 0xff51afd7ed558ccd;
 }
 
+// A name or key a reader takes: short, plain text.
+void check_name(const char* text) {
+  const size_t n = std::strlen(text);
+  if (n > format::kMaxNameBytes || !format::plain_text(reinterpret_cast<const uint8_t*>(text), n))
+    throw std::logic_error(std::string("trace event name or key '") + text + "': not a short plain identifier");
+}
+
 }  // namespace
 
-TraceLog::~TraceLog() { close(); }
+TraceLog::~TraceLog() {
+  try {
+    close();
+  } catch (const std::runtime_error&) {  // an owner that wanted to hear of it closed it first
+  }
+}
 
 TraceLog::Format TraceLog::format_for(const std::string& path) {
   const std::string suffix = ".jsonl";
@@ -33,7 +46,10 @@ TraceLog::Format TraceLog::format_for(const std::string& path) {
 void TraceLog::open(const std::string& path, std::function<uint64_t()> horizon, Format format) {
   close();
   out_ = std::fopen(path.c_str(), "w");
-  if (!out_) throw std::runtime_error("cannot open trace file " + path);
+  if (!out_) throw std::runtime_error("cannot open trace file " + path + ": " + std::strerror(errno));
+  std::setvbuf(out_, nullptr, _IONBF, 0);  // out_buf_ is the buffer
+  path_ = path;
+  write_error_ = 0;
   format_ = format;
   horizon_ = std::move(horizon);
   shapes_.clear();
@@ -41,7 +57,10 @@ void TraceLog::open(const std::string& path, std::function<uint64_t()> horizon, 
   schemas_written_ = 0;
   shape_slots_.assign(256, 0);
   out_buf_.size = 0;
-  if (format_ == Format::binary) out_buf_.append(format::header());
+  if (format_ == Format::binary) {  // on disk at once: a run killed early leaves a trace of nothing, not no trace
+    out_buf_.append(format::header());
+    drain_out();
+  }
   pending_.clear();
   sorted_ = 0;
   held_.size = 0;
@@ -94,7 +113,13 @@ void TraceLog::Event::put_bytes(const char* key, format::Kind kind, const void* 
 }
 
 TraceLog::Event& TraceLog::Event::str(const char* key, const char* value) {
-  if (log_) put_bytes(key, format::Kind::str, value, std::strlen(value));
+  if (!log_) return *this;
+  const size_t n = std::strlen(value);
+  if (!format::plain_text(reinterpret_cast<const uint8_t*>(value), n)) {
+    log_ = nullptr;
+    throw std::logic_error(std::string("trace event ") + ev_ + ": " + key + " is not plain text");
+  }
+  put_bytes(key, format::Kind::str, value, n);
   return *this;
 }
 
@@ -133,6 +158,8 @@ uint32_t TraceLog::shape_of(const Event& e) {
       return at - 1;
     }
   }
+  check_name(e.ev_);
+  for (size_t i = 0; i < e.fields_; i++) check_name(e.keys_[i]);
   Shape s{hash, e.ev_, {e.keys_, e.keys_ + e.fields_}, {e.kinds_, e.kinds_ + e.fields_}, {e.ev_, {}}};
   for (size_t i = 0; i < e.fields_; i++) s.schema.fields.emplace_back(e.keys_[i], e.kinds_[i]);
   shapes_.push_back(std::move(s));
@@ -181,7 +208,7 @@ void TraceLog::write(uint64_t t_ps, uint32_t shape, const uint8_t* values, size_
     }
     char head[20];  // the schema's number and the time's difference: two varints
     size_t n = 0;
-    for (uint64_t v : {uint64_t(s.number), format::zigzag(int64_t(t_ps - last_written_ps_))}) {
+    for (uint64_t v : {format::kFirstEventTag - 1 + s.number, format::zigzag(int64_t(t_ps - last_written_ps_))}) {
       for (; v >= 0x80; v >>= 7) head[n++] = char(uint8_t(v) | 0x80);
       head[n++] = char(v);
     }
@@ -194,7 +221,7 @@ void TraceLog::write(uint64_t t_ps, uint32_t shape, const uint8_t* values, size_
 }
 
 void TraceLog::drain_out() {
-  std::fwrite(out_buf_.data.get(), 1, out_buf_.size, out_);
+  if (std::fwrite(out_buf_.data.get(), 1, out_buf_.size, out_) != out_buf_.size && !write_error_) write_error_ = errno;
   out_buf_.size = 0;
 }
 
@@ -202,8 +229,10 @@ void TraceLog::write_before(uint64_t t_ps) {
   // The events logged since the last look, sorted and merged into those held from before
   // it; both sorts are stable, so events of one time keep the order they were logged in.
   const auto by_time = [](const Entry& a, const Entry& b) { return a.t_ps < b.t_ps; };
-  std::stable_sort(pending_.begin() + sorted_, pending_.end(), by_time);
-  std::inplace_merge(pending_.begin(), pending_.begin() + sorted_, pending_.end(), by_time);
+  const auto fresh = pending_.begin() + sorted_;
+  std::stable_sort(fresh, pending_.end(), by_time);
+  if (sorted_ && fresh != pending_.end() && by_time(*fresh, fresh[-1]))
+    std::inplace_merge(pending_.begin(), fresh, pending_.end(), by_time);
   size_t n = 0;
   for (; n < pending_.size() && (pending_[n].t_ps < t_ps || t_ps == UINT64_MAX); n++) {
     const Entry& e = pending_[n];
@@ -246,9 +275,15 @@ void TraceLog::flush() {
 void TraceLog::close() {
   if (!out_) return;
   write_before(UINT64_MAX);
+  if (format_ == Format::binary) {
+    const char end = char(format::kEndRecord);
+    out_buf_.append(&end, 1);
+  }
   drain_out();
-  std::fclose(out_);
+  if (std::fclose(out_) != 0 && !write_error_) write_error_ = errno;
   out_ = nullptr;
+  if (write_error_)
+    throw std::runtime_error("writing the trace " + path_ + " failed: " + std::strerror(write_error_));
 }
 
 }  // namespace irdma_sim::trace

@@ -110,7 +110,8 @@ class TraceLog {
 
   // Writes every held event older than the global time.
   void flush();
-  // Writes everything and closes the file.
+  // Writes everything and closes the file; throws std::runtime_error when a write failed
+  // (a full disk): the file is short of events.
   void close();
   uint64_t events_written() const { return written_; }
   size_t events_held() const { return pending_.size(); }
@@ -145,6 +146,8 @@ class TraceLog {
   void drain_out();
 
   std::FILE* out_ = nullptr;
+  std::string path_;
+  int write_error_ = 0;  // the first write's errno, said when the log closes
   Format format_ = Format::binary;
   std::function<uint64_t()> horizon_;
   std::vector<Shape> shapes_;
@@ -160,6 +163,7 @@ class TraceLog {
     std::unique_ptr<char[]> data;
     size_t size = 0, capacity = 0;
     void append(const void* p, size_t n) {
+      if (!n) return;
       if (size + n > capacity) grow(size + n);
       std::memcpy(data.get() + size, p, n);
       size += n;

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <stdexcept>
 
@@ -24,6 +25,10 @@ TraceReader::TraceReader(const std::string& path) : TraceReader(open_to_read(pat
 TraceReader::TraceReader(std::FILE* in, const std::string& path) : path_(path), in_(in), buf_(1 << 20) {
   uint8_t header[format::kHeaderBytes];
   const size_t got = std::fread(header, 1, sizeof header, in_);
+  if (got == 0) {
+    std::fclose(in_);
+    throw TraceRefused(path + " is empty (was the run that wrote it killed before it began?)");
+  }
   if (got < sizeof format::kMagic || std::memcmp(header, format::kMagic, sizeof format::kMagic) != 0) {
     std::fclose(in_);
     throw TraceRefused(path + " is not a binary irdma-sim trace (it does not start with IRDMATRC)");
@@ -75,6 +80,7 @@ Decoded TraceReader::read_schema(const uint8_t*& p, const uint8_t* end) {
     if (const Decoded d = format::get_varint(p, end, n); d != Decoded::ok) return d;
     if (n > format::kMaxNameBytes) return Decoded::malformed;
     if (n > uint64_t(end - p)) return Decoded::short_input;
+    if (!format::plain_text(p, size_t(n))) return Decoded::malformed;
     out.assign(reinterpret_cast<const char*>(p), size_t(n));
     p += n;
     return Decoded::ok;
@@ -82,7 +88,7 @@ Decoded TraceReader::read_schema(const uint8_t*& p, const uint8_t* end) {
   if (const Decoded d = string(s.ev); d != Decoded::ok) return d;
   uint64_t fields;
   if (const Decoded d = format::get_varint(p, end, fields); d != Decoded::ok) return d;
-  if (fields > format::kMaxSchemaFields) return Decoded::malformed;
+  if (fields > format::kMaxSchemaFields || schemas_.size() == format::kMaxSchemas) return Decoded::malformed;
   for (uint64_t i = 0; i < fields; i++) {
     if (p == end) return Decoded::short_input;
     const uint8_t kind = *p++;
@@ -95,43 +101,49 @@ Decoded TraceReader::read_schema(const uint8_t*& p, const uint8_t* end) {
   return Decoded::ok;
 }
 
-Decoded TraceReader::read_record(const uint8_t*& p, const uint8_t* end, std::string& line, bool& event) {
-  uint64_t schema;
-  if (const Decoded d = format::get_varint(p, end, schema); d != Decoded::ok) return d;
-  event = schema != format::kSchemaRecord;
-  if (!event) return read_schema(p, end);
-  if (schema > schemas_.size()) return Decoded::malformed;
+Decoded TraceReader::read_record(const uint8_t*& p, const uint8_t* end, std::string& line, uint64_t& tag) {
+  uint64_t t;
+  if (const Decoded d = format::get_varint(p, end, t); d != Decoded::ok) return d;
+  tag = t;
+  if (tag == format::kEndRecord) return Decoded::ok;
+  if (tag == format::kSchemaRecord) return read_schema(p, end);
+  const uint64_t schema = tag - format::kFirstEventTag;
+  if (schema >= schemas_.size()) return Decoded::malformed;
   uint64_t dt;
   if (const Decoded d = format::get_varint(p, end, dt); d != Decoded::ok) return d;
   const uint64_t t_ps = last_ps_ + uint64_t(format::unzigzag(dt));
   line.clear();
-  const Decoded d = format::render_json(line, t_ps, schemas_[schema - 1], p, end);
+  const Decoded d = format::render_json(line, t_ps, schemas_[schema], p, end);
   if (d == Decoded::ok) last_ps_ = t_ps;
   return d;
 }
 
 bool TraceReader::next(std::string& line) {
   for (;;) {
-    if (pos_ == len_ && !refill()) return false;
+    if (pos_ == len_ && !refill()) {
+      if (!ended_) fail("the file ends before the trace does (was the run that wrote it killed?)");
+      return false;
+    }
+    if (ended_) fail("bytes after the end of the trace");
     const uint8_t* p = buf_.data() + pos_;
-    bool event = false;
-    const Decoded d = read_record(p, buf_.data() + len_, line, event);
+    uint64_t tag = UINT64_MAX;  // unknown until its varint is read
+    const Decoded d = read_record(p, buf_.data() + len_, line, tag);
     if (d == Decoded::malformed) {
-      if (event) {
-        uint64_t schema;
-        const uint8_t* q = buf_.data() + pos_;
-        format::get_varint(q, buf_.data() + len_, schema);
-        if (schema > schemas_.size())
-          fail("an event of schema " + std::to_string(schema) + ", which no record before it defines");
-      }
-      fail(event ? "a malformed event" : "a malformed schema record");
+      if (tag >= format::kFirstEventTag && tag != UINT64_MAX && tag - format::kFirstEventTag >= schemas_.size())
+        fail("an event of schema " + std::to_string(tag - format::kFirstEventTag + 1) +
+             ", which no record before it defines");
+      fail(tag == format::kSchemaRecord ? "a malformed schema record"
+           : tag == UINT64_MAX         ? "a malformed record"
+                                       : "a malformed event");
     }
     if (d == Decoded::short_input) {
       if (!refill()) fail("the file ends in the middle of a record (was the run that wrote it killed?)");
       continue;
     }
     pos_ = size_t(p - buf_.data());
-    if (event) {
+    if (tag == format::kEndRecord) {
+      ended_ = true;
+    } else if (tag != format::kSchemaRecord) {
       events_++;
       return true;
     }
@@ -140,6 +152,9 @@ bool TraceReader::next(std::string& line) {
 
 uint64_t convert_to_jsonl(const std::string& bin_path, const std::string& jsonl_path) {
   TraceReader in(bin_path);
+  std::error_code ec;
+  if (std::filesystem::equivalent(bin_path, jsonl_path, ec))
+    throw TraceWriteFailed("cannot write " + jsonl_path + ": it is the trace being converted");
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(jsonl_path.c_str(), "w"), std::fclose);
   const auto cannot_write = [&] { return TraceWriteFailed("cannot write " + jsonl_path + ": " + std::strerror(errno)); };
   if (!out) throw cannot_write();

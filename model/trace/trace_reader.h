@@ -40,7 +40,8 @@ class TraceReader {
   uint64_t events_read() const { return events_; }
 
  private:
-  format::Decoded read_record(const uint8_t*& p, const uint8_t* end, std::string& line, bool& event);
+  // `tag` is the record's, once its varint is read.
+  format::Decoded read_record(const uint8_t*& p, const uint8_t* end, std::string& line, uint64_t& tag);
   format::Decoded read_schema(const uint8_t*& p, const uint8_t* end);
   bool refill();
   [[noreturn]] void fail(const std::string& what) const;
@@ -51,6 +52,7 @@ class TraceReader {
   size_t pos_ = 0, len_ = 0;
   uint64_t buf_offset_ = 0;  // the file offset of buf_[0]
   bool eof_ = false;
+  bool ended_ = false;  // the end-of-trace record was read
   std::vector<format::Schema> schemas_;
   uint64_t last_ps_ = 0;
   uint64_t events_ = 0;

@@ -43,12 +43,12 @@ def test_a_trace_cut_short_converts_every_whole_event_and_says_where(scenario, t
     (run / "trace.bin").write_bytes(data[:len(data) // 2 + 1])  # as a run killed mid-write leaves it
     proc = cli("trace", "convert", str(run))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert "ends in the middle of a record" in proc.stderr and "at byte " in proc.stderr, proc.stderr
+    assert "(was the run that wrote it killed?) at byte " in proc.stderr, proc.stderr
     got = (run / "trace.jsonl").read_text().splitlines(keepends=True)
     assert 0 < len(got) < len(whole) and got == whole[:len(got)]
     assert f"after {len(got)} events" in proc.stderr
     # Readers raise the same, having given what came before.
-    with pytest.raises(ValueError, match="ends in the middle of a record"):
+    with pytest.raises(ValueError, match="was the run that wrote it killed"):
         list(trace.lines(run / "trace.bin"))
 
 
@@ -67,6 +67,10 @@ def test_another_version_no_binary_trace_or_nowhere_to_write_is_refused(scenario
     assert irdma_sim.run(scenario("smoke.yaml"), run, seed=1)["passed"]
     proc = cli("trace", "convert", str(run), "--out", str(tmp_path / "no" / "such" / "dir.jsonl"))
     assert proc.returncode == 2 and "cannot write" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    whole = (run / "trace.bin").read_bytes()
+    proc = cli("trace", "convert", str(run), "--out", str(run / "trace.bin"))
+    assert proc.returncode == 2 and "it is the trace being converted" in proc.stderr, proc.stderr
+    assert (run / "trace.bin").read_bytes() == whole
     assert irdma_sim.run(scenario("smoke.yaml"), run, seed=1, trace=False)["passed"]
     proc = cli("trace", "convert", str(run))
     assert proc.returncode == 2 and "no trace.bin to convert" in proc.stderr, proc.stderr

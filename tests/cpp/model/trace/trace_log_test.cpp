@@ -214,23 +214,32 @@ class HarmedTrace : public ::testing::Test {
   std::string bytes_;
 };
 
+// A killed run leaves its trace cut at any byte, between records too: only a trace that
+// reaches its end record is whole.
 TEST_F(HarmedTrace, CutAnywhereGivesEveryWholeEventBeforeTheCutAndSaysWhere) {
-  // [header 12][schema 10][event 5] x 100
-  ASSERT_EQ(bytes_.size(), 12u + 10 + 5 * 100);
-  for (size_t cut = 12; cut < bytes_.size(); cut++) {
+  // [header 12][schema 10][event 5] x 100 [end 1]
+  ASSERT_EQ(bytes_.size(), 12u + 10 + 5 * 100 + 1);
+  uint64_t read;
+  EXPECT_EQ(error_reading(read), "");
+  EXPECT_EQ(read, 100u);
+  for (size_t cut = 0; cut < bytes_.size(); cut++) {
     rewrite(bytes_.substr(0, cut));
-    uint64_t read;
     const std::string error = error_reading(read);
-    const size_t whole = cut < 22 ? 0 : (cut - 22) / 5;
+    const size_t whole = cut < 22 ? 0 : std::min<size_t>(100, (cut - 22) / 5);
     EXPECT_EQ(read, whole) << "cut at " << cut;
-    const bool on_a_boundary = cut == 22 + 5 * whole || cut == 12;
-    if (on_a_boundary) {
-      EXPECT_EQ(error, "") << "cut at " << cut;
-    } else {
-      EXPECT_NE(error.find("ends in the middle of a record"), std::string::npos) << error;
+    const bool between_records = cut == 12 || cut == 22 + 5 * whole;
+    const char* says = cut == 0                  ? "is empty (was the run that wrote it killed before it began?)"
+                       : cut < 8                 ? "is not a binary irdma-sim trace"
+                       : cut < 12                ? "is a binary trace of format version (cut short)"
+                       : between_records         ? "the file ends before the trace does (was the run that wrote it killed?)"
+                                                 : "the file ends in the middle of a record (was the run that wrote it killed?)";
+    EXPECT_NE(error.find(says), std::string::npos) << "cut at " << cut << ": " << error;
+    if (cut >= 12) {
       EXPECT_NE(error.find("after " + std::to_string(whole) + " events"), std::string::npos) << error;
     }
   }
+  rewrite(bytes_ + "x");
+  EXPECT_NE(error_reading(read).find("bytes after the end of the trace"), std::string::npos);
 }
 
 TEST_F(HarmedTrace, AnotherVersionIsRefusedNamingIt) {
@@ -246,15 +255,19 @@ TEST_F(HarmedTrace, WhatIsNoBinaryTraceIsRefused) {
   uint64_t read;
   EXPECT_NE(error_reading(read).find("is not a binary irdma-sim trace"), std::string::npos);
   rewrite("");
-  EXPECT_NE(error_reading(read).find("is not a binary irdma-sim trace"), std::string::npos);
+  EXPECT_NE(error_reading(read).find("is empty (was the run that wrote it killed before it began?)"), std::string::npos);
 }
 
 TEST_F(HarmedTrace, AnEventOfNoSchemaOrABadKindIsMalformed) {
   std::string bad = bytes_;
-  bad[22] = 9;  // the first event's schema number
+  bad[22] = 10;  // the first event's tag: schema 9's
   rewrite(bad);
   uint64_t read;
   EXPECT_EQ(error_reading(read), bin_ + ": an event of schema 9, which no record before it defines at byte 22, after 0 events");
+  bad = bytes_;
+  bad[20] = '"';  // the second key, "s"
+  rewrite(bad);
+  EXPECT_NE(error_reading(read).find("a malformed schema record at byte 12"), std::string::npos);
   bad = bytes_;
   bad[16] = 7;  // the first field's kind
   rewrite(bad);
