@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -73,7 +74,11 @@ ServedDevice::ServedDevice(const testbench::SimConfig& cfg, const std::string& s
 
 // A log of a device no client ever came to is no log: it goes.
 ServedDevice::~ServedDevice() {
-  trace_.close();
+  try {
+    trace_.close();
+  } catch (const std::runtime_error& e) {  // nobody to throw to: the server's stderr says it
+    std::fprintf(stderr, "irdma-sim serve: %s\n", e.what());
+  }
   if (!had_client_ && !trace_path_.empty()) std::filesystem::remove(trace_path_);
 }
 

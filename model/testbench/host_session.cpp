@@ -458,8 +458,8 @@ std::pair<int, std::string> HostSession::tear_down() {
 void HostSession::shutdown() {
   if (down_) return;
   const auto [err, failed] = tear_down();
-  host_->close_trace();
   down_ = true;
+  host_->close_trace();  // throws when a write of the trace failed
   check(err, failed);
 }
 

@@ -119,6 +119,23 @@ TEST_P(TraceLogFormats, AnEventFromThePastIsWrittenAndCounted) {
   std::remove(file.c_str());
 }
 
+// A write that fails (a full disk) leaves the file short of events: said when the log
+// closes, never silent.
+TEST(TraceLog, AWriteThatFailedIsSaidWhenTheLogCloses) {
+  TraceLog log;
+  log.open("/dev/full", [] { return uint64_t(0); }, TraceLog::Format::binary);
+  for (uint64_t i = 0; i < 100'000; i++) log.event(i, "e").num("i", i);
+  try {
+    log.close();
+    FAIL() << "closing a log whose writes failed must throw";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("writing the trace /dev/full failed: No space left on device"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(log.enabled());
+}
+
 INSTANTIATE_TEST_SUITE_P(BinaryAndJsonl, TraceLogFormats, ::testing::Values(".bin", ".jsonl"),
                          [](const auto& info) { return std::string(info.param + 1); });
 
