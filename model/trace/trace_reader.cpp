@@ -22,7 +22,7 @@ std::FILE* open_to_read(const std::string& path) {
 
 TraceReader::TraceReader(const std::string& path) : TraceReader(open_to_read(path), path) {}
 
-TraceReader::TraceReader(std::FILE* in, const std::string& path) : path_(path), in_(in), buf_(1 << 20) {
+TraceReader::TraceReader(std::FILE* in, const std::string& path) : path_(path), in_(in), buf_(64 << 10) {
   uint8_t header[format::kHeaderBytes];
   const size_t got = std::fread(header, 1, sizeof header, in_);
   if (got == 0) {

@@ -200,6 +200,28 @@ TEST(TraceLog, TheBinaryTraceIsAQuarterOfTheJsonl) {
   EXPECT_LT(bytes[1] * 4, bytes[0]) << bytes[1] << " binary bytes, " << bytes[0] << " of JSONL";
 }
 
+// The reader's buffer starts small and grows for a record that fills it: values of the
+// largest size a record may hold, among small ones.
+TEST(TraceReader, RecordsLargerThanItsBufferAreRead) {
+  const std::string file = ::testing::TempDir() + "trace_reader_large.bin";
+  const std::vector<uint8_t> big(irdma_sim::trace::format::kMaxValueBytes, 0xa5);
+  {
+    TraceLog log;
+    log.open(file, [] { return uint64_t(0); });
+    for (uint64_t i = 0; i < 5; i++) {
+      log.event(2 * i, "small").num("i", i);
+      log.event(2 * i + 1, "big").hex("bytes", big.data(), big.size());
+    }
+    log.close();
+  }
+  const std::vector<std::string> lines = lines_of(file);
+  ASSERT_EQ(lines.size(), 10u);
+  EXPECT_EQ(lines[3].size(), std::string(R"({"t_ps":3,"ev":"big","bytes":""})").size() + 2 * big.size());
+  EXPECT_EQ(lines[3].substr(lines[3].size() - 6), "a5a5\"}");
+  EXPECT_EQ(lines[8], R"({"t_ps":8,"ev":"small","i":4})");
+  std::remove(file.c_str());
+}
+
 // A trace.bin written and then harmed: the reader says what it found and where, having
 // given every event before the harm.
 class HarmedTrace : public ::testing::Test {
