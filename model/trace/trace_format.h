@@ -53,12 +53,18 @@ struct Schema {
   std::vector<std::pair<std::string, Kind>> fields;
 };
 
+inline constexpr size_t kMaxVarintBytes = 10;  // 64 bits, 7 a byte
+
+// Writes `v` at `p`, which has room for kMaxVarintBytes; returns the byte after it.
+inline uint8_t* put_varint(uint8_t* p, uint64_t v) {
+  for (; v >= 0x80; v >>= 7) *p++ = uint8_t(v) | 0x80;
+  *p++ = uint8_t(v);
+  return p;
+}
+
 inline void put_varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out += char(uint8_t(v) | 0x80);
-    v >>= 7;
-  }
-  out += char(v);
+  uint8_t bytes[kMaxVarintBytes];
+  out.append(reinterpret_cast<const char*>(bytes), size_t(put_varint(bytes, v) - bytes));
 }
 
 // What decoding a record, or a part of one, found.

@@ -93,14 +93,8 @@ uint8_t* TraceLog::Event::reserve(size_t n) {
 
 void TraceLog::Event::put_number_spilling(const char* key, format::Kind kind, uint64_t value) {
   add_field(key, kind);
-  uint8_t* p = reserve(10);  // the longest varint of 64 bits
-  size_t n = 0;
-  while (value >= 0x80) {
-    p[n++] = uint8_t(value) | 0x80;
-    value >>= 7;
-  }
-  p[n++] = uint8_t(value);
-  size_ -= 10 - n;
+  uint8_t* p = reserve(format::kMaxVarintBytes);
+  size_ -= format::kMaxVarintBytes - size_t(format::put_varint(p, value) - p);
 }
 
 void TraceLog::Event::put_bytes(const char* key, format::Kind kind, const void* bytes, size_t len) {
@@ -206,13 +200,10 @@ void TraceLog::write(uint64_t t_ps, uint32_t shape, const uint8_t* values, size_
       out_buf_.append(scratch_);
       s.number = ++schemas_written_;
     }
-    char head[20];  // the schema's number and the time's difference: two varints
-    size_t n = 0;
-    for (uint64_t v : {format::kFirstEventTag - 1 + s.number, format::zigzag(int64_t(t_ps - last_written_ps_))}) {
-      for (; v >= 0x80; v >>= 7) head[n++] = char(uint8_t(v) | 0x80);
-      head[n++] = char(v);
-    }
-    out_buf_.append(head, n);
+    uint8_t head[2 * format::kMaxVarintBytes];  // the tag and the time's difference
+    const uint8_t* end = format::put_varint(format::put_varint(head, format::kFirstEventTag - 1 + s.number),
+                                            format::zigzag(int64_t(t_ps - last_written_ps_)));
+    out_buf_.append(head, size_t(end - head));
     out_buf_.append(values, size);
   }
   last_written_ps_ = t_ps;

@@ -81,14 +81,11 @@ class TraceLog {
     void commit();
     // Inline for the common case, a field that fits the inline buffer.
     void put_number(const char* key, format::Kind kind, uint64_t value) {
-      if (fields_ == kMaxFields || size_ + 10 > kInlineBytes || !spill_.empty())
+      if (fields_ == kMaxFields || size_ + format::kMaxVarintBytes > kInlineBytes || !spill_.empty())
         return put_number_spilling(key, kind, value);
       keys_[fields_] = key;
       kinds_[fields_++] = kind;
-      uint8_t* p = inline_ + size_;
-      for (; value >= 0x80; value >>= 7) *p++ = uint8_t(value) | 0x80;
-      *p++ = uint8_t(value);
-      size_ = size_t(p - inline_);
+      size_ = size_t(format::put_varint(inline_ + size_, value) - inline_);
     }
     void put_number_spilling(const char* key, format::Kind kind, uint64_t value);
     void put_bytes(const char* key, format::Kind kind, const void* bytes, size_t len);
