@@ -87,8 +87,9 @@ int sc_main(int argc, char** argv) {
   const testbench::RunOptions& options = cmd.options;
   if (!replay_dir.empty()) {
     if (!cmd.scenario.empty() || !cmd.out.empty()) return usage("--replay takes a run's directory, no scenario or --out");
-    if (options.seed || options.backend != "sim" || !options.trace || options.record)
-      return usage("--seed, --backend, --no-trace and --record go with a run, not --replay");
+    if (options.seed || options.backend != "sim" || !options.trace || options.record ||
+        options.trace_format != trace::TraceLog::Format::binary)
+      return usage("--seed, --backend, --no-trace, --trace-format and --record go with a run, not --replay");
     replay_options.cq_writer = options.cq_writer;
     replay_options.cq_writer_timing = options.cq_writer_timing;
     return replay(replay_dir, replay_options);

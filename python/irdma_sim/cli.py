@@ -442,8 +442,8 @@ EPILOGS = {
     "trace convert": ("irdma-sim run scenarios/smoke.yaml --out out/smoke\n"
                       "irdma-sim trace convert out/smoke     # out/smoke/trace.jsonl",
                       "0 converted; 1 the trace is malformed or cut short (every event before the fault is written, "
-                      "and the message says where); 2 RUN_DIR has no trace.bin, it is of another format version, "
-                      "or FILE cannot be written"),
+                      "and the message says where); 2 RUN_DIR has no trace.bin, it is empty, no binary trace or of "
+                      "another format version, or FILE cannot be written (or is the trace itself)"),
     "diff": ("irdma-sim run scenarios/smoke.yaml --out out/a && irdma-sim run scenarios/smoke.yaml --out out/b\n"
              "irdma-sim diff out/a out/b",
              "0 identical (wall time aside); 1 they differ (where first, per file); 2 a directory cannot be read"),

@@ -22,6 +22,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     while (reader.next(line)) {
       if (line.size() < 2 || line.front() != '{' || line.back() != '}')
         irdma_sim::fuzz::broken("fuzz_trace_reader", "a line that is no JSON object: " + line);
+      for (const char c : line)
+        if (c < 0x20 || c > 0x7e || c == '\\')
+          irdma_sim::fuzz::broken("fuzz_trace_reader", "a line with text needing a JSON escape: " + line);
       lines++;
     }
     if (lines != reader.events_read()) irdma_sim::fuzz::broken("fuzz_trace_reader", "lines and events disagree");

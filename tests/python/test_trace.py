@@ -2,8 +2,10 @@
 gives the trace.jsonl a run made with --trace-format jsonl writes, byte for byte; every
 reader takes either; a harmed trace.bin is refused saying where."""
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +93,17 @@ def test_diff_and_the_report_read_either_format(scenario, tmp_path):
     binary, text = RunData(tmp_path / "a"), RunData(tmp_path / "b")
     assert binary.traced and binary.cqe_written == text.cqe_written and binary.msix == text.msix
     assert sum(map(len, binary.cqe_written.values())) > 0
+
+
+def test_irdma_sim_run_takes_the_format_with_a_run_only(scenario, tmp_path):
+    runner = Path(os.environ["IRDMA_SIM_BIN"]).parent / "model" / "system" / "irdma-sim-run"
+    bad = subprocess.run([str(runner), scenario("smoke.yaml"), "--out", str(tmp_path / "a"), "--trace-format", "xml"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--trace-format must be bin (trace.bin) or jsonl (trace.jsonl), got 'xml'" in bad.stderr
+    replay = subprocess.run([str(runner), "--replay", str(tmp_path / "a"), "--trace-format", "jsonl"],
+                            capture_output=True, text=True, timeout=60)
+    assert replay.returncode == 2 and "--trace-format and --record go with a run, not --replay" in replay.stderr
+    good = subprocess.run([str(runner), scenario("smoke.yaml"), "--out", str(tmp_path / "b"), "--trace-format", "jsonl"],
+                          capture_output=True, text=True, timeout=120)
+    assert good.returncode == 0, good.stderr
+    assert (tmp_path / "b" / "trace.jsonl").exists() and not (tmp_path / "b" / "trace.bin").exists()
