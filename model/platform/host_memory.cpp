@@ -52,10 +52,11 @@ HostMemory::~HostMemory() { ::munmap(arena_, arena_bytes_); }
 
 // A region takes its pages and one guard page after them, which turns overruns into address
 // errors. Fresh IOVAs first; once the space is used up, the first gap that fits.
-uint64_t HostMemory::place(uint64_t bytes, uint64_t align) const {
+uint64_t HostMemory::place(uint64_t bytes, uint64_t align) {
   const uint64_t end = kIovaBase + arena_bytes_;
   uint64_t at = round_up(kIovaBase + next_offset_, align);
   if (at <= end && end - at >= bytes + kPage) return at;
+  release_freed_pages();  // a gap may hold them: what is placed there must read zero
   at = round_up(kIovaBase, align);
   for (const auto& [start, slot] : by_iova_) {
     if (at < start && start - at >= bytes + kPage) return at;
@@ -114,15 +115,33 @@ bool HostMemory::free(uint64_t iova) {
   const uint32_t slot = it->second;
   const Region r = slots_[slot];
   const uint64_t bytes = round_up(r.size, kPage);
-  // The pages go back to the OS; touched again, they come back zeroed.
-  if (r.cpu) ::madvise(r.cpu, bytes, MADV_DONTNEED);
   set_pages(iova, bytes, 0);
   by_iova_.erase(it);
   slots_[slot] = {};
   free_slots_.push_back(slot);
   (r.foreign ? foreign_bytes_ : mapped_bytes_) -= r.size;
   socket->invalidate_direct_mem_ptr(r.iova, r.iova + r.size - 1);
+  if (r.cpu) {
+    freed_.emplace_back(iova - kIovaBase, bytes);
+    if ((freed_bytes_ += bytes) >= kReleaseBatch) release_freed_pages();
+  }
   return true;
+}
+
+// A run of freed regions with no live one between goes back in one call: the guard pages
+// and alignment gaps inside it were never touched.
+void HostMemory::release_freed_pages() {
+  std::sort(freed_.begin(), freed_.end());
+  for (size_t i = 0; i < freed_.size();) {
+    const uint64_t start = freed_[i].first;
+    uint64_t end = start + freed_[i].second;
+    const auto live = by_iova_.lower_bound(kIovaBase + end);
+    const uint64_t barrier = live == by_iova_.end() ? arena_bytes_ : live->first - kIovaBase;
+    for (++i; i < freed_.size() && freed_[i].first < barrier; ++i) end = freed_[i].first + freed_[i].second;
+    ::madvise(arena_ + start, end - start, MADV_DONTNEED);
+  }
+  freed_.clear();
+  freed_bytes_ = 0;
 }
 
 const HostMemory::Region* HostMemory::find(uint64_t iova, size_t len) const {

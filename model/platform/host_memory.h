@@ -4,8 +4,9 @@
 //
 // Memory costs what is touched, as an OS gives it: one reservation of address space at the
 // start (not committed), a region's pages zero-filled by the kernel on first touch and
-// given back when the region is freed. IOVAs mirror the reservation's offsets; a region's
-// lookup is a page-table walk, whatever the number of regions.
+// given back after the region is freed, in batches (one madvise, and one TLB flush, per run
+// of freed regions rather than per region). IOVAs mirror the reservation's offsets; a
+// region's lookup is a page-table walk, whatever the number of regions.
 #pragma once
 
 #include <array>
@@ -68,7 +69,8 @@ class HostMemory : public sc_core::sc_module, private device::DmiTerms {
   // against the IOVA space, not the capacity (the owner's memory is not the host's).
   // Returns an empty region when the IOVA space has no room.
   Region map_foreign(ForeignMemory& owner, uint64_t addr, size_t size);
-  // Unmaps the region at `iova` and gives its pages back; returns false if there is none.
+  // Unmaps the region at `iova`; returns false if there is none. Its pages go back to the
+  // OS once kReleaseBatch bytes of freed regions are waiting, or before its IOVAs are reused.
   bool free(uint64_t iova);
   // The CPU pointer for [iova, iova + len), or null if that range is not mapped here (a
   // foreign region's bytes are its owner's).
@@ -110,7 +112,9 @@ class HostMemory : public sc_core::sc_module, private device::DmiTerms {
   unsigned int transport_dbg(tlm::tlm_generic_payload& trans);
   const Region* find(uint64_t iova, size_t len) const;
   // Where `bytes` (page-rounded, a guard page after) aligned to `align` fit, or ~0.
-  uint64_t place(uint64_t bytes, uint64_t align) const;
+  uint64_t place(uint64_t bytes, uint64_t align);
+  // Gives the pages of freed regions back to the OS: touched again, they read zero.
+  void release_freed_pages();
   void set_pages(uint64_t iova, uint64_t bytes, uint32_t slot);
   // Takes a slot for `r`, its pages and its place in by_iova_.
   const Region& insert(const Region& r);
@@ -125,6 +129,10 @@ class HostMemory : public sc_core::sc_module, private device::DmiTerms {
   std::vector<Region> slots_{Region{}};   // slot 0 is no region
   std::vector<uint32_t> free_slots_;
   std::vector<std::unique_ptr<Chunk>> page_table_;  // by 2 MiB chunk of the arena
+  // Freed regions whose pages are still resident: offset in the arena, page-rounded bytes.
+  static constexpr uint64_t kReleaseBatch = 64ull << 20;
+  std::vector<std::pair<uint64_t, uint64_t>> freed_;
+  uint64_t freed_bytes_ = 0;
   uint64_t mapped_bytes_ = 0;
   uint64_t foreign_bytes_ = 0;
   uint64_t capacity_;

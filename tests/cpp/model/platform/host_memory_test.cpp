@@ -1,6 +1,7 @@
 // HostMemory: zeroed, aligned regions at fresh IOVAs with a guard page after each; memory
-// resident only where touched and given back on free; IOVAs reused only once the space is
-// used up; lookups right among thousands of regions; bad requests refused.
+// resident only where touched and given back after free (in batches, live regions between
+// freed ones untouched); IOVAs reused only once the space is used up; lookups right among
+// thousands of regions; bad requests refused.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -81,6 +82,33 @@ TEST(HostMemory, OnlyTouchedPagesAreResidentAndFreedOnesGoBack) {
   ASSERT_EQ(m.cpu.invalidated.size(), 1u);
   EXPECT_EQ(m.cpu.invalidated[0], std::make_pair(iova, iova + 256 * kMiB - 1));
   EXPECT_EQ(m.mem.mapped_bytes(), 0u);
+}
+
+TEST(HostMemory, FreedPagesGoBackInBatchesAroundLiveRegions) {
+  Memory m(1024 * kMiB);
+  std::vector<HostMemory::Region> regions;
+  constexpr size_t kSize = 2 * kMiB;
+  for (int i = 0; i < 100; ++i) {
+    regions.push_back(m.mem.alloc(kSize, 4096));
+    ASSERT_TRUE(regions.back().cpu);
+    std::memset(regions.back().cpu, 0x5A, kSize);
+  }
+  // Every other region freed (100 MiB, more than a batch): the live ones between keep every byte.
+  size_t freed_resident = 0;
+  for (size_t i = 0; i < regions.size(); i += 2) ASSERT_TRUE(m.mem.free(regions[i].iova));
+  for (size_t i = 0; i < regions.size(); i += 2) freed_resident += resident_pages(regions[i].cpu, kSize);
+  EXPECT_LT(freed_resident, 64 * kMiB / 4096) << "at most a batch of freed memory stays resident";
+  EXPECT_GT(freed_resident, 0u) << "not given back one region at a time";
+  for (size_t i = 1; i < regions.size(); i += 2) {
+    ASSERT_EQ(resident_pages(regions[i].cpu, kSize), kSize / 4096) << "live region " << i;
+    for (size_t b = 0; b < kSize; b += 997) ASSERT_EQ(regions[i].cpu[b], 0x5A) << "live region " << i << " at " << b;
+  }
+  // The rest freed, and a batch more: all of it is given back.
+  for (size_t i = 1; i < regions.size(); i += 2) ASSERT_TRUE(m.mem.free(regions[i].iova));
+  const HostMemory::Region big = m.mem.alloc(64 * kMiB, 4096);
+  ASSERT_TRUE(big.cpu);
+  ASSERT_TRUE(m.mem.free(big.iova));
+  for (size_t i = 0; i < regions.size(); ++i) EXPECT_EQ(resident_pages(regions[i].cpu, kSize), 0u) << i;
 }
 
 TEST(HostMemory, FreedIovasComeBackOnlyOnceTheSpaceIsUsedUp) {

@@ -205,8 +205,10 @@ void DmaSystem::Engine::run() {
   for (size_t i = 0; i < sys.script.size(); ++i) {
     const Access& a = sys.script[i];
     if (i == sys.script.size() / 2) {
-      // The host takes region 0 back; the rest of the script still reaches for it.
+      // The host clears region 0 and takes it back (its pages stay until given back in a
+      // batch); the rest of the script still reaches for it.
       time.sync();
+      std::memset(sys.regions[0].cpu, 0, 8192);
       sys.mem.free(sys.regions[0].iova);
     }
     const uint64_t addr = sys.regions[a.region].iova + a.off;
