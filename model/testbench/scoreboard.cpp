@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <iterator>
-#include <numeric>
 
 #include "driver/core/ib_qp.h"
 
@@ -78,7 +77,7 @@ void Scoreboard::compare(unsigned qp, const char* what, const ExpectedCompletion
       extended = id() + ": UD source MAC, VLAN or SL differ from the wire's";
   }
   if (!extended.empty()) {
-    if (state_[qp].stale_extended)
+    if (qps_[qp].state.stale_extended)
       stale_extended_delivered_++;  // once for the completion, however many fields differ
     else
       fail(kFields, extended);
@@ -91,32 +90,35 @@ void Scoreboard::compare(unsigned qp, const char* what, const ExpectedCompletion
 }
 
 void Scoreboard::expect_fault(unsigned qp, uint64_t request, uint16_t minor) {
-  state_[qp].faulted = true;
-  state_[qp].fault_request = request;
-  state_[qp].fault_minor = minor;
+  QpState& st = qps_[qp].state;
+  st.faulted = true;
+  st.fault_request = request;
+  st.fault_minor = minor;
 }
 
 void Scoreboard::check_send(unsigned qp, const ib_wc& wc, bool payload_ok) {
-  if (state_[qp].abandoned) return;
+  PerQp& pq = qps_[qp];
+  if (pq.state.abandoned) return;
   checked_++;
-  auto& q = sq_[qp];
-  auto it = std::find_if(q.begin(), q.end(), [&](const ExpectedCompletion& x) { return x.wr_id == wc.wr_id; });
+  Fifo<ExpectedCompletion>& q = pq.sends;
+  size_t at = 0;
+  while (at < q.size() && q[at].wr_id != wc.wr_id) at++;
   // vendor_err means nothing on a success (the kernel leaves it stale): the status the
   // send expects tells a success from an error.
-  const bool expected = it != q.end() && wc.status == it->status && !state_[qp].sq_error;
+  const bool expected = at < q.size() && wc.status == q[at].status && !pq.state.sq_error;
   // An expected completion retires the unsignaled sends before it; an error reports them
   // all but NOPs, which a flush passes over.
   const auto skipped = [&](const ExpectedCompletion& x) { return expected ? !x.signaled : x.silent_on_flush; };
-  const bool in_order = it != q.end() && std::all_of(q.begin(), it, skipped);
+  bool in_order = at < q.size();
+  for (size_t i = 0; in_order && i < at; ++i) in_order = skipped(q[i]);
   if (!in_order) {
     fail(kOnce, "send completion " + wr(wc.wr_id) + " on QP index " + std::to_string(qp) +
                     (q.empty() ? " with nothing outstanding"
                                : " out of order; expected " + wr(q.front().wr_id)));
     return;
   }
-  q.erase(q.begin(), it);
-  const ExpectedCompletion e = q.front();
-  q.pop_front();
+  const ExpectedCompletion e = q[at];
+  q.pop_front(at + 1);
   if (!expected) {
     check_error(qp, true, e, wc);
     return;
@@ -130,7 +132,8 @@ void Scoreboard::check_send(unsigned qp, const ib_wc& wc, bool payload_ok) {
 // later completion is a general flush. Error completions say nothing of length or
 // immediate data; the opcode of a flushed send is still the one posted.
 void Scoreboard::check_error(unsigned qp, bool sq, const ExpectedCompletion& e, const ib_wc& wc) {
-  QpState& st = state_[qp];
+  PerQp& pq = qps_[qp];
+  QpState& st = pq.state;
   bool& in_error = sq ? st.sq_error : st.rq_error;
   const std::string id = std::string(sq ? "send " : "receive ") + wr(e.wr_id) + " on QP index " +
                          std::to_string(qp);
@@ -140,7 +143,7 @@ void Scoreboard::check_error(unsigned qp, bool sq, const ExpectedCompletion& e, 
     allowed = {kGeneralFlush};
   } else {
     in_error = true;
-    if (!sq) messages_[qp].clear();  // what had not arrived never will
+    if (!sq) pq.messages.clear();  // what had not arrived never will
     if (st.peer_faulted) allowed = {kRetryExceeded, kGeneralFlush};
     // A peer's fault may break the QP before its own fault strikes: then where its own
     // would have struck is not known.
@@ -154,10 +157,10 @@ void Scoreboard::check_error(unsigned qp, bool sq, const ExpectedCompletion& e, 
       if (sq && e.seq > st.fault_request)
         fail(kErrors, id + ": the first error comes after the faulted request " +
                           std::to_string(st.fault_request));
-      const auto& rest = sq_[qp];
-      if (sq && std::any_of(rest.begin(), rest.end(), [&](const ExpectedCompletion& x) {
-            return x.signaled && x.seq < st.fault_request;
-          }))
+      bool signaled_before = false;
+      for (size_t i = 0; sq && i < pq.sends.size(); ++i)
+        signaled_before |= pq.sends[i].signaled && pq.sends[i].seq < st.fault_request;
+      if (signaled_before)
         fail(kErrors, id + ": a signaled send before the faulted request was flushed");
     }
   }
@@ -185,10 +188,11 @@ void Scoreboard::check_error(unsigned qp, bool sq, const ExpectedCompletion& e, 
 }
 
 void Scoreboard::check_recv(unsigned qp, const ib_wc& wc, bool payload_ok) {
-  if (state_[qp].abandoned) return;
+  PerQp& pq = qps_[qp];
+  if (pq.state.abandoned) return;
   checked_++;
-  auto& posted = rq_[qp];
-  auto& msgs = messages_[qp];
+  Fifo<PostedRecv>& posted = pq.recvs;
+  Fifo<ExpectedCompletion>& msgs = pq.messages;
   if (posted.empty() || posted.front().wr_id != wc.wr_id) {
     fail(kMessages, "receive completion " + wr(wc.wr_id) + " on QP index " + std::to_string(qp) +
                         (posted.empty() ? " with no receive posted" : " out of RQ order"));
@@ -196,7 +200,7 @@ void Scoreboard::check_recv(unsigned qp, const ib_wc& wc, bool payload_ok) {
   }
   const PostedRecv recv = posted.front();
   posted.pop_front();
-  if (wc.status != IB_WC_SUCCESS || state_[qp].rq_error) {
+  if (wc.status != IB_WC_SUCCESS || pq.state.rq_error) {
     ExpectedCompletion e;
     e.wr_id = recv.wr_id;
     e.qp = recv.qp;
@@ -215,7 +219,7 @@ void Scoreboard::check_recv(unsigned qp, const ib_wc& wc, bool payload_ok) {
 }
 
 void Scoreboard::payload_differs(unsigned qp, const std::string& detail) {
-  if (state_[qp].payload_poisoned)
+  if (qps_[qp].state.payload_poisoned)
     poisoned_delivered_++;
   else
     fail(kPayload, detail);
@@ -227,14 +231,15 @@ void Scoreboard::record(const std::string& name, bool passed, const std::string&
 
 size_t Scoreboard::outstanding_sends() const {
   size_t n = 0;
-  for (const auto& q : sq_)
-    n += size_t(std::count_if(q.begin(), q.end(), [](const ExpectedCompletion& e) { return e.signaled; }));
+  for (const PerQp& q : qps_)
+    for (size_t i = 0; i < q.sends.size(); ++i) n += q.sends[i].signaled;
   return n;
 }
 
 size_t Scoreboard::undelivered_messages() const {
-  return std::accumulate(messages_.begin(), messages_.end(), size_t(0),
-                         [](size_t n, const auto& q) { return n + q.size(); });
+  size_t n = 0;
+  for (const PerQp& q : qps_) n += q.messages.size();
+  return n;
 }
 
 std::vector<Check> Scoreboard::checks() const {
@@ -259,7 +264,8 @@ std::vector<Check> Scoreboard::checks() const {
   verdict(kQp, n, 0, "");
   if (payloads_checked_) verdict(kPayload, n, 0, "");
   size_t unseen = 0, faults = 0;
-  for (const QpState& st : state_) {
+  for (const PerQp& q : qps_) {
+    const QpState& st = q.state;
     faults += st.faulted;
     unseen += st.faulted && !st.sq_error && !st.abandoned && !st.fetch_fault;
   }

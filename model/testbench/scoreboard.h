@@ -4,12 +4,12 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "driver/core/ib_verbs.h"
+#include "model/testbench/fifo.h"
 
 namespace irdma_sim::testbench {
 
@@ -46,17 +46,17 @@ struct ExpectedCompletion {
 
 class Scoreboard {
  public:
-  explicit Scoreboard(size_t qps) : sq_(qps), rq_(qps), messages_(qps), state_(qps) {}
+  explicit Scoreboard(size_t qps) : qps_(qps) {}
   // A run that compares no payload (traffic.check_payload false) reports no verdict on it.
   void payloads_unchecked() { payloads_checked_ = false; }
 
   // A send posted on QP `qp`. An unsignaled one completes only if a flush reports it; a
   // signaled completion retires the unsignaled ones before it.
-  void expect_send(unsigned qp, const ExpectedCompletion& send) { sq_[qp].push_back(send); }
+  void expect_send(unsigned qp, const ExpectedCompletion& send) { qps_[qp].sends.push_back(send); }
   // A message QP `qp` will receive, signaled or not at its sender (lost once its RQ is in
   // error).
   void expect_message(unsigned qp, const ExpectedCompletion& message) {
-    if (!state_[qp].rq_error) messages_[qp].push_back(message);
+    if (!qps_[qp].state.rq_error) qps_[qp].messages.push_back(message);
   }
   // Request `request` of QP `qp` fails with flush code `minor`: from the oldest send not
   // yet retired, the first reports that code and the rest a general flush, and no
@@ -68,32 +68,33 @@ class Scoreboard {
   // outstanding, nothing need be reported.
   void expect_fetch_fault(unsigned qp, uint64_t request, uint16_t minor) {
     expect_fault(qp, request, minor);
-    state_[qp].fetch_fault = true;
+    qps_[qp].state.fetch_fault = true;
   }
   // QP `qp`'s peer is faulted: its queues may flush (retries exceeded, or moved to error
   // by the workload).
-  void expect_peer_fault(unsigned qp) { state_[qp].peer_faulted = true; }
+  void expect_peer_fault(unsigned qp) { qps_[qp].state.peer_faulted = true; }
   // Data one of QP `qp`'s completions reports was poisoned on its way and never landed:
   // from now on a completion of it whose data differs is no failure, but counted
   // (poisoned_payloads_delivered: work reported done whose data is not there).
-  void expect_poisoned_payload(unsigned qp) { state_[qp].payload_poisoned = true; }
+  void expect_poisoned_payload(unsigned qp) { qps_[qp].state.payload_poisoned = true; }
   // A half of a CQE on QP `qp`'s CQ never landed (refused). In a 64-byte slot the other
   // half may be read with it: an extended half last written two passes before carries the
   // current valid bit, and neither the driver nor irdma can tell it stale. From now on a
   // completion of the QP whose immediate data or UD source fields differ is no failure,
   // but counted (stale_extended_delivered).
-  void expect_stale_extended(unsigned qp) { state_[qp].stale_extended = true; }
+  void expect_stale_extended(unsigned qp) { qps_[qp].state.stale_extended = true; }
   // QP `qp` was torn down: nothing more is expected of it, and what it still delivers (a
   // drain's) is not checked.
   void abandon(unsigned qp) {
-    sq_[qp].clear();
-    rq_[qp].clear();
-    messages_[qp].clear();
-    state_[qp].abandoned = true;
+    PerQp& q = qps_[qp];
+    q.sends.clear();
+    q.recvs.clear();
+    q.messages.clear();
+    q.state.abandoned = true;
   }
   // A receive posted on QP `qp` (`ibqp`).
   void expect_recv(unsigned qp, uint64_t wr_id, const ibcore::ib_qp* ibqp) {
-    rq_[qp].push_back({wr_id, ibqp});
+    qps_[qp].recvs.push_back({wr_id, ibqp});
   }
 
   // `payload_ok`: what an RDMA WRITE wrote or a READ read is what it should be.
@@ -132,14 +133,19 @@ class Scoreboard {
   // An error completion of QP `qp`'s SQ (`sq`) or RQ for `e`.
   void check_error(unsigned qp, bool sq, const ExpectedCompletion& e, const ibcore::ib_wc& wc);
 
-  std::vector<std::deque<ExpectedCompletion>> sq_;
   struct PostedRecv {
     uint64_t wr_id;
     const ibcore::ib_qp* qp;
   };
-  std::vector<std::deque<PostedRecv>> rq_;
-  std::vector<std::deque<ExpectedCompletion>> messages_;
-  std::vector<QpState> state_;
+  // What a completion of the QP looks at, together: its SQ's sends, its posted receives,
+  // the messages on their way to them.
+  struct PerQp {
+    Fifo<ExpectedCompletion> sends;
+    Fifo<PostedRecv> recvs;
+    Fifo<ExpectedCompletion> messages;
+    QpState state;
+  };
+  std::vector<PerQp> qps_;
   bool payloads_checked_ = true;
   struct Failures {
     uint64_t count = 0;

@@ -4,13 +4,13 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <deque>
 #include <memory>
 #include <new>
 #include <type_traits>
 #include <vector>
 
 #include "model/testbench/buffered_qp.h"
+#include "model/testbench/fifo.h"
 #include "model/testbench/workload.h"
 
 namespace irdma_sim::testbench {
@@ -77,11 +77,11 @@ struct Workload::Qp {
   uint32_t qp_num = 0, cq_num = 0;
   uint32_t nr_cqe = 0;
   ZeroFilledArray<WrCtx> send_ctx, recv_ctx;
-  std::deque<Incoming> incoming;
+  Fifo<Incoming> incoming;
   // Of those, the WRITE_WITH_IMMs (their numbers at the sender): their bytes are checked in
   // this QP's window when their receive completes, so the sender writes no other message
   // over them until then.
-  std::deque<uint64_t> writes_to_check;
+  Fifo<uint64_t> writes_to_check;
   bool rq_error = false;  // a receive completed in error: nothing on its way arrives any more
   std::vector<uint64_t> atomic_values;  // of the peer's atomic slots, as this QP leaves them
   uint64_t sends_total = 0, sends_posted = 0, sends_done = 0;
