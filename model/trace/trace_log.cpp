@@ -217,11 +217,27 @@ void TraceLog::drain_out() {
 }
 
 void TraceLog::write_before(uint64_t t_ps) {
-  // The events logged since the last look, sorted and merged into those held from before
-  // it; both sorts are stable, so events of one time keep the order they were logged in.
+  // The events logged since the last look come mostly in time order: those that do stay
+  // where they are, the rest (logged late) are sorted apart and merged in, and then all of
+  // them into those held from before. A merge takes the earlier range first at equal times
+  // and the sort is stable, so events of one time keep the order they were logged in (a
+  // late event's time is below that of every in-order event logged after it).
   const auto by_time = [](const Entry& a, const Entry& b) { return a.t_ps < b.t_ps; };
   const auto fresh = pending_.begin() + sorted_;
-  std::stable_sort(fresh, pending_.end(), by_time);
+  auto in_order = fresh;
+  out_of_order_.clear();
+  for (auto it = fresh; it != pending_.end(); ++it) {
+    if (in_order != fresh && it->t_ps < in_order[-1].t_ps)
+      out_of_order_.push_back(*it);
+    else
+      *in_order++ = *it;
+  }
+  if (!out_of_order_.empty()) {
+    std::stable_sort(out_of_order_.begin(), out_of_order_.end(), by_time);
+    merged_.resize(size_t(pending_.end() - fresh));
+    std::merge(fresh, in_order, out_of_order_.begin(), out_of_order_.end(), merged_.begin(), by_time);
+    std::copy(merged_.begin(), merged_.end(), fresh);
+  }
   if (sorted_ && fresh != pending_.end() && by_time(*fresh, fresh[-1]))
     std::inplace_merge(pending_.begin(), fresh, pending_.end(), by_time);
   size_t n = 0;

@@ -155,6 +155,7 @@ class TraceLog {
   // logged since the last look, in logging order.
   std::vector<Entry> pending_;
   size_t sorted_ = 0;
+  std::vector<Entry> out_of_order_, merged_;  // scratch of a look
   // Bytes appended without std::string's out-of-line append: a few per event.
   struct Bytes {
     std::unique_ptr<char[]> data;

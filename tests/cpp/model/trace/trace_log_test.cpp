@@ -2,12 +2,14 @@
 // formats say the same: trace.bin read back is trace.jsonl byte for byte.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "model/trace/trace_log.h"
 #include "model/trace/trace_reader.h"
@@ -95,6 +97,33 @@ TEST_P(TraceLogFormats, EventsOfOneTimeKeepTheOrderTheyWereLoggedIn) {
   std::string order;
   for (const std::string& line : lines_of(file)) order += line.substr(line.find("\"ev\":\"") + 6, 1);
   EXPECT_EQ(order, "bdface");
+  std::remove(file.c_str());
+}
+
+// Events logged mostly in time order, with runs of equal times and a tenth logged late,
+// over many looks at the window: what is written is their stable sort by time.
+TEST_P(TraceLogFormats, LateEventsAmongInOrderOnesKeepTheOrderOfEqualTimes) {
+  const std::string file = path("trace_log_stable_test");
+  std::vector<std::pair<uint64_t, uint64_t>> logged;  // time, index
+  {
+    TraceLog log;
+    log.open(file, [] { return uint64_t(0); });
+    std::mt19937_64 rng(7);
+    for (uint64_t i = 0; i < 50'000; i++) {
+      const uint64_t base = i / 8 * 10;
+      const uint64_t t = rng() % 10 == 0 ? base - std::min<uint64_t>(base, rng() % 300 / 10 * 10) : base;
+      log.event(t, "e").num("i", i);
+      logged.emplace_back(t, i);
+    }
+    log.close();
+  }
+  std::stable_sort(logged.begin(), logged.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const std::vector<std::string> lines = lines_of(file);
+  ASSERT_EQ(lines.size(), logged.size());
+  for (size_t n = 0; n < lines.size(); n++)
+    ASSERT_EQ(lines[n], "{\"t_ps\":" + std::to_string(logged[n].first) + ",\"ev\":\"e\",\"i\":" +
+                            std::to_string(logged[n].second) + "}")
+        << "line " << n;
   std::remove(file.c_str());
 }
 
