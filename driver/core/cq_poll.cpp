@@ -47,20 +47,24 @@ void ib_poll_workers::schedule(ib_cq* cq) {
   worker* w = nullptr;
   if (!stopping_ && !cq->poll_scheduled && !cq->poll_disabled) {
     cq->poll_scheduled = true;
-    w = &worker_for(cq);
-    w->cqs.push_back(cq);
+    if (in_hardirq_ && cq->poll_ctx == IB_POLL_SOFTIRQ) {
+      raised_.push_back(cq);
+    } else {
+      w = &worker_for(cq);
+      w->cqs.push_back(cq);
+    }
   }
   lock_->unlock();
   if (w) w->wake->signal();
 }
 
-// Only the CQ's own worker polls it, so once it is off the queue nothing runs it again.
+// Only the CQ's own worker, or the interrupt that raised it, polls it: once it is off
+// their queues nothing runs it again.
 void ib_poll_workers::cancel(ib_cq* cq) {
   lock_->lock();
   cq->poll_disabled = true;
   if (cq->poll_scheduled) {
-    auto& q = worker_for(cq).cqs;
-    q.erase(std::remove(q.begin(), q.end(), cq), q.end());
+    for (auto* q : {&worker_for(cq).cqs, &raised_}) q->erase(std::remove(q->begin(), q->end(), cq), q->end());
     cq->poll_scheduled = false;
   }
   counters_.cancels_waited += cq->poll_running;
@@ -77,6 +81,47 @@ void ib_poll_workers::enable(ib_cq* cq) {
   lock_->lock();
   cq->poll_disabled = false;
   lock_->unlock();
+}
+
+void ib_poll_workers::enter_hardirq() {
+  lock_->lock();
+  in_hardirq_++;
+  lock_->unlock();
+}
+
+// __do_softirq: what the handler raised is polled, then what those polls raised, for at
+// most MAX_SOFTIRQ_RESTART rounds; a CQ still asking for more then goes to ksoftirqd.
+void ib_poll_workers::irq_exit() {
+  constexpr unsigned kMaxRounds = 10;
+  lock_->lock();
+  for (unsigned round = 0; round < kMaxRounds && !raised_.empty(); round++) {
+    for (size_t n = raised_.size(); n > 0 && !raised_.empty(); n--) {  // a cancel may take some
+      ib_cq* cq = raised_.front();
+      raised_.pop_front();
+      cq->poll_scheduled = false;
+      cq->poll_running = true;
+      counters_.at_irq_exit++;
+      lock_->unlock();
+      const bool again = poll(cq);
+      lock_->lock();
+      cq->poll_running = false;
+      if (again && !stopping_ && !cq->poll_disabled && !cq->poll_scheduled) {
+        cq->poll_scheduled = true;
+        raised_.push_back(cq);
+      }
+    }
+  }
+  std::vector<worker*> woken;
+  if (--in_hardirq_ == 0) {  // else a handler still under way polls them as it returns
+    for (ib_cq* cq : raised_) {
+      worker& w = worker_for(cq);
+      w.cqs.push_back(cq);
+      woken.push_back(&w);
+    }
+    raised_.clear();
+  }
+  lock_->unlock();
+  for (worker* w : woken) w->wake->signal();
 }
 
 void ib_poll_workers::request_stop() {

@@ -3,8 +3,10 @@
 // batches of 16, re-armed with NEXT_COMP|REPORT_MISSED_EVENTS and polled again when that
 // reports a miss), WORKQUEUE and UNBOUND_WORKQUEUE as ib_cq_poll_work does (budget 65536).
 // Each context has workers on hal::Exec: softirq and bound work on the CPU of the CQ's
-// vector, unbound work on a worker of its own. A CQ is polled by one worker at a time; the
-// queues are locked, so interrupts may schedule from any thread.
+// vector, unbound work on a worker of its own. Where the Exec runs softirqs at irq exit, a
+// SOFTIRQ CQ scheduled while an interrupt is handled is polled as the handler returns, on
+// its thread, and goes to ksoftirqd only once it keeps asking for more. A CQ is polled by
+// one poller at a time; the queues are locked, so interrupts may schedule from any thread.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,7 @@ struct ib_poll_counters {
   uint64_t missed = 0;        // re-arms that reported a missed event: polled again
   uint64_t budget_spent = 0;  // runs that used their whole budget: polled again
   uint64_t cancels_waited = 0;  // cancel()s that found their CQ being polled and waited it out
+  uint64_t at_irq_exit = 0;     // runs as an interrupt handler returned, not by a worker
 };
 
 class ib_poll_workers {
@@ -43,6 +46,15 @@ class ib_poll_workers {
   void cancel(ib_cq* cq);
   // Undoes cancel() (the CQ's destroy failed: it lives on).
   void enable(ib_cq* cq);
+  // Runs an interrupt handler: the hard interrupt, then (Linux's irq_exit) the polls it
+  // raised, where the Exec runs softirqs so.
+  template <typename Handler>
+  void hardirq(Handler&& handler) {
+    if (!exec_.softirqs_at_irq_exit()) return handler();
+    enter_hardirq();
+    handler();
+    irq_exit();
+  }
   // Stops the workers once their queues are empty and waits until they have returned;
   // schedule() does nothing afterwards. Call from a thread of the Exec's.
   void stop();
@@ -55,6 +67,8 @@ class ib_poll_workers {
     bool running = false;
   };
   worker& worker_for(const ib_cq* cq);
+  void enter_hardirq();
+  void irq_exit();  // polls what was raised; leaves the hard interrupt
   void run(worker& w);
   void request_stop();
   bool any_running() const;
@@ -64,6 +78,10 @@ class ib_poll_workers {
   std::unique_ptr<hal::Lock> lock_;  // the queues, the CQs' scheduled flags, the counters
   std::vector<std::unique_ptr<worker>> softirq_, bound_;  // per CPU
   std::unique_ptr<worker> unbound_;
+  // Interrupt handlers under way, and the SOFTIRQ CQs scheduled meanwhile: polled as the
+  // handler returns.
+  unsigned in_hardirq_ = 0;
+  std::deque<ib_cq*> raised_;
   bool stopping_ = false;
   ib_poll_counters counters_;
 };

@@ -81,6 +81,9 @@ class Exec {
   virtual std::unique_ptr<Event> make_event() = 0;
   virtual std::unique_ptr<Lock> make_lock() = 0;
   virtual unsigned num_cpus() const = 0;
+  // Whether the softirqs an interrupt handler raises run as it returns, on its thread, as
+  // Linux's irq_exit runs them; false: they are handed to ksoftirqd.
+  virtual bool softirqs_at_irq_exit() const { return false; }
 };
 
 }  // namespace hal

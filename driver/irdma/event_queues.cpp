@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "driver/core/cq_poll.h"
 #include "driver/irdma/irdma_device.h"
 
 namespace irdma {
@@ -49,7 +50,13 @@ int irdma_event_queues::create_ceqs() {
       return ret;
     }
     ceqs_.push_back(std::move(ceq));
-    if (int err = rf_.sc_dev.hw.irq.request_irq(k, [this, k](unsigned) { irq_handler(k); })) return err;
+    const auto handler = [this, k](unsigned) {
+      if (ibcore::ib_poll_workers* workers = poll_workers_.load())
+        workers->hardirq([&] { irq_handler(k); });
+      else
+        irq_handler(k);
+    };
+    if (int err = rf_.sc_dev.hw.irq.request_irq(k, handler)) return err;
     rf_.sc_dev.hw.bar0.write32(IRDMA_GLINT_CEQCTL(k), uint32_t(IRDMA_GLINT_CEQCTL_CAUSE_ENA |
                                                      FIELD_PREP(IRDMA_GLINT_CEQCTL_ITR_INDX, IRDMA_IDX_NOITR) |
                                                      FIELD_PREP(IRDMA_GLINT_CEQCTL_MSIX_INDX, k)));

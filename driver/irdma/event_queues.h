@@ -13,6 +13,10 @@
 #include "driver/hal/exec.h"
 #include "driver/hal/dma.h"
 
+namespace ibcore {
+class ib_poll_workers;
+}
+
 namespace irdma {
 
 struct irdma_pci_f;
@@ -65,6 +69,8 @@ class irdma_event_queues {
   // Starts the missed-interrupt watchdog (params.eq_watchdog_us), and stops it.
   void start_watchdog();
   void stop_watchdog();
+  // The CEQ interrupts return through `workers` (hardirq: the polls they raise run then).
+  void set_poll_workers(ibcore::ib_poll_workers* workers) { poll_workers_.store(workers); }
   // irdma_sc_cleanup_ceqes: a destroyed CQ's unconsumed CEQEs are emptied for the handler
   // to skip.
   void cleanup_ceqes(const irdma_cq* cq);
@@ -84,6 +90,7 @@ class irdma_event_queues {
   static bool overdue(irdma_eq_watch& w, bool pending);
 
   irdma_pci_f& rf_;
+  std::atomic<ibcore::ib_poll_workers*> poll_workers_{nullptr};
   std::vector<irdma_ceq> ceqs_;
   irdma_aeq aeq_;
   std::unique_ptr<hal::Event> watchdog_wake_;

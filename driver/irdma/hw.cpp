@@ -102,6 +102,7 @@ int irdma_device::probe() {
   register_device();
   workers_ = std::make_unique<ibcore::ib_poll_workers>(hw().exec);
   poll_workers = workers_.get();
+  rf_.eqs.set_poll_workers(workers_.get());
   flush_wq_.start();
   rf_.eqs.start_watchdog();
   hw().irq.request_error_irq([this] { rf_.reset.pci_error_detected(); });  // -EOPNOTSUPP: none reported

@@ -29,6 +29,7 @@ class SimExec final : public hal::Exec {
   std::unique_ptr<hal::Event> make_event() override;
   std::unique_ptr<hal::Lock> make_lock() override;
   unsigned num_cpus() const override { return cfg_.cpus; }
+  bool softirqs_at_irq_exit() const override { return cfg_.softirqs_at_irq_exit; }
 
  private:
   HostConfig cfg_;

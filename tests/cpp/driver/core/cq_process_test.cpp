@@ -1,13 +1,16 @@
 // ib-core's completion processing (spec A.4, H 9-10): budgets, batches, completions with
-// and without a consumer, a driver error mid-way; and the poll contexts' budget rule
-// (softirq 256, workqueues 65536: a spent budget polls again without re-arming), on
-// OS threads against a scripted device.
+// and without a consumer, a driver error mid-way; the poll contexts' budget rule
+// (softirq 256, workqueues 65536: a spent budget polls again without re-arming); and
+// softirqs run as an interrupt handler returns, where the platform runs them so; on OS
+// threads against a scripted device.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -144,6 +147,107 @@ TEST_F(ProcessCq, PollContextsSpendTheirBudgetThenReArm) {
     EXPECT_EQ(d.rearms.load(), 1);
     EXPECT_EQ(d.requests.front(), IB_POLL_BATCH);
   }
+}
+
+// OS threads whose platform runs softirqs at irq exit, as Linux's does.
+class IrqExitExec final : public hal::Exec {
+ public:
+  uint64_t now_ns() override { return os_.now_ns(); }
+  void cpu_relax() override { os_.cpu_relax(); }
+  void delay_ns(uint64_t ns) override { os_.delay_ns(ns); }
+  void spawn(const std::string& name, unsigned cpu, std::function<void()> body) override {
+    os_.spawn(name, cpu, std::move(body));
+  }
+  std::unique_ptr<hal::Event> make_event() override { return os_.make_event(); }
+  std::unique_ptr<hal::Lock> make_lock() override { return os_.make_lock(); }
+  unsigned num_cpus() const override { return os_.num_cpus(); }
+  bool softirqs_at_irq_exit() const override { return true; }
+
+ private:
+  backends::OsExec os_;
+};
+
+struct SoftirqAtIrqExit : ProcessCq {
+  IrqExitExec exec;
+  std::unique_ptr<ib_poll_workers> workers = std::make_unique<ib_poll_workers>(exec);
+  // Waits for the workers to finish what they were handed, stops them, returns the counters.
+  ib_poll_counters finish(uint64_t completions) {
+    for (int spin = 0; (ScriptedDevice::done < completions || dev.rearms == 0) && spin < 5000; spin++)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    workers->stop();
+    return workers->counters();
+  }
+};
+
+TEST_F(SoftirqAtIrqExit, ASoftirqCqRaisedByAnInterruptIsPolledAsItsHandlerReturnsOnItsThread) {
+  cq.poll_ctx = IB_POLL_SOFTIRQ;
+  dev.ready = 100;
+  uint64_t done_in_handler = ~0ull;
+  workers->hardirq([&] {
+    workers->schedule(&cq);
+    done_in_handler = ScriptedDevice::done;
+  });
+  EXPECT_EQ(done_in_handler, 0u) << "not polled inside the hard interrupt";
+  EXPECT_EQ(ScriptedDevice::done.load(), 100u) << "polled before hardirq() returned";
+  EXPECT_EQ(dev.rearms.load(), 1);
+  const ib_poll_counters n = finish(100);
+  EXPECT_EQ(n.runs, 1u);
+  EXPECT_EQ(n.at_irq_exit, 1u);
+}
+
+// A CQ that keeps spending its budget is polled for ten rounds, then ksoftirqd takes it.
+TEST_F(SoftirqAtIrqExit, ACqStillBusyAfterTenRoundsGoesToKsoftirqd) {
+  cq.poll_ctx = IB_POLL_SOFTIRQ;
+  dev.ready = 12 * IB_POLL_BUDGET_IRQ;
+  workers->hardirq([&] { workers->schedule(&cq); });
+  EXPECT_GE(ScriptedDevice::done.load(), 10u * IB_POLL_BUDGET_IRQ) << "ksoftirqd may have begun already";
+  const ib_poll_counters n = finish(12 * IB_POLL_BUDGET_IRQ);
+  EXPECT_EQ(ScriptedDevice::done.load(), 12u * IB_POLL_BUDGET_IRQ);
+  EXPECT_EQ(n.at_irq_exit, 10u);
+  EXPECT_EQ(n.runs, 13u) << "12 spent budgets, then the one that re-arms";
+  EXPECT_EQ(n.budget_spent, 12u);
+  EXPECT_EQ(dev.rearms.load(), 1);
+}
+
+TEST_F(SoftirqAtIrqExit, WorkqueueCqsAndCancelledOnesAreNotPolledAtIrqExit) {
+  cq.poll_ctx = IB_POLL_WORKQUEUE;
+  dev.ready = 10;
+  workers->hardirq([&] { workers->schedule(&cq); });
+  EXPECT_EQ(finish(10).at_irq_exit, 0u);
+  EXPECT_EQ(ScriptedDevice::done.load(), 10u) << "its worker polled it";
+
+  ScriptedDevice other;
+  ib_cq raised;
+  raised.device = &other;
+  raised.poll_ctx = IB_POLL_SOFTIRQ;
+  other.ready = 10;
+  ScriptedDevice::done = 0;
+  auto fresh = std::make_unique<ib_poll_workers>(exec);
+  fresh->hardirq([&] {
+    fresh->schedule(&raised);
+    fresh->cancel(&raised);  // as ib_free_cq on another CPU would
+  });
+  fresh->stop();
+  EXPECT_EQ(fresh->counters().runs, 0u) << "a cancelled CQ is taken off the raised ones";
+  EXPECT_EQ(ScriptedDevice::done.load(), 0u);
+}
+
+TEST(SoftirqToKsoftirqd, WherePlatformsHandThemOverTheHandlerOnlyRaises) {
+  ScriptedDevice dev;
+  ib_cq cq;
+  cq.device = &dev;
+  cq.poll_ctx = IB_POLL_SOFTIRQ;
+  dev.ready = 10;
+  ScriptedDevice::done = 0;
+  backends::OsExec exec;
+  ib_poll_workers workers(exec);
+  workers.hardirq([&] { workers.schedule(&cq); });
+  for (int spin = 0; (ScriptedDevice::done < 10 || dev.rearms == 0) && spin < 5000; spin++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  workers.stop();
+  EXPECT_EQ(ScriptedDevice::done.load(), 10u);
+  EXPECT_EQ(workers.counters().at_irq_exit, 0u);
+  EXPECT_EQ(workers.counters().runs, 1u);
 }
 
 }  // namespace
