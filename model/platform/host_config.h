@@ -12,9 +12,6 @@ struct HostConfig {
   double relax_timeout_ns = 1000;  // longest cpu_relax() with no memory write
   size_t thread_stack = 1 << 20; // driver code is not written for coroutine-sized stacks
   uint64_t memory_mb = 1024;     // DMA memory the host can give the driver, in MiB
-  // The softirqs an interrupt raises run as its handler returns (Linux's irq_exit), not in
-  // ksoftirqd: the approximately timed mode's host (the loosely timed one keeps its outputs).
-  bool softirqs_at_irq_exit = false;
 };
 
 }  // namespace irdma_sim::platform

@@ -138,7 +138,8 @@ void HostMemory::release_freed_pages() {
     const auto live = by_iova_.lower_bound(kIovaBase + end);
     const uint64_t barrier = live == by_iova_.end() ? arena_bytes_ : live->first - kIovaBase;
     for (++i; i < freed_.size() && freed_[i].first < barrier; ++i) end = freed_[i].first + freed_[i].second;
-    ::madvise(arena_ + start, end - start, MADV_DONTNEED);
+    // Refused (it should not be, on our own private mapping): the pages stay, zeroed here.
+    if (::madvise(arena_ + start, end - start, MADV_DONTNEED) != 0) std::memset(arena_ + start, 0, end - start);
   }
   freed_.clear();
   freed_bytes_ = 0;

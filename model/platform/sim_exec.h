@@ -20,7 +20,10 @@ namespace irdma_sim::platform {
 
 class SimExec final : public hal::Exec {
  public:
-  SimExec(const HostConfig& cfg, HostMemory& memory) : cfg_(cfg), memory_(memory) {}
+  // `softirqs_at_irq_exit`: the softirqs an interrupt raises run as its handler returns
+  // (Linux's irq_exit), not in ksoftirqd.
+  SimExec(const HostConfig& cfg, HostMemory& memory, bool softirqs_at_irq_exit)
+      : cfg_(cfg), memory_(memory), softirqs_at_irq_exit_(softirqs_at_irq_exit) {}
 
   uint64_t now_ns() override;
   void cpu_relax() override;
@@ -29,11 +32,12 @@ class SimExec final : public hal::Exec {
   std::unique_ptr<hal::Event> make_event() override;
   std::unique_ptr<hal::Lock> make_lock() override;
   unsigned num_cpus() const override { return cfg_.cpus; }
-  bool softirqs_at_irq_exit() const override { return cfg_.softirqs_at_irq_exit; }
+  bool softirqs_at_irq_exit() const override { return softirqs_at_irq_exit_; }
 
  private:
   HostConfig cfg_;
   HostMemory& memory_;
+  bool softirqs_at_irq_exit_;
 };
 
 }  // namespace irdma_sim::platform
