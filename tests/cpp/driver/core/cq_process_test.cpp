@@ -65,6 +65,12 @@ struct ScriptedDevice final : ib_device {
 };
 std::atomic<uint64_t> ScriptedDevice::done{0};
 
+// Waits (up to 5 s) until `d` handed out `completions` and was re-armed.
+void wait_until_polled(const ScriptedDevice& d, uint64_t completions) {
+  for (int spin = 0; (ScriptedDevice::done < completions || d.rearms == 0) && spin < 5000; spin++)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
 struct ProcessCq : ::testing::Test {
   ScriptedDevice dev;
   ib_cq cq;
@@ -135,8 +141,7 @@ TEST_F(ProcessCq, PollContextsSpendTheirBudgetThenReArm) {
     auto exec = std::make_unique<backends::OsExec>();
     auto workers = std::make_unique<ib_poll_workers>(*exec);
     workers->schedule(&q);
-    for (int spin = 0; (ScriptedDevice::done < uint64_t(c.ready) || d.rearms == 0) && spin < 5000; spin++)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    wait_until_polled(d, uint64_t(c.ready));
     workers->stop();
     const ib_poll_counters n = workers->counters();
     exec.reset();
@@ -172,8 +177,7 @@ struct SoftirqAtIrqExit : ProcessCq {
   std::unique_ptr<ib_poll_workers> workers = std::make_unique<ib_poll_workers>(exec);
   // Waits for the workers to finish what they were handed, stops them, returns the counters.
   ib_poll_counters finish(uint64_t completions) {
-    for (int spin = 0; (ScriptedDevice::done < completions || dev.rearms == 0) && spin < 5000; spin++)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    wait_until_polled(dev, completions);
     workers->stop();
     return workers->counters();
   }
@@ -209,41 +213,34 @@ TEST_F(SoftirqAtIrqExit, ACqStillBusyAfterTenRoundsGoesToKsoftirqd) {
   EXPECT_EQ(dev.rearms.load(), 1);
 }
 
-TEST_F(SoftirqAtIrqExit, WorkqueueCqsAndCancelledOnesAreNotPolledAtIrqExit) {
+TEST_F(SoftirqAtIrqExit, AWorkqueueCqIsLeftToItsWorker) {
   cq.poll_ctx = IB_POLL_WORKQUEUE;
   dev.ready = 10;
   workers->hardirq([&] { workers->schedule(&cq); });
   EXPECT_EQ(finish(10).at_irq_exit, 0u);
   EXPECT_EQ(ScriptedDevice::done.load(), 10u) << "its worker polled it";
+}
 
-  ScriptedDevice other;
-  ib_cq raised;
-  raised.device = &other;
-  raised.poll_ctx = IB_POLL_SOFTIRQ;
-  other.ready = 10;
-  ScriptedDevice::done = 0;
-  auto fresh = std::make_unique<ib_poll_workers>(exec);
-  fresh->hardirq([&] {
-    fresh->schedule(&raised);
-    fresh->cancel(&raised);  // as ib_free_cq on another CPU would
+TEST_F(SoftirqAtIrqExit, ACqCancelledWhileRaisedIsNotPolled) {
+  cq.poll_ctx = IB_POLL_SOFTIRQ;
+  dev.ready = 10;
+  workers->hardirq([&] {
+    workers->schedule(&cq);
+    workers->cancel(&cq);  // as ib_free_cq on another CPU would
   });
-  fresh->stop();
-  EXPECT_EQ(fresh->counters().runs, 0u) << "a cancelled CQ is taken off the raised ones";
+  workers->stop();
+  EXPECT_EQ(workers->counters().runs, 0u) << "a cancelled CQ is taken off the raised ones";
   EXPECT_EQ(ScriptedDevice::done.load(), 0u);
 }
 
-TEST(SoftirqToKsoftirqd, WherePlatformsHandThemOverTheHandlerOnlyRaises) {
-  ScriptedDevice dev;
-  ib_cq cq;
-  cq.device = &dev;
+// Where the platform hands softirqs to ksoftirqd, the handler only raises.
+TEST_F(ProcessCq, WithoutSoftirqsAtIrqExitKsoftirqdPolls) {
   cq.poll_ctx = IB_POLL_SOFTIRQ;
   dev.ready = 10;
-  ScriptedDevice::done = 0;
   backends::OsExec exec;
   ib_poll_workers workers(exec);
   workers.hardirq([&] { workers.schedule(&cq); });
-  for (int spin = 0; (ScriptedDevice::done < 10 || dev.rearms == 0) && spin < 5000; spin++)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  wait_until_polled(dev, 10);
   workers.stop();
   EXPECT_EQ(ScriptedDevice::done.load(), 10u);
   EXPECT_EQ(workers.counters().at_irq_exit, 0u);
